@@ -1,0 +1,19 @@
+/* The subcommands of `memsight`, one file each (cmd_<name>.c). Each takes the
+ * arguments after its own name (argv[0] is the command name) and returns the exit
+ * status. Only the CLI prints. */
+#ifndef MS_CLI_COMMANDS_H
+#define MS_CLI_COMMANDS_H
+
+int ms_cmd_run(int argc, char **argv);
+int ms_cmd_report(int argc, char **argv);
+int ms_cmd_dump(int argc, char **argv);
+int ms_cmd_leaks(int argc, char **argv);
+int ms_cmd_diff(int argc, char **argv);
+int ms_cmd_trend(int argc, char **argv);
+int ms_cmd_merge(int argc, char **argv);
+int ms_cmd_smaps(int argc, char **argv);
+int ms_cmd_top(int argc, char **argv);
+int ms_cmd_watch(int argc, char **argv);
+int ms_cmd_hprof(int argc, char **argv);
+
+#endif
