@@ -1,0 +1,310 @@
+/* Immediate dominators by semi-NCA (Georgiadis 2005; the variant LLVM uses) over flat
+ * arrays in DFS preorder numbers. Iterative throughout: never recurse here, a heap graph
+ * can be a linked list millions of objects long. */
+#include "hprof/domtree.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the graph as seen by the algorithm: g plus an optional virtual root ---- */
+
+typedef struct view {
+    const ms_csr *g;
+    uint32_t n;              /* g->n, or g->n + 1 with a virtual root */
+    const uint32_t *roots;   /* successors of the virtual root (vertex g->n) */
+    uint64_t nroots;
+    int virt;
+} view;
+
+/* Successor range of v: entries [*b, *e) of *a; *skip is the bitset to honour (or NULL). */
+static inline void succ_range(const view *w, uint32_t v, const uint32_t **a, uint64_t *b,
+                              uint64_t *e, const uint8_t **skip)
+{
+    if (w->virt && v == w->g->n) {
+        *a = w->roots;
+        *b = 0;
+        *e = w->nroots;
+        *skip = NULL;
+    } else {
+        *a = w->g->adj;
+        *b = w->g->off[v];
+        *e = w->g->off[v + 1];
+        *skip = w->g->skip;
+    }
+}
+
+/* The target of edge i of the range, or MS_DOM_NONE when the edge is ignored. */
+static inline uint32_t edge_target(const view *w, const uint32_t *a, const uint8_t *skip,
+                                   uint64_t i)
+{
+    if (skip && (skip[i >> 3] >> (i & 7)) & 1)
+        return MS_DOM_NONE;
+    uint32_t u = a[i];
+    return u < w->g->n ? u : MS_DOM_NONE;
+}
+
+static int check_csr(const ms_csr *g, char *err, size_t errlen)
+{
+    if (!g || (g->n && (!g->off || (g->off[g->n] && !g->adj)))) {
+        set_err(err, errlen, "dominators: graph arrays missing");
+        return -1;
+    }
+    if (g->n >= UINT32_MAX - 1) {
+        set_err(err, errlen, "dominators: too many vertices (%u)", g->n);
+        return -1;
+    }
+    for (uint32_t v = 0; v < g->n; v++)
+        if (g->off[v] > g->off[v + 1]) {
+            set_err(err, errlen, "dominators: edge offsets decrease at vertex %u", v);
+            return -1;
+        }
+    return 0;
+}
+
+/* Path compression on the forest of linked vertices (numbers >= last_linked), as in
+ * LLVM's SemiNCAInfo::eval, with an explicit stack. Returns the vertex of minimum semi
+ * on the path from v to the root of its tree in the forest. */
+static inline uint32_t eval(uint32_t v, uint32_t last_linked, uint32_t *anc, uint32_t *label,
+                            const uint32_t *semi, uint32_t *stack)
+{
+    if (anc[v] < last_linked)
+        return label[v];
+    size_t sp = 0;
+    uint32_t x = v;
+    do {
+        stack[sp++] = x;
+        x = anc[x];
+    } while (anc[x] >= last_linked);
+    uint32_t p = x, plabel = label[x];
+    do {
+        x = stack[--sp];
+        anc[x] = anc[p];
+        if (semi[plabel] < semi[label[x]])
+            label[x] = plabel;
+        else
+            plabel = label[x];
+        p = x;
+    } while (sp);
+    return label[x];
+}
+
+static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size_t errlen)
+{
+    const uint32_t n = w->n;
+    memset(dt, 0, sizeof *dt);
+    uint32_t *num = NULL, *vert = NULL, *parent = NULL, *stk = NULL, *anc = NULL, *label = NULL,
+             *semi = NULL, *padj = NULL, *poff = NULL;
+    uint64_t *cur = NULL;
+
+    num = malloc((size_t)n * sizeof *num);
+    vert = malloc((size_t)n * sizeof *vert);
+    parent = malloc((size_t)n * sizeof *parent);
+    stk = malloc((size_t)n * sizeof *stk);
+    cur = malloc((size_t)n * sizeof *cur);
+    if (!num || !vert || !parent || !stk || !cur)
+        goto oom;
+    memset(num, 0xff, (size_t)n * sizeof *num);
+
+    /* 1. Depth-first search from root: preorder numbers and DFS-tree parents. */
+    uint32_t N = 0;
+    uint64_t nedges = 0; /* edges between reachable vertices, for the predecessor lists */
+    {
+        const uint32_t *a;
+        uint64_t b, e;
+        const uint8_t *skip;
+        num[root] = N;
+        vert[N] = root;
+        parent[N] = 0;
+        N++;
+        size_t sp = 0;
+        stk[0] = root;
+        succ_range(w, root, &a, &b, &e, &skip);
+        cur[0] = b;
+        for (;;) {
+            uint32_t v = stk[sp];
+            succ_range(w, v, &a, &b, &e, &skip);
+            uint64_t i = cur[sp];
+            uint32_t u = MS_DOM_NONE;
+            while (i < e) {
+                uint32_t t = edge_target(w, a, skip, i++);
+                if (t == MS_DOM_NONE)
+                    continue;
+                nedges++;
+                if (num[t] == MS_DOM_NONE) {
+                    u = t;
+                    break;
+                }
+            }
+            cur[sp] = i;
+            if (u != MS_DOM_NONE) {
+                num[u] = N;
+                vert[N] = u;
+                parent[N] = num[v];
+                N++;
+                stk[++sp] = u;
+                succ_range(w, u, &a, &b, &e, &skip);
+                cur[sp] = b;
+            } else if (sp == 0) {
+                break;
+            } else {
+                sp--;
+            }
+        }
+    }
+    free(cur);
+    cur = NULL;
+    if (nedges >= UINT32_MAX) {
+        set_err(err, errlen, "dominators: too many edges (%llu)", (unsigned long long)nedges);
+        goto fail;
+    }
+
+    /* 2. Predecessor lists in preorder numbers (CSR). */
+    poff = calloc((size_t)N + 1, sizeof *poff);
+    padj = malloc(((size_t)nedges + 1) * sizeof *padj);
+    if (!poff || !padj)
+        goto oom;
+    for (uint32_t k = 0; k < N; k++) {
+        const uint32_t *a;
+        uint64_t b, e;
+        const uint8_t *skip;
+        succ_range(w, vert[k], &a, &b, &e, &skip);
+        for (uint64_t i = b; i < e; i++) {
+            uint32_t t = edge_target(w, a, skip, i);
+            if (t != MS_DOM_NONE)
+                poff[num[t] + 1]++;
+        }
+    }
+    for (uint32_t k = 0; k < N; k++)
+        poff[k + 1] += poff[k];
+    /* Fill using poff[k] as a cursor, then shift back. */
+    for (uint32_t k = 0; k < N; k++) {
+        const uint32_t *a;
+        uint64_t b, e;
+        const uint8_t *skip;
+        succ_range(w, vert[k], &a, &b, &e, &skip);
+        for (uint64_t i = b; i < e; i++) {
+            uint32_t t = edge_target(w, a, skip, i);
+            if (t != MS_DOM_NONE)
+                padj[poff[num[t]]++] = k;
+        }
+    }
+    for (uint32_t k = N; k > 0; k--)
+        poff[k] = poff[k - 1];
+    poff[0] = 0;
+
+    /* 3. Semidominators, in reverse preorder, with link-eval on the ancestor forest. */
+    anc = malloc((size_t)N * sizeof *anc);
+    label = malloc((size_t)N * sizeof *label);
+    semi = malloc((size_t)N * sizeof *semi);
+    if (!anc || !label || !semi)
+        goto oom;
+    for (uint32_t k = 0; k < N; k++) {
+        anc[k] = parent[k];
+        label[k] = k;
+        semi[k] = k;
+    }
+    for (uint32_t k = N - 1; k >= 1; k--) {
+        uint32_t s = parent[k];
+        for (uint32_t i = poff[k]; i < poff[k + 1]; i++) {
+            uint32_t u = eval(padj[i], k + 1, anc, label, semi, stk);
+            if (semi[u] < s)
+                s = semi[u];
+        }
+        semi[k] = s;
+    }
+    free(anc);
+    anc = NULL;
+    free(label);
+    label = NULL;
+    free(padj);
+    padj = NULL;
+    free(poff);
+    poff = NULL;
+
+    /* 4. Immediate dominators: nearest common ancestor of parent and semi, walking the
+     * already-final idoms of lower-numbered vertices. parent[] becomes idom[]. */
+    for (uint32_t k = 1; k < N; k++) {
+        uint32_t c = parent[k];
+        while (c > semi[k])
+            c = parent[c];
+        parent[k] = c;
+    }
+    free(semi);
+    semi = NULL;
+
+    /* 5. Back to vertex ids. */
+    for (uint32_t v = 0; v < n; v++)
+        num[v] = MS_DOM_NONE;
+    for (uint32_t k = 0; k < N; k++)
+        num[vert[k]] = vert[parent[k]];
+    free(parent);
+    free(stk);
+    uint32_t *order = realloc(vert, (size_t)(N ? N : 1) * sizeof *vert);
+    dt->n = n;
+    dt->root = root;
+    dt->reachable = N;
+    dt->idom = num;
+    dt->order = order ? order : vert;
+    return 0;
+
+oom:
+    set_err(err, errlen, "dominators: out of memory for %u vertices", n);
+fail:
+    free(num);
+    free(vert);
+    free(parent);
+    free(stk);
+    free(cur);
+    free(anc);
+    free(label);
+    free(semi);
+    free(padj);
+    free(poff);
+    return -1;
+}
+
+int ms_domtree_compute(const ms_csr *g, uint32_t root, ms_domtree *dt, char *err, size_t errlen)
+{
+    if (!dt || check_csr(g, err, errlen) < 0)
+        return -1;
+    if (root >= g->n) {
+        set_err(err, errlen, "dominators: root %u outside the graph (%u vertices)", root, g->n);
+        return -1;
+    }
+    view w = {.g = g, .n = g->n, .roots = NULL, .nroots = 0, .virt = 0};
+    return compute(&w, root, dt, err, errlen);
+}
+
+int ms_domtree_compute_virtual(const ms_csr *g, const uint32_t *roots, size_t nroots,
+                               ms_domtree *dt, char *err, size_t errlen)
+{
+    if (!dt || check_csr(g, err, errlen) < 0)
+        return -1;
+    if (nroots && !roots) {
+        set_err(err, errlen, "dominators: root list missing");
+        return -1;
+    }
+    view w = {.g = g, .n = g->n + 1, .roots = roots, .nroots = nroots, .virt = 1};
+    return compute(&w, g->n, dt, err, errlen);
+}
+
+void ms_domtree_free(ms_domtree *dt)
+{
+    if (!dt)
+        return;
+    free(dt->idom);
+    free(dt->order);
+    memset(dt, 0, sizeof *dt);
+}
