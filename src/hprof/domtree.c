@@ -28,32 +28,39 @@ typedef struct view {
     int virt;
 } view;
 
-/* Successor range of v: entries [*b, *e) of *a; *skip is the bitset to honour (or NULL). */
+/* Successor range of v: entries [*b, *e) of *a, then *x when it is not MS_DOM_NONE (the
+ * extra edge, numbered *e); *skip is the bitset to honour (or NULL). */
 static inline void succ_range(const view *w, uint32_t v, const uint32_t **a, uint64_t *b,
-                              uint64_t *e, const uint8_t **skip)
+                              uint64_t *e, const uint8_t **skip, uint32_t *x)
 {
     if (w->virt && v == w->g->n) {
         *a = w->roots;
         *b = 0;
         *e = w->nroots;
         *skip = NULL;
+        *x = MS_DOM_NONE;
     } else {
         *a = w->g->adj;
         *b = w->g->off[v];
         *e = w->g->off[v + 1];
         *skip = w->g->skip;
+        *x = w->g->extra && w->g->extra[v] < w->g->n ? w->g->extra[v] : MS_DOM_NONE;
     }
 }
 
-/* The target of edge i of the range, or MS_DOM_NONE when the edge is ignored. */
+/* The target of edge i (b <= i <= e) of the range, or MS_DOM_NONE when it is ignored. */
 static inline uint32_t edge_target(const view *w, const uint32_t *a, const uint8_t *skip,
-                                   uint64_t i)
+                                   uint64_t i, uint64_t e, uint32_t x)
 {
+    if (i == e)
+        return x;
     if (skip && (skip[i >> 3] >> (i & 7)) & 1)
         return MS_DOM_NONE;
     uint32_t u = a[i];
     return u < w->g->n ? u : MS_DOM_NONE;
 }
+
+#define RANGE_END(e, x) ((e) + ((x) != MS_DOM_NONE))
 
 static int check_csr(const ms_csr *g, char *err, size_t errlen)
 {
@@ -124,21 +131,22 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
         const uint32_t *a;
         uint64_t b, e;
         const uint8_t *skip;
+        uint32_t x;
         num[root] = N;
         vert[N] = root;
         parent[N] = 0;
         N++;
         size_t sp = 0;
         stk[0] = root;
-        succ_range(w, root, &a, &b, &e, &skip);
+        succ_range(w, root, &a, &b, &e, &skip, &x);
         cur[0] = b;
         for (;;) {
             uint32_t v = stk[sp];
-            succ_range(w, v, &a, &b, &e, &skip);
+            succ_range(w, v, &a, &b, &e, &skip, &x);
             uint64_t i = cur[sp];
             uint32_t u = MS_DOM_NONE;
-            while (i < e) {
-                uint32_t t = edge_target(w, a, skip, i++);
+            while (i < RANGE_END(e, x)) {
+                uint32_t t = edge_target(w, a, skip, i++, e, x);
                 if (t == MS_DOM_NONE)
                     continue;
                 nedges++;
@@ -154,7 +162,7 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
                 parent[N] = num[v];
                 N++;
                 stk[++sp] = u;
-                succ_range(w, u, &a, &b, &e, &skip);
+                succ_range(w, u, &a, &b, &e, &skip, &x);
                 cur[sp] = b;
             } else if (sp == 0) {
                 break;
@@ -179,9 +187,10 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
         const uint32_t *a;
         uint64_t b, e;
         const uint8_t *skip;
-        succ_range(w, vert[k], &a, &b, &e, &skip);
-        for (uint64_t i = b; i < e; i++) {
-            uint32_t t = edge_target(w, a, skip, i);
+        uint32_t x;
+        succ_range(w, vert[k], &a, &b, &e, &skip, &x);
+        for (uint64_t i = b; i < RANGE_END(e, x); i++) {
+            uint32_t t = edge_target(w, a, skip, i, e, x);
             if (t != MS_DOM_NONE)
                 poff[num[t] + 1]++;
         }
@@ -193,9 +202,10 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
         const uint32_t *a;
         uint64_t b, e;
         const uint8_t *skip;
-        succ_range(w, vert[k], &a, &b, &e, &skip);
-        for (uint64_t i = b; i < e; i++) {
-            uint32_t t = edge_target(w, a, skip, i);
+        uint32_t x;
+        succ_range(w, vert[k], &a, &b, &e, &skip, &x);
+        for (uint64_t i = b; i < RANGE_END(e, x); i++) {
+            uint32_t t = edge_target(w, a, skip, i, e, x);
             if (t != MS_DOM_NONE)
                 padj[poff[num[t]]++] = k;
         }

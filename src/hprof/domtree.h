@@ -12,12 +12,15 @@
 /* A graph in compressed sparse row form: the successors of v are
  * adj[off[v]] .. adj[off[v+1]-1]. Entries of adj that are >= n are ignored (a reader
  * may keep dangling references as an out-of-range index). Edge e is ignored too when
- * skip is not NULL and bit e of skip is set (skip[e >> 3] & (1 << (e & 7))). */
+ * skip is not NULL and bit e of skip is set (skip[e >> 3] & (1 << (e & 7))). When extra
+ * is not NULL, extra[v] is one more successor of v after its list (ignored if >= n): a
+ * heap graph's implicit reference from an object to its class, without copying the CSR. */
 typedef struct ms_csr {
     uint32_t n;
-    const uint64_t *off;  /* n+1 entries, non-decreasing (checked) */
-    const uint32_t *adj;  /* off[n] entries */
-    const uint8_t *skip;  /* optional bitset over edge indexes */
+    const uint64_t *off;   /* n+1 entries, non-decreasing (checked) */
+    const uint32_t *adj;   /* off[n] entries */
+    const uint8_t *skip;   /* optional bitset over edge indexes */
+    const uint32_t *extra; /* optional, n entries */
 } ms_csr;
 
 typedef struct ms_domtree {

@@ -21,7 +21,8 @@ typedef struct graph {
     uint64_t *off;
     uint32_t *adj;
     uint8_t *skip;
-    uint8_t *skipflag; /* per edge in insertion order */
+    uint8_t *skipflag; /* per edge in insertion order: 1 skipped, 2 held in extra[] */
+    uint32_t *extra;   /* optional extra successor per vertex */
 } graph;
 
 static void g_init(graph *g, uint32_t n)
@@ -49,6 +50,21 @@ static void g_edge2(graph *g, uint32_t a, uint32_t b, int skipped)
 
 static void g_edge(graph *g, uint32_t a, uint32_t b) { g_edge2(g, a, b, 0); }
 
+/* The extra successor of a (one per vertex), mirrored as a plain edge for the reference. */
+static void g_extra(graph *g, uint32_t a, uint32_t b)
+{
+    if (!g->extra) {
+        g->extra = malloc((size_t)g->n * sizeof *g->extra);
+        for (uint32_t v = 0; v < g->n; v++)
+            g->extra[v] = MS_DOM_NONE;
+    }
+    if (g->extra[a] != MS_DOM_NONE)
+        return;
+    g->extra[a] = b;
+    if (b < g->n)
+        g_edge2(g, a, b, 2);
+}
+
 /* Builds CSR (stable: edges of a vertex keep insertion order). */
 static ms_csr g_csr(graph *g)
 {
@@ -57,19 +73,22 @@ static ms_csr g_csr(graph *g)
     g->skip = calloc(g->m / 8 + 1, 1);
     assert_non_null(g->off);
     for (size_t i = 0; i < g->m; i++)
-        g->off[g->src[i] + 1]++;
+        if (g->skipflag[i] != 2)
+            g->off[g->src[i] + 1]++;
     for (uint32_t v = 0; v < g->n; v++)
         g->off[v + 1] += g->off[v];
     uint64_t *pos = malloc(((size_t)g->n + 1) * sizeof *pos);
     memcpy(pos, g->off, ((size_t)g->n + 1) * sizeof *pos);
     for (size_t i = 0; i < g->m; i++) {
+        if (g->skipflag[i] == 2)
+            continue;
         uint64_t e = pos[g->src[i]]++;
         g->adj[e] = g->dst[i];
         if (g->skipflag[i])
             g->skip[e >> 3] |= (uint8_t)(1u << (e & 7));
     }
     free(pos);
-    ms_csr c = {.n = g->n, .off = g->off, .adj = g->adj, .skip = g->skip};
+    ms_csr c = {.n = g->n, .off = g->off, .adj = g->adj, .skip = g->skip, .extra = g->extra};
     return c;
 }
 
@@ -81,6 +100,7 @@ static void g_free(graph *g)
     free(g->adj);
     free(g->skip);
     free(g->skipflag);
+    free(g->extra);
 }
 
 /* ---- independent reference: Dom(v) = {v} U intersection of Dom(p) over predecessors p,
@@ -98,7 +118,7 @@ static void naive_idom(const graph *g, uint32_t root, uint32_t *idom)
     for (int changed = 1; changed;) {
         changed = 0;
         for (size_t i = 0; i < g->m; i++)
-            if (!g->skipflag[i] && g->dst[i] < n && reach[g->src[i]] && !reach[g->dst[i]]) {
+            if (g->skipflag[i] != 1 && g->dst[i] < n && reach[g->src[i]] && !reach[g->dst[i]]) {
                 reach[g->dst[i]] = 1;
                 changed = 1;
             }
@@ -116,7 +136,7 @@ static void naive_idom(const graph *g, uint32_t root, uint32_t *idom)
             for (size_t w = 0; w < words; w++)
                 tmp[w] = ~0ull;
             for (size_t i = 0; i < g->m; i++)
-                if (!g->skipflag[i] && g->dst[i] == v && reach[g->src[i]])
+                if (g->skipflag[i] != 1 && g->dst[i] == v && reach[g->src[i]])
                     for (size_t w = 0; w < words; w++)
                         tmp[w] &= dom[(size_t)g->src[i] * words + w];
             tmp[v / 64] |= 1ull << (v % 64);
@@ -224,6 +244,8 @@ static void test_virtual_root_and_skip(void **state)
     g_edge(&g, 5, 3);
     g_edge2(&g, 3, 6, 1);
     g_edge(&g, 3, 1000); /* dangling: ignored */
+    g_extra(&g, 0, 5);   /* the extra edge makes 5 reachable, dominated by 0 */
+    g_extra(&g, 2, 9999);
     ms_csr c = g_csr(&g);
     uint32_t roots[] = {0, 1, 1, 99};
     ms_domtree dt;
@@ -231,14 +253,14 @@ static void test_virtual_root_and_skip(void **state)
     assert_int_equal(ms_domtree_compute_virtual(&c, roots, 4, &dt, err, sizeof err), 0);
     assert_int_equal(dt.n, 8);
     assert_int_equal(dt.root, 7);
-    assert_int_equal(dt.reachable, 5);
+    assert_int_equal(dt.reachable, 6);
     assert_int_equal(dt.idom[7], 7);
     assert_int_equal(dt.idom[0], 7);
     assert_int_equal(dt.idom[1], 7);
     assert_int_equal(dt.idom[2], 7); /* two roots reach it: dominated by neither */
-    assert_int_equal(dt.idom[3], 2);
+    assert_int_equal(dt.idom[3], 7); /* via 2 and via 0 -> 5 */
     assert_int_equal(dt.idom[4], MS_DOM_NONE);
-    assert_int_equal(dt.idom[5], MS_DOM_NONE);
+    assert_int_equal(dt.idom[5], 0);
     assert_int_equal(dt.idom[6], MS_DOM_NONE);
     check_order(&dt);
     ms_domtree_free(&dt);
@@ -269,6 +291,9 @@ static void test_random_against_naive(void **state)
                 g_edge(&g, rnd(v), v);
         for (uint32_t i = 0; i < m; i++)
             g_edge2(&g, rnd(n), rnd(n), round % 3 == 0 && rnd(4) == 0);
+        if (round % 5 == 1)
+            for (uint32_t i = 0; i < n / 2; i++)
+                g_extra(&g, rnd(n), rnd(n + 2)); /* some out of range: ignored */
         ms_csr c = g_csr(&g);
         uint32_t root = rnd(n);
         ms_domtree dt;
@@ -328,7 +353,7 @@ static void test_bad_input(void **state)
     (void)state;
     uint64_t off[3] = {0, 2, 1}; /* decreasing */
     uint32_t adj[2] = {1, 0};
-    ms_csr c = {.n = 2, .off = off, .adj = adj, .skip = NULL};
+    ms_csr c = {.n = 2, .off = off, .adj = adj, .skip = NULL, .extra = NULL};
     ms_domtree dt;
     char err[256] = "";
     assert_int_equal(ms_domtree_compute(&c, 0, &dt, err, sizeof err), -1);
