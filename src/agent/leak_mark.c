@@ -1,0 +1,274 @@
+/* Reachability core of the leak scan (see leak_mark.h): conservative mark, valgrind's
+ * four classes, clique folding. Pure: no allocation, no recursion, no libc calls beyond
+ * memcpy; every read of scanned memory goes through the view callback. */
+#include "agent/leak_mark.h"
+
+#include <string.h>
+
+#include "memsight/snapshot_format.h"
+
+/* ---------------------------------------------------------------------------
+ * Sorting: LSD radix sort on the address, 8 bits per pass, skipping passes whose
+ * digit is the same in every key.
+ * ------------------------------------------------------------------------- */
+void ms_lk_sort(ms_lk_block *b, size_t n, ms_lk_block *tmp)
+{
+    if (n < 2)
+        return;
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (size_t i = 0; i < n; i++) {
+        all_or |= b[i].addr;
+        all_and &= b[i].addr;
+    }
+    ms_lk_block *src = b, *dst = tmp;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
+            continue; /* this digit is constant: the pass would not move anything */
+        size_t count[257];
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++)
+            count[((src[i].addr >> shift) & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i].addr >> shift) & 0xff]++] = src[i];
+        ms_lk_block *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != b)
+        memcpy(b, src, n * sizeof *b);
+}
+
+/* ---------------------------------------------------------------------------
+ * Lookup
+ * ------------------------------------------------------------------------- */
+static inline uint64_t blk_len(const ms_lk_block *b)
+{
+    return b->size ? b->size : 1; /* a pointer to a 0-byte block still refers to it */
+}
+
+void ms_lk_init(ms_lk_scan *s, ms_lk_block *b, size_t n, uint32_t *stack, size_t stack_cap,
+                ms_lk_view_fn view, void *ctx)
+{
+    memset(s, 0, sizeof *s);
+    s->b = b;
+    s->n = n;
+    s->stack = stack;
+    s->stack_cap = stack_cap;
+    s->view = view;
+    s->ctx = ctx;
+    s->lo = n ? b[0].addr : 1;
+    s->hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        b[i].state = MS_LK_UNREACHED;
+        b[i].flags = 0;
+        b[i].leader = (uint32_t)i;
+        uint64_t end = b[i].addr + blk_len(&b[i]);
+        if (end > s->hi)
+            s->hi = end;
+    }
+}
+
+long ms_lk_find(const ms_lk_scan *s, uint64_t v)
+{
+    if (v < s->lo || v >= s->hi)
+        return -1;
+    /* last block with addr <= v */
+    size_t lo = 0, hi = s->n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->b[mid].addr <= v)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const ms_lk_block *b = &s->b[lo];
+    if (v >= b->addr && v - b->addr < blk_len(b))
+        return (long)lo;
+    return -1;
+}
+
+static inline void push(ms_lk_scan *s, size_t i)
+{
+    if (s->sp < s->stack_cap)
+        s->stack[s->sp++] = (uint32_t)i;
+    else
+        s->overflow++;
+}
+
+/* ---------------------------------------------------------------------------
+ * Phase 1: start pointers from roots and reached blocks. An interior pointer only
+ * flags its target; phase 2 turns flagged blocks into possibly reachable ones.
+ * ------------------------------------------------------------------------- */
+static inline void hit_definite(ms_lk_scan *s, uint64_t v)
+{
+    long i = ms_lk_find(s, v);
+    if (i < 0)
+        return;
+    ms_lk_block *b = &s->b[i];
+    if (v == b->addr) {
+        if (b->state != MS_LK_REACHED) {
+            b->state = MS_LK_REACHED;
+            push(s, (size_t)i);
+        }
+    } else {
+        b->flags |= MS_LK_F_INTERIOR;
+    }
+}
+
+/* Phase 2: anything reached from a possibly reachable block is possibly reachable. */
+static inline void hit_possible(ms_lk_scan *s, uint64_t v)
+{
+    long i = ms_lk_find(s, v);
+    if (i < 0)
+        return;
+    ms_lk_block *b = &s->b[i];
+    if (b->state == MS_LK_UNREACHED) {
+        b->state = MS_LK_POSSIBLE;
+        push(s, (size_t)i);
+    }
+}
+
+/* Phase 3: the clique of the current leader. */
+static inline void hit_clique(ms_lk_scan *s, uint64_t v, size_t leader)
+{
+    long i = ms_lk_find(s, v);
+    if (i < 0 || (size_t)i == leader)
+        return;
+    ms_lk_block *b = &s->b[i];
+    if (b->state == MS_LK_UNREACHED) {
+        b->state = MS_LK_INDIRECT;
+        b->leader = (uint32_t)leader;
+        push(s, (size_t)i);
+    } else if (b->state == MS_LK_LEADER) {
+        /* an earlier leader is held by this clique: it and everything it claimed join it
+         * (its members keep pointing at it; the chain is resolved at the end) */
+        b->state = MS_LK_INDIRECT;
+        b->leader = (uint32_t)leader;
+    }
+}
+
+enum { PH_DEFINITE, PH_POSSIBLE, PH_CLIQUE };
+
+static void scan_words(ms_lk_scan *s, uint64_t lo, uint64_t hi, int phase, size_t leader)
+{
+    lo = (lo + 7) & ~(uint64_t)7;
+    while (lo + 8 <= hi) {
+        uint64_t avail = 0;
+        const void *p = s->view(s->ctx, lo, hi - lo, &avail);
+        if (avail == 0 || avail > hi - lo)
+            avail = hi - lo; /* a broken view must not loop forever */
+        if (!p) {
+            s->skipped_bytes += avail;
+            lo = (lo + avail + 7) & ~(uint64_t)7;
+            continue;
+        }
+        size_t nw = (size_t)(avail / 8);
+        const uint64_t *w = p;
+        s->words += nw;
+        uint64_t lob = s->lo, hib = s->hi;
+        for (size_t k = 0; k < nw; k++) {
+            uint64_t v;
+            memcpy(&v, &w[k], 8);
+            if (v < lob || v >= hib)
+                continue;
+            if (phase == PH_DEFINITE)
+                hit_definite(s, v);
+            else if (phase == PH_POSSIBLE)
+                hit_possible(s, v);
+            else
+                hit_clique(s, v, leader);
+        }
+        if (nw == 0)
+            nw = 1; /* view gave less than a word: step over it */
+        lo += (uint64_t)nw * 8;
+    }
+}
+
+void ms_lk_root_range(ms_lk_scan *s, uint64_t lo, uint64_t hi)
+{
+    if (hi > lo)
+        scan_words(s, lo, hi, PH_DEFINITE, 0);
+}
+
+void ms_lk_root_value(ms_lk_scan *s, uint64_t v)
+{
+    hit_definite(s, v);
+}
+
+void ms_lk_root_start(ms_lk_scan *s, uint64_t v)
+{
+    long i = ms_lk_find(s, v);
+    if (i >= 0)
+        hit_definite(s, s->b[i].addr);
+}
+
+static void drain(ms_lk_scan *s, int phase, size_t leader)
+{
+    while (s->sp > 0) {
+        ms_lk_block *b = &s->b[s->stack[--s->sp]];
+        scan_words(s, b->addr, b->addr + b->size, phase, leader);
+    }
+}
+
+void ms_lk_mark(ms_lk_scan *s)
+{
+    drain(s, PH_DEFINITE, 0);
+    for (size_t i = 0; i < s->n; i++) {
+        ms_lk_block *b = &s->b[i];
+        if (b->state == MS_LK_UNREACHED && (b->flags & MS_LK_F_INTERIOR)) {
+            b->state = MS_LK_POSSIBLE;
+            push(s, i);
+        }
+    }
+    drain(s, PH_POSSIBLE, 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * Cliques (valgrind's algorithm): each block still unreached, in address order, becomes
+ * a leader and claims every unreached block it reaches; a former leader it reaches joins
+ * with its whole clique. What survives as a leader is definitely lost, one per leaked
+ * structure (one per cycle too); the rest is indirectly lost, folded under its leader.
+ * ------------------------------------------------------------------------- */
+void ms_lk_classify(ms_lk_scan *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->b[i].state != MS_LK_UNREACHED)
+            continue;
+        s->b[i].state = MS_LK_LEADER;
+        s->b[i].leader = (uint32_t)i;
+        push(s, i);
+        drain(s, PH_CLIQUE, i);
+    }
+    /* resolve leader chains (each link points to a later leader, so they end) */
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->b[i].state != MS_LK_INDIRECT)
+            continue;
+        size_t r = s->b[i].leader;
+        while (s->b[r].state == MS_LK_INDIRECT && r != s->b[r].leader)
+            r = s->b[r].leader;
+        /* compress the path */
+        size_t j = i;
+        while (s->b[j].state == MS_LK_INDIRECT && s->b[j].leader != r) {
+            size_t next = s->b[j].leader;
+            s->b[j].leader = (uint32_t)r;
+            j = next;
+        }
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        ms_lk_block *b = &s->b[i];
+        switch (b->state) {
+        case MS_LK_REACHED: b->state = MS_LEAK_REACHABLE; break;
+        case MS_LK_POSSIBLE: b->state = MS_LEAK_POSSIBLE; break;
+        case MS_LK_LEADER: b->state = MS_LEAK_DEFINITE; b->leader = (uint32_t)i; break;
+        case MS_LK_INDIRECT: b->state = MS_LEAK_INDIRECT; break;
+        default: b->state = MS_LEAK_DEFINITE; b->leader = (uint32_t)i; break;
+        }
+    }
+}
+
+size_t ms_lk_fold_root(const ms_lk_scan *s, size_t i)
+{
+    return s->b[i].leader < s->n ? s->b[i].leader : i;
+}

@@ -1,0 +1,353 @@
+/* Unit tests of the leak-scan core (src/agent/leak_mark.c) on synthetic memory images
+ * whose answer is known: classes, counts, folding, cycles, unreadable memory, order
+ * independence and a deep chain (no recursion). Never touches real process memory. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/leak_mark.h"
+#include "memsight/snapshot_format.h"
+
+/* A fake address space: BASE..BASE+MEMSZ backed by mem[], with one unreadable hole. */
+#define BASE 0x10000000ull
+#define MEMSZ (4u << 20)
+static uint8_t *mem;
+static uint64_t hole_lo, hole_hi; /* unreadable [lo, hi) */
+
+static const void *view(void *ctx, uint64_t addr, uint64_t len, uint64_t *avail)
+{
+    (void)ctx;
+    if (addr < BASE || addr >= BASE + MEMSZ) {
+        *avail = len;
+        return NULL;
+    }
+    if (addr >= hole_lo && addr < hole_hi) {
+        *avail = hole_hi - addr < len ? hole_hi - addr : len;
+        return NULL;
+    }
+    uint64_t lim = BASE + MEMSZ;
+    if (addr < hole_lo && hole_lo < lim)
+        lim = hole_lo;
+    *avail = lim - addr < len ? lim - addr : len;
+    return mem + (addr - BASE);
+}
+
+static void put(uint64_t addr, uint64_t value)
+{
+    memcpy(mem + (addr - BASE), &value, 8);
+}
+
+/* A small builder: blocks added in any order, sorted by ms_lk_sort. */
+#define MAXB 200000
+static ms_lk_block *blocks, *tmp;
+static uint32_t *stk;
+static size_t nb;
+static ms_lk_scan scan;
+
+static uint64_t blk(uint64_t off, uint64_t size, uint32_t tag)
+{
+    ms_lk_block *b = &blocks[nb++];
+    memset(b, 0, sizeof *b);
+    b->addr = BASE + off;
+    b->size = size;
+    b->stack_id = tag;
+    return b->addr;
+}
+
+static void start(void)
+{
+    ms_lk_sort(blocks, nb, tmp);
+    ms_lk_init(&scan, blocks, nb, stk, nb, view, NULL);
+}
+
+static int cls_of(uint64_t addr)
+{
+    long i = ms_lk_find(&scan, addr);
+    assert_true(i >= 0);
+    return blocks[i].state;
+}
+
+static uint64_t root_of(uint64_t addr)
+{
+    long i = ms_lk_find(&scan, addr);
+    assert_true(i >= 0);
+    return blocks[ms_lk_fold_root(&scan, (size_t)i)].addr;
+}
+
+static void count(uint64_t nblk[4], uint64_t nbytes[4])
+{
+    memset(nblk, 0, 4 * sizeof *nblk);
+    memset(nbytes, 0, 4 * sizeof *nbytes);
+    for (size_t i = 0; i < nb; i++) {
+        nblk[blocks[i].state]++;
+        nbytes[blocks[i].state] += blocks[i].size;
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    mem = calloc(1, MEMSZ);
+    blocks = calloc(MAXB, sizeof *blocks);
+    tmp = calloc(MAXB, sizeof *tmp);
+    stk = calloc(MAXB, sizeof *stk);
+    nb = 0;
+    hole_lo = hole_hi = 0;
+    return mem && blocks && tmp && stk ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(mem);
+    free(blocks);
+    free(tmp);
+    free(stk);
+    return 0;
+}
+
+/* Root area at offset 0 (4 KiB); blocks from 0x10000 on. */
+#define ROOT (BASE + 0)
+
+static void test_all_classes(void **state)
+{
+    (void)state;
+    uint64_t a = blk(0x10000, 32, 1);  /* root -> a (start) */
+    uint64_t b = blk(0x10100, 16, 2);  /* a -> b (start) */
+    uint64_t c = blk(0x10200, 100, 3); /* nothing: definitely lost */
+    uint64_t d = blk(0x10300, 64, 4);  /* root -> d+8 (interior): possibly lost */
+    uint64_t e = blk(0x10400, 24, 5);  /* d -> e (start): possibly lost (via d) */
+    uint64_t z = blk(0x10500, 0, 6);   /* root -> z, zero-sized: reachable */
+    uint64_t f = blk(0x10600, 40, 7);  /* b -> f+16 interior from a reached block */
+    put(ROOT + 0, a);
+    put(ROOT + 8, 12345);          /* not a pointer */
+    put(ROOT + 16, d + 8);
+    put(ROOT + 24, z);
+    put(ROOT + 33, c);             /* unaligned: ignored */
+    put(a + 8, b);
+    put(b + 0, f + 16);
+    put(d + 16, e);
+    put(c, a);                     /* a lost block pointing at a reached one changes nothing */
+    start();
+    ms_lk_root_range(&scan, ROOT, ROOT + 4096);
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    assert_int_equal(cls_of(a), MS_LEAK_REACHABLE);
+    assert_int_equal(cls_of(b), MS_LEAK_REACHABLE);
+    assert_int_equal(cls_of(z), MS_LEAK_REACHABLE);
+    assert_int_equal(cls_of(c), MS_LEAK_DEFINITE);
+    assert_int_equal(cls_of(d), MS_LEAK_POSSIBLE);
+    assert_int_equal(cls_of(e), MS_LEAK_POSSIBLE);
+    assert_int_equal(cls_of(f), MS_LEAK_POSSIBLE);
+    uint64_t n[4], by[4];
+    count(n, by);
+    assert_int_equal(n[MS_LEAK_REACHABLE], 3);
+    assert_int_equal(by[MS_LEAK_REACHABLE], 48);
+    assert_int_equal(n[MS_LEAK_DEFINITE], 1);
+    assert_int_equal(by[MS_LEAK_DEFINITE], 100);
+    assert_int_equal(n[MS_LEAK_POSSIBLE], 3);
+    assert_int_equal(by[MS_LEAK_POSSIBLE], 128);
+    assert_int_equal(n[MS_LEAK_INDIRECT], 0);
+    assert_int_equal(scan.overflow, 0);
+}
+
+/* Possible upgraded to reachable when a start pointer arrives later. */
+static void test_possible_then_start(void **state)
+{
+    (void)state;
+    uint64_t a = blk(0x20000, 64, 1);
+    uint64_t b = blk(0x20100, 64, 2);
+    put(ROOT, a + 8);      /* interior first */
+    put(ROOT + 8, b);      /* b -> a start */
+    put(b, a);
+    start();
+    ms_lk_root_range(&scan, ROOT, ROOT + 64);
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    assert_int_equal(cls_of(a), MS_LEAK_REACHABLE);
+    assert_int_equal(cls_of(b), MS_LEAK_REACHABLE);
+}
+
+static void test_cycle_one_definite(void **state)
+{
+    (void)state;
+    /* a lost cycle of 4: one definite (the leader), 3 indirect, all folded under it */
+    uint64_t x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = blk(0x30000 + 0x100 * (uint64_t)i, 48, 9);
+    for (int i = 0; i < 4; i++)
+        put(x[i] + 8, x[(i + 1) % 4]);
+    start();
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    uint64_t n[4], by[4];
+    count(n, by);
+    assert_int_equal(n[MS_LEAK_DEFINITE], 1);
+    assert_int_equal(n[MS_LEAK_INDIRECT], 3);
+    assert_int_equal(by[MS_LEAK_INDIRECT], 144);
+    uint64_t r = root_of(x[0]);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(root_of(x[i]), r);
+    assert_int_equal(cls_of(r), MS_LEAK_DEFINITE);
+}
+
+/* A tree whose root has the highest address: leaves are visited first as leaders and
+ * must be absorbed, so one record holds the whole tree. */
+static void test_tree_folds_under_root(void **state)
+{
+    (void)state;
+    enum { N = 10 };
+    uint64_t leaf[N];
+    for (int i = 0; i < N; i++)
+        leaf[i] = blk(0x40000 + 0x40 * (uint64_t)i, 32, 2);
+    uint64_t mid = blk(0x41000, 8 * N, 3);
+    uint64_t root = blk(0x42000, 16, 4);
+    for (int i = 0; i < N; i++)
+        put(mid + 8 * (uint64_t)i, leaf[i]);
+    put(root, mid);
+    put(leaf[3], leaf[4]); /* a cross edge inside the tree changes nothing */
+    start();
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    uint64_t n[4], by[4];
+    count(n, by);
+    assert_int_equal(n[MS_LEAK_DEFINITE], 1);
+    assert_int_equal(by[MS_LEAK_DEFINITE], 16);
+    assert_int_equal(n[MS_LEAK_INDIRECT], N + 1);
+    assert_int_equal(by[MS_LEAK_INDIRECT], 32 * N + 8 * N);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(root_of(leaf[i]), root);
+    assert_int_equal(root_of(mid), root);
+    assert_int_equal(root_of(root), root);
+}
+
+/* Two lost roots sharing a child: two definite, the child counted once. */
+static void test_shared_child(void **state)
+{
+    (void)state;
+    uint64_t r1 = blk(0x50000, 16, 1), r2 = blk(0x50100, 16, 1), s = blk(0x50200, 16, 2);
+    put(r1, s);
+    put(r2, s);
+    start();
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    uint64_t n[4], by[4];
+    count(n, by);
+    assert_int_equal(n[MS_LEAK_DEFINITE], 2);
+    assert_int_equal(n[MS_LEAK_INDIRECT], 1);
+    uint64_t rs = root_of(s);
+    assert_true(rs == r1 || rs == r2);
+}
+
+/* A freed block is not in the table: its stale contents keep nothing alive, and an
+ * unreadable root range is skipped and counted. */
+static void test_unreadable_and_stale(void **state)
+{
+    (void)state;
+    uint64_t live = blk(0x60000, 64, 1);
+    put(BASE + 0x5ff00, live); /* "freed" memory: not a block, not a root */
+    hole_lo = ROOT + 4096;
+    hole_hi = ROOT + 8192;
+    start();
+    ms_lk_root_range(&scan, ROOT, ROOT + 4096 + 4096 + 64);
+    ms_lk_root_range(&scan, BASE + MEMSZ, BASE + MEMSZ + 4096); /* outside the image */
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    assert_int_equal(cls_of(live), MS_LEAK_DEFINITE);
+    assert_int_equal(scan.skipped_bytes, 4096 + 4096);
+}
+
+static void test_register_and_forced_start(void **state)
+{
+    (void)state;
+    uint64_t a = blk(0x70000, 64, 1), b = blk(0x70100, 64, 1), c = blk(0x70200, 64, 1);
+    start();
+    ms_lk_root_value(&scan, a);        /* register holding a start pointer */
+    ms_lk_root_value(&scan, b + 16);   /* register holding an interior pointer */
+    ms_lk_root_start(&scan, c + 16);   /* known-interior reference (glibc DTV) */
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    assert_int_equal(cls_of(a), MS_LEAK_REACHABLE);
+    assert_int_equal(cls_of(b), MS_LEAK_POSSIBLE);
+    assert_int_equal(cls_of(c), MS_LEAK_REACHABLE);
+}
+
+/* 100k blocks in a list: an explicit stack, no recursion; sort of shuffled input. */
+static void test_long_chain_and_sort(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    for (size_t i = 0; i < N; i++)
+        blk(0x80000 + 8 * (uint64_t)i, 8, (uint32_t)i);
+    /* shuffle */
+    uint64_t seed = 88172645463325252ull;
+    for (size_t i = N - 1; i > 0; i--) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        size_t j = seed % (i + 1);
+        ms_lk_block t = blocks[i];
+        blocks[i] = blocks[j];
+        blocks[j] = t;
+    }
+    /* block k points to block k+1; root -> block 0 */
+    for (size_t i = 0; i + 1 < N; i++)
+        put(BASE + 0x80000 + 8 * i, BASE + 0x80000 + 8 * (i + 1));
+    put(ROOT, BASE + 0x80000);
+    start();
+    for (size_t i = 1; i < N; i++)
+        assert_true(blocks[i - 1].addr < blocks[i].addr);
+    assert_int_equal(blocks[5].stack_id, 5); /* tags travel with their block */
+    ms_lk_root_range(&scan, ROOT, ROOT + 8);
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    uint64_t n[4], by[4];
+    count(n, by);
+    assert_int_equal(n[MS_LEAK_REACHABLE], N);
+    assert_int_equal(scan.overflow, 0);
+
+    /* the same list lost: one definite, N-1 indirect, all under the head */
+    memset(mem, 0, 8);
+    ms_lk_init(&scan, blocks, nb, stk, nb, view, NULL);
+    ms_lk_root_range(&scan, ROOT, ROOT + 8);
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    count(n, by);
+    assert_int_equal(n[MS_LEAK_DEFINITE], 1);
+    assert_int_equal(n[MS_LEAK_INDIRECT], N - 1);
+    assert_int_equal(root_of(BASE + 0x80000 + 8 * (N - 1)), BASE + 0x80000);
+}
+
+static void test_find_edges(void **state)
+{
+    (void)state;
+    uint64_t a = blk(0x90000, 16, 1), b = blk(0x90010, 16, 1);
+    start();
+    assert_int_equal(ms_lk_find(&scan, a), 0);
+    assert_int_equal(ms_lk_find(&scan, a + 15), 0);
+    assert_int_equal(ms_lk_find(&scan, b), 1);
+    assert_int_equal(ms_lk_find(&scan, b + 16), -1); /* one past the end */
+    assert_int_equal(ms_lk_find(&scan, a - 1), -1);
+    assert_int_equal(ms_lk_find(&scan, 0), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_all_classes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_possible_then_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cycle_one_definite, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tree_folds_under_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_child, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreadable_and_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_register_and_forced_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_chain_and_sort, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_find_edges, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
