@@ -1,0 +1,346 @@
+/* Shortest paths from GC roots: a two-phase breadth-first search (ordinary roots, then
+ * low-priority ones) over flat arrays, then the path rebuilt from parent links and
+ * printed. Never follows a skipped referent edge; never modifies the graph. */
+#include "hprof/paths.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hprof/names.h"
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Roots that say little about why an object is alive (Shark's low-priority roots). */
+static int low_priority_root(uint8_t type)
+{
+    switch (type) {
+    case 0xFF: /* unknown */
+    case 0x89: /* interned string */
+    case 0x8A: /* finalizing */
+    case 0x8B: /* debugger */
+    case 0x8C: /* reference cleanup */
+    case 0x8D: /* VM internal */
+    case 0x90: /* unreachable */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int root_rank(uint8_t type)
+{
+    switch (type) {
+    case 0x05: return 0; /* sticky class */
+    case 0x01: return 1; /* JNI global */
+    case 0x02: return 2; /* JNI local */
+    default: return low_priority_root(type) ? 4 : 3;
+    }
+}
+
+static inline int skipped(const uint8_t *skip, uint64_t e)
+{
+    return (skip[e >> 3] >> (e & 7)) & 1;
+}
+
+static inline ms_hidx class_obj_of(const ms_hgraph *g, ms_hidx v)
+{
+    uint32_t c = g->obj_class[v];
+    ms_hidx x = c < g->nclass ? g->classes[c].obj : MS_HIDX_NONE;
+    return x == v ? MS_HIDX_NONE : x;
+}
+
+void ms_hprof_path_free(ms_hprof_path *p)
+{
+    if (!p)
+        return;
+    free(p->obj);
+    free(p->edge);
+    memset(p, 0, sizeof *p);
+}
+
+int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, char *err,
+                     size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (target >= g->nobj) {
+        set_err(err, errlen, "path: object index %u outside the dump", target);
+        return -1;
+    }
+    const ms_hidx SEED = MS_HIDX_NONE - 1; /* parent mark of a root object */
+    uint8_t *skip = ms_hprof_skip_edges(g);
+    ms_hidx *parent = malloc((size_t)g->nobj * sizeof *parent);
+    ms_hidx *queue = malloc(((size_t)g->nobj + 1) * sizeof *queue);
+    if (!skip || !parent || !queue) {
+        free(skip);
+        free(parent);
+        free(queue);
+        set_err(err, errlen, "path: out of memory for %u objects", g->nobj);
+        return -1;
+    }
+    memset(parent, 0xff, (size_t)g->nobj * sizeof *parent);
+    size_t head = 0, tail = 0;
+    int found = 0;
+    for (int phase = 0; phase < 2 && !found; phase++) {
+        for (uint32_t k = 0; k < g->nroot; k++) {
+            ms_hidx o = g->roots[k].obj;
+            if (o >= g->nobj || parent[o] != MS_HIDX_NONE ||
+                low_priority_root(g->roots[k].type) != phase)
+                continue;
+            parent[o] = SEED;
+            queue[tail++] = o;
+        }
+        if (parent[target] != MS_HIDX_NONE)
+            found = 1;
+        while (head < tail && !found) {
+            ms_hidx v = queue[head++];
+            uint64_t b = g->edge_off[v], e = g->edge_off[v + 1];
+            for (uint64_t i = b; i <= e; i++) {
+                ms_hidx u;
+                if (i == e)
+                    u = class_obj_of(g, v);
+                else if (skipped(skip, i))
+                    continue;
+                else
+                    u = g->edge_dst[i];
+                if (u >= g->nobj || parent[u] != MS_HIDX_NONE)
+                    continue;
+                parent[u] = v;
+                queue[tail++] = u;
+                if (u == target) {
+                    found = 1;
+                    break;
+                }
+            }
+        }
+    }
+    free(queue);
+    int rc = 0;
+    if (found) {
+        size_t len = 1;
+        for (ms_hidx v = target; parent[v] != SEED; v = parent[v])
+            len++;
+        out->obj = malloc(len * sizeof *out->obj);
+        out->edge = malloc(len * sizeof *out->edge);
+        if (!out->obj || !out->edge) {
+            ms_hprof_path_free(out);
+            set_err(err, errlen, "path: out of memory");
+            rc = -1;
+        } else {
+            out->len = len;
+            size_t k = len;
+            for (ms_hidx v = target;; v = parent[v]) {
+                out->obj[--k] = v;
+                if (parent[v] == SEED)
+                    break;
+            }
+            out->edge[0] = 0;
+            for (k = 1; k < len; k++) {
+                ms_hidx p = out->obj[k - 1], c = out->obj[k];
+                uint64_t edge = MS_HPATH_CLASS_EDGE;
+                for (uint64_t i = g->edge_off[p]; i < g->edge_off[p + 1]; i++)
+                    if (g->edge_dst[i] == c && !skipped(skip, i)) {
+                        edge = i;
+                        break;
+                    }
+                out->edge[k] = edge;
+            }
+            int best = 99;
+            for (uint32_t r = 0; r < g->nroot; r++)
+                if (g->roots[r].obj == out->obj[0] && root_rank(g->roots[r].type) < best) {
+                    best = root_rank(g->roots[r].type);
+                    out->root_type = g->roots[r].type;
+                }
+        }
+    }
+    free(parent);
+    free(skip);
+    return rc;
+}
+
+int ms_hprof_parse_object_id(const ms_hgraph *g, const char *text, ms_hidx *out, char *err,
+                             size_t errlen)
+{
+    const char *p = text;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+        p += 2;
+    size_t n = strlen(p);
+    if (n == 0 || n > 16 || strspn(p, "0123456789abcdefABCDEF") != n) {
+        set_err(err, errlen, "'%s' is not an object id (hexadecimal, e.g. 0x7f001230)", text);
+        return -1;
+    }
+    errno = 0;
+    uint64_t id = strtoull(p, NULL, 16);
+    ms_hidx i = ms_hgraph_find(g, id);
+    if (i == MS_HIDX_NONE) {
+        set_err(err, errlen, "no object with id 0x%" PRIx64 " in the dump", id);
+        return -1;
+    }
+    *out = i;
+    return 0;
+}
+
+int ms_hprof_largest_instance(const ms_hgraph *g, const ms_hprof_domresult *r,
+                              const char *name, ms_hidx *out, char *err, size_t errlen)
+{
+    char norm[1024];
+    ms_hprof_class_name_normalize(name, strlen(name), norm, sizeof norm);
+    uint8_t *want = calloc((size_t)g->nclass + 1, 1);
+    if (!want) {
+        set_err(err, errlen, "path: out of memory");
+        return -1;
+    }
+    int any = 0;
+    for (uint32_t c = 0; c < g->nclass; c++)
+        if (!strcmp(ms_hgraph_class_name(g, c), name) ||
+            !strcmp(ms_hgraph_class_name(g, c), norm)) {
+            want[c] = 1;
+            any = 1;
+        }
+    if (!any) {
+        free(want);
+        set_err(err, errlen, "no class named '%s' in the dump", name);
+        return -1;
+    }
+    ms_hidx best = MS_HIDX_NONE;
+    for (uint32_t i = 0; i < g->nobj; i++) {
+        uint32_t c = g->obj_class[i];
+        if (c >= g->nclass || !want[c] || r->idom[i] == MS_HIDX_NONE)
+            continue;
+        if (best == MS_HIDX_NONE || r->retained[i] > r->retained[best])
+            best = i;
+    }
+    free(want);
+    if (best == MS_HIDX_NONE) {
+        set_err(err, errlen, "no strongly reachable instance of '%s'", name);
+        return -1;
+    }
+    *out = best;
+    return 0;
+}
+
+/* ---- output ---- */
+
+/* How obj[k] was reached: a name for text, and for JSON either a field or an index. */
+typedef struct step_ref {
+    const char *field; /* NULL for an array element */
+    uint32_t index;
+    int is_static;
+} step_ref;
+
+static step_ref describe_edge(const ms_hgraph *g, uint64_t e)
+{
+    step_ref s = {NULL, 0, 0};
+    if (e == MS_HPATH_CLASS_EDGE) {
+        s.field = "<class>";
+        return s;
+    }
+    uint32_t label = g->edge_label[e];
+    uint32_t v = ms_hedge_value_of(label);
+    switch (ms_hedge_kind_of(label)) {
+    case MS_HEDGE_FIELD:
+    case MS_HEDGE_REFERENT:
+        s.field = v < g->nfield ? g->strs + g->fields[v].name : "?";
+        break;
+    case MS_HEDGE_ELEMENT:
+        s.index = v;
+        break;
+    case MS_HEDGE_STATIC:
+        s.field = v < g->nstatic ? g->strs + g->statics[v].name : "?";
+        s.is_static = 1;
+        break;
+    case MS_HEDGE_SUPER: s.field = "<super>"; break;
+    case MS_HEDGE_LOADER: s.field = "<classloader>"; break;
+    case MS_HEDGE_SIGNERS: s.field = "<signers>"; break;
+    case MS_HEDGE_PROTECTION: s.field = "<protection domain>"; break;
+    default: s.field = "?"; break;
+    }
+    return s;
+}
+
+int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
+                        const char *format, char *err, size_t errlen)
+{
+    int fmt = ms_hpan_format(format);
+    if (fmt < 0) {
+        set_err(err, errlen, "unknown format '%s' (text, json or csv)", format);
+        return -1;
+    }
+    char buf[512];
+    if (fmt == MS_HPAN_TEXT && p->len == 0)
+        fputs("no path: the object is not strongly reachable from any GC root\n", fp);
+    else if (fmt == MS_HPAN_TEXT)
+        fprintf(fp, "GC root: %s\n", ms_hroot_type_name(p->root_type));
+    else if (fmt == MS_HPAN_JSON)
+        fputs("[", fp);
+    else
+        fputs("step,object_id,class,shallow_bytes,field,index,root_type\n", fp);
+    for (size_t k = 0; k < p->len; k++) {
+        ms_hidx v = p->obj[k];
+        step_ref s = k ? describe_edge(g, p->edge[k]) : (step_ref){NULL, 0, 0};
+        if (fmt == MS_HPAN_TEXT) {
+            if (k == 0)
+                fprintf(fp, "  %s  0x%" PRIx64 "  (%" PRIu32 " bytes)\n",
+                        ms_hpan_obj_class(g, v, 0, buf, sizeof buf), g->obj_id[v], g->obj_size[v]);
+            else if (s.field)
+                fprintf(fp, "  %*s%s%s -> %s  0x%" PRIx64 "  (%" PRIu32 " bytes)\n", (int)(k < 40 ? k : 40), "",
+                        s.is_static ? "static " : ".", s.field,
+                        ms_hpan_obj_class(g, v, 0, buf, sizeof buf), g->obj_id[v], g->obj_size[v]);
+            else
+                fprintf(fp, "  %*s[%" PRIu32 "] -> %s  0x%" PRIx64 "  (%" PRIu32 " bytes)\n",
+                        (int)(k < 40 ? k : 40), "", s.index,
+                        ms_hpan_obj_class(g, v, 0, buf, sizeof buf), g->obj_id[v], g->obj_size[v]);
+        } else if (fmt == MS_HPAN_JSON) {
+            fprintf(fp, "%s\n  {\"object_id\": \"0x%" PRIx64 "\", \"class\": ", k ? "," : "",
+                    g->obj_id[v]);
+            ms_hpan_json_str(fp, ms_hpan_obj_class(g, v, 1, buf, sizeof buf));
+            if (g->obj_kind[v] == MS_HOBJ_CLASS) {
+                fputs(", \"class_object_of\": ", fp);
+                ms_hpan_json_str(fp, ms_hgraph_class_name(g, ms_hgraph_class_object_class(g, v)));
+            }
+            fprintf(fp, ", \"shallow_bytes\": %" PRIu32, g->obj_size[v]);
+            if (k == 0) {
+                fputs(", \"root_type\": ", fp);
+                ms_hpan_json_str(fp, ms_hroot_type_key(p->root_type));
+            } else if (s.field) {
+                fputs(", \"field\": ", fp);
+                ms_hpan_json_str(fp, s.field);
+                if (s.is_static)
+                    fputs(", \"static\": true", fp);
+            } else {
+                fprintf(fp, ", \"index\": %" PRIu32, s.index);
+            }
+            fputs("}", fp);
+        } else {
+            fprintf(fp, "%zu,0x%" PRIx64 ",", k, g->obj_id[v]);
+            ms_hpan_csv_str(fp, ms_hpan_obj_class(g, v, 0, buf, sizeof buf));
+            fprintf(fp, ",%" PRIu32 ",", g->obj_size[v]);
+            if (k && s.field)
+                ms_hpan_csv_str(fp, s.field);
+            fputc(',', fp);
+            if (k && !s.field)
+                fprintf(fp, "%" PRIu32, s.index);
+            fputc(',', fp);
+            if (k == 0)
+                fputs(ms_hroot_type_key(p->root_type), fp);
+            fputc('\n', fp);
+        }
+    }
+    if (fmt == MS_HPAN_JSON)
+        fputs(p->len ? "\n]\n" : "]\n", fp);
+    if (ferror(fp)) {
+        set_err(err, errlen, "write error");
+        return -1;
+    }
+    return 0;
+}

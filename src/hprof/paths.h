@@ -1,0 +1,57 @@
+/* Shortest path from a GC root to an object of a heap dump, over the edges that keep
+ * objects alive (dominators.h: referents of soft/weak/phantom/finalizer references are
+ * not followed). Reads the graph, never changes it; prints only into the given FILE. */
+#ifndef MS_HPROF_PATHS_H
+#define MS_HPROF_PATHS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hprof/dominators.h"
+#include "hprof/graph.h"
+
+#define MS_HPATH_CLASS_EDGE UINT64_MAX /* the implicit reference from an object to its class */
+
+typedef struct ms_hprof_path {
+    size_t len;        /* objects on the path: obj[0] is held by a GC root, obj[len-1] is
+                          the target; 0 when the target is not strongly reachable */
+    ms_hidx *obj;
+    uint64_t *edge;    /* edge[k] (k >= 1): the graph edge from obj[k-1] to obj[k], or
+                          MS_HPATH_CLASS_EDGE; edge[0] is unused */
+    uint8_t root_type; /* HPROF tag of the GC root holding obj[0] */
+} ms_hprof_path;
+
+/* Breadth-first search from the GC roots to target: first from the roots that keep
+ * objects alive for a reason a user can act on, then, only for what those do not reach,
+ * from the low-priority roots (VM internal, interned string, finalizing, debugger,
+ * reference cleanup, unreachable, unknown), as Shark orders them. Among several roots of
+ * obj[0] the type reported is the first of sticky class, JNI global, JNI local, then
+ * file order. Returns 0 with the path (len 0 when the target is unreachable; free with
+ * ms_hprof_path_free), or -1 with a message. */
+int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, char *err,
+                     size_t errlen);
+void ms_hprof_path_free(ms_hprof_path *p);
+
+/* Object index of an id written in hex ("0x7f00a0", "7F00A0"). Returns 0, or -1 with a
+ * message when the text is not an id or no object has it. */
+int ms_hprof_parse_object_id(const ms_hgraph *g, const char *text, ms_hidx *out, char *err,
+                             size_t errlen);
+
+/* Among the objects whose class is named name (source form, any class loader; internal
+ * names like "java/lang/String" or "[B" are accepted too), the reachable one with the
+ * largest retained size. Returns 0, or -1 with a message (no such class, no reachable
+ * instance). */
+int ms_hprof_largest_instance(const ms_hgraph *g, const ms_hprof_domresult *r,
+                              const char *name, ms_hidx *out, char *err, size_t errlen);
+
+/* Output of `memsight hprof path`. format: "text", "json" or "csv". JSON: a list of steps
+ * from the root, each {object_id (hex string), class, shallow_bytes} plus, on the first,
+ * root_type (a lower_snake_case key), and on the others how it was reached: field (a
+ * field name; with "static": true for a static field; "<class>", "<super>",
+ * "<classloader>", "<signers>", "<protection domain>" for class links) or index (an array
+ * element). An unreachable target gives []. Returns 0, or -1 with a message. */
+int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
+                        const char *format, char *err, size_t errlen);
+
+#endif
