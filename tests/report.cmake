@@ -2,3 +2,7 @@
 # Names start with report_.
 ms_unit_test(report_snapshot_read SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_snapshot_read.c
   LIBS ms_core)
+# The symbolizer checks itself: built -O2 -g with known functions and an inlined helper.
+ms_unit_test(report_symbolize SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize.c
+  LIBS ms_analysis)
+target_compile_options(report_symbolize PRIVATE -O2 -g)

@@ -33,5 +33,8 @@ ms_symbolizer *ms_symbolizer_new(const ms_snapshot *s);
 int ms_symbolize(ms_symbolizer *sym, uint64_t pc, int is_return_address, ms_frame *out,
                  int max_out);
 void ms_symbolizer_free(ms_symbolizer *sym);
+/* Problems met while loading modules so far (a file missing, or whose build-id differs
+ * from the recorded one: its frames stay unresolved), one line each, for reports. */
+size_t ms_symbolizer_warnings(const ms_symbolizer *sym, const char *const **lines);
 
 #endif
