@@ -1,0 +1,180 @@
+/* Poisson byte sampler: the slow path (seeding, geometric draws, multi-sample weights).
+ * Runs inside the target, called from malloc: never allocates, never locks, no libm
+ * (the logarithm is computed here), one clock read per thread at most when unseeded. */
+#include "agent/sampler.h"
+
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+ms_sampler_config ms_sampler_cfg;
+__thread ms_sampler_state ms_sampler_tls __attribute__((tls_model("initial-exec")));
+
+static _Atomic uint64_t thread_ordinal;
+static _Atomic uint64_t process_epoch = 1;
+
+#define MS_LN2 0.69314718055994530942
+#define MS_LN100 4.60517018598809136804
+#define MS_SQRT2 1.41421356237309504880
+
+/* ------------------------------------------------------------------------------------
+ * Arithmetic without libm
+ * ---------------------------------------------------------------------------------- */
+
+/* ln(x) for a positive normal double: x = m*2^e with m in [sqrt(1/2), sqrt(2)), then
+ * ln(m) = 2*atanh(z), z = (m-1)/(m+1), |z| <= 0.1716, series to z^21 (error < 1e-16). */
+static double ms_ln(double x)
+{
+    union {
+        double d;
+        uint64_t u;
+    } v = {x};
+    int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+    v.u = (v.u & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
+    double m = v.d;
+    if (m > MS_SQRT2) {
+        m *= 0.5;
+        e++;
+    }
+    double z = (m - 1.0) / (m + 1.0), z2 = z * z;
+    double s = 1.0 / 21;
+    for (int k = 19; k >= 1; k -= 2)
+        s = s * z2 + 1.0 / k;
+    return (double)e * MS_LN2 + 2.0 * z * s;
+}
+
+double ms_sampler_neg_log(double u)
+{
+    return -ms_ln(u);
+}
+
+/* ln(1-p) for p in (0, 1): a series when p is small (1-p would lose digits). */
+static double ms_ln_one_minus(double p)
+{
+    if (p < 1e-3) {
+        double term = p, sum = 0;
+        for (int k = 1; k <= 8; k++) {
+            sum += term / k;
+            term *= p;
+        }
+        return -sum;
+    }
+    return ms_ln(1.0 - p);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Random numbers: splitmix64 to seed, xorshift64* to draw
+ * ---------------------------------------------------------------------------------- */
+
+uint64_t ms_sampler_splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t xorshift64s(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+void ms_sampler_seed_state(ms_sampler_state *st, uint64_t seed)
+{
+    uint64_t s = seed;
+    st->rng = ms_sampler_splitmix64(&s);
+    if (st->rng == 0)
+        st->rng = 0x853C49E6748FEA9BULL;
+    st->remaining = 0;
+}
+
+uint64_t ms_sampler_next_distance(ms_sampler_state *st)
+{
+    /* u in (0, 1]: never 0, so -ln(u) is finite */
+    double u = (double)((xorshift64s(&st->rng) >> 11) + 1) * 0x1.0p-53;
+    double x = ms_sampler_neg_log(u) * ms_sampler_cfg.scale;
+    if (!(x < 4e18))
+        return (uint64_t)4e18;
+    uint64_t d = (uint64_t)x;
+    if ((double)d < x)
+        d++; /* ceil: P(d > k) = (1-p)^k, the geometric law of the next sampled byte */
+    return d ? d : 1;
+}
+
+static void init_thread_state(ms_sampler_state *st)
+{
+    uint64_t epoch = atomic_load_explicit(&process_epoch, memory_order_relaxed);
+    uint64_t ord = atomic_fetch_add_explicit(&thread_ordinal, 1, memory_order_relaxed);
+    uint64_t base;
+    if (ms_sampler_cfg.has_seed) {
+        base = ms_sampler_cfg.seed;
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        base = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+        base ^= (uint64_t)syscall(SYS_gettid) << 32;
+        base ^= (uint64_t)(uintptr_t)st;
+    }
+    ms_sampler_seed_state(st, base ^ (ord * 0xD1B54A32D192ED03ULL) ^
+                                  (epoch * 0xABC98388FB8FAC03ULL));
+    st->epoch = epoch;
+    st->remaining = ms_sampler_next_distance(st);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Configuration and the slow path
+ * ---------------------------------------------------------------------------------- */
+
+void ms_sampler_configure(uint64_t interval, uint64_t min_size, int has_seed, uint64_t seed)
+{
+    ms_sampler_config c = {0};
+    c.min_size = min_size;
+    c.has_seed = has_seed;
+    c.seed = seed;
+    if (interval > 1) {
+        c.interval = interval;
+        c.scale = -1.0 / ms_ln_one_minus(1.0 / (double)interval);
+        /* smallest size whose chance of holding at least one sample exceeds 99% */
+        double t = c.scale * MS_LN100;
+        c.threshold = t >= 1.8e19 ? UINT64_MAX : (uint64_t)t + 1;
+        c.fast_max = c.threshold;
+    } else {
+        c.interval = 0;
+        c.threshold = 0;
+        c.fast_max = 0; /* every call goes to the slow path: min_size filter or record */
+    }
+    c.enabled = c.interval > 0 || min_size > 0;
+    ms_sampler_cfg = c;
+    atomic_store_explicit(&thread_ordinal, 0, memory_order_relaxed);
+    ms_sampler_tls.remaining = 0;
+}
+
+void ms_sampler_after_fork_child(void)
+{
+    atomic_fetch_add_explicit(&process_epoch, 1, memory_order_relaxed);
+    ms_sampler_tls.remaining = 0; /* the only thread left in the child */
+}
+
+uint64_t ms_sampler_weigh_slow(ms_sampler_state *st, uint64_t size)
+{
+    if (size < ms_sampler_cfg.min_size)
+        return 0;
+    if (ms_sampler_cfg.interval == 0 || size >= ms_sampler_cfg.threshold)
+        return size; /* full mode, or certain enough to be hit: real size */
+    if (st->remaining == 0)
+        init_thread_state(st);
+    uint64_t left = size, n = 0;
+    while (left >= st->remaining) {
+        left -= st->remaining;
+        n++;
+        st->remaining = ms_sampler_next_distance(st);
+    }
+    st->remaining -= left;
+    return n * ms_sampler_cfg.interval;
+}

@@ -1,0 +1,74 @@
+/* Poisson byte sampling (heapprofd's semantics) and the minimum-size filter, per thread.
+ * Runs inside the target on the allocation hot path: no malloc, no locks, no syscalls on
+ * the fast path; the state lives in initial-exec TLS and starts zeroed (= uninitialised). */
+#ifndef MS_AGENT_SAMPLER_H
+#define MS_AGENT_SAMPLER_H
+
+#include <stdint.h>
+
+/* Model: every byte the program allocates is sampled independently with probability
+ * p = 1/interval. The distance to the next sampled byte is therefore geometric with mean
+ * `interval`; it is drawn as ceil(E) with E exponential (rate -ln(1-p), mean ~interval),
+ * which is exactly that geometric distribution. A block of `size` bytes that holds n
+ * sampled bytes is recorded with weight n*interval (E[weight] = size: unbiased). A block
+ * so large that P(n >= 1) > 99% (size >= threshold ~ 4.6*interval) is recorded with its
+ * real size and does not consume the countdown (the process is memoryless). */
+typedef struct ms_sampler_config {
+    uint64_t interval;  /* mean bytes between samples; 0 = record every block */
+    uint64_t min_size;  /* blocks smaller than this are never recorded (0 = no limit) */
+    uint64_t threshold; /* blocks >= this are recorded at their real size */
+    uint64_t fast_max;  /* fast path applies to sizes below this (0 = never: no sampling) */
+    double scale;       /* -1/ln(1-p): multiplies -ln(U) to give the next distance */
+    uint64_t seed;      /* base seed when has_seed */
+    int has_seed;
+    int enabled;        /* interval > 0 or min_size > 0 */
+} ms_sampler_config;
+
+typedef struct ms_sampler_state {
+    uint64_t remaining; /* sampled byte is the remaining-th from here; 0 = uninitialised */
+    uint64_t rng;       /* xorshift64* state, never 0 once initialised */
+    uint64_t epoch;     /* process epoch the state was seeded in (reseeded after fork) */
+} ms_sampler_state;
+
+extern ms_sampler_config ms_sampler_cfg;
+extern __thread ms_sampler_state ms_sampler_tls __attribute__((tls_model("initial-exec")));
+
+/* Sets the process-wide configuration. Call once at agent start (before other threads
+ * allocate through the agent) or in a test. interval 1 is the same as 0 (every byte). */
+void ms_sampler_configure(uint64_t interval, uint64_t min_size, int has_seed, uint64_t seed);
+
+/* In a forked child: makes every thread's state reseed on its next use, so that parent
+ * and child draw different sequences (still deterministic with seed=). */
+void ms_sampler_after_fork_child(void);
+
+uint64_t ms_sampler_weigh_slow(ms_sampler_state *st, uint64_t size);
+
+/* Weight in bytes to account for a new block of `size` bytes, or 0 to skip it (not
+ * unwound, not stored). Only call when ms_sampler_cfg.enabled. */
+static inline uint64_t ms_sampler_weigh(uint64_t size)
+{
+    ms_sampler_state *st = &ms_sampler_tls;
+    if (__builtin_expect(size < st->remaining && size < ms_sampler_cfg.fast_max, 1)) {
+        if (__builtin_expect(size >= ms_sampler_cfg.min_size, 1))
+            st->remaining -= size;
+        return 0;
+    }
+    return ms_sampler_weigh_slow(st, size);
+}
+
+/* Estimated number of blocks a record of `weight` bytes for a block of `size` bytes
+ * stands for, rounded to nearest, at least 1 (bytes are unbiased; counts approximate). */
+static inline uint64_t ms_sampler_count_estimate(uint64_t size, uint64_t weight)
+{
+    if (size == 0 || weight <= size)
+        return 1;
+    return (weight + size / 2) / size;
+}
+
+/* Pure helpers, exposed for the tests. */
+double ms_sampler_neg_log(double u);              /* -ln(u) for u in (0, 1], no libm */
+uint64_t ms_sampler_splitmix64(uint64_t *x);
+uint64_t ms_sampler_next_distance(ms_sampler_state *st); /* one geometric draw, >= 1 */
+void ms_sampler_seed_state(ms_sampler_state *st, uint64_t seed);
+
+#endif
