@@ -19,7 +19,7 @@ typedef struct ms_hprof_diff_row {
     uint64_t retained[2]; /* dominated size per class (ms_hprof_class_retained) */
 } ms_hprof_diff_row;
 
-typedef struct ms_hprof_diff {
+typedef struct ms_hprof_diffresult {
     size_t n;
     ms_hprof_diff_row *rows; /* ranked: retained growth (shallow growth without retained
                                 sizes), then shallow growth, then instance growth, then name */
