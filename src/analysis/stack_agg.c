@@ -1,0 +1,520 @@
+/* Aggregation of a snapshot's stacks by symbolized frames or module offsets, and the
+ * small formatting helpers every exporter shares. Tools only; never prints on its own
+ * (the writers here only write to the FILE they are given). */
+#define _GNU_SOURCE
+#include "analysis/stack_agg.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- snapshot lookups that do not need the reader ------------------------------ */
+
+const char *ms_agg_meta(const ms_snapshot *s, const char *key)
+{
+    for (size_t i = 0; i < s->nmeta; i++)
+        if (s->meta[i].key && !strcmp(s->meta[i].key, key))
+            return s->meta[i].value;
+    return NULL;
+}
+
+const ms_module *ms_agg_module_for_pc(const ms_snapshot *s, uint64_t pc)
+{
+    for (size_t i = 0; i < s->nmodules; i++) {
+        const ms_module *m = &s->modules[i];
+        for (uint32_t j = 0; j < m->nseg; j++) {
+            uint64_t lo = m->segs[j].vaddr + m->load_bias;
+            if (pc >= lo && pc - lo < m->segs[j].memsz)
+                return m;
+        }
+    }
+    return NULL;
+}
+
+int ms_agg_is_return_address(const ms_stack *st, uint32_t i)
+{
+    return !(i == 0 && (st->flags & MS_STACKF_FIRST_IS_PC));
+}
+
+static const char *imported_name(const ms_snapshot *s, uint64_t pc)
+{
+    char key[40];
+    snprintf(key, sizeof key, MS_AGG_SYM_PREFIX "%" PRIx64, pc);
+    return ms_agg_meta(s, key);
+}
+
+int ms_agg_resolve(const ms_snapshot *s, ms_symbolizer *sym, uint64_t pc, int is_return_address,
+                   ms_frame *out, int max_out)
+{
+    if (max_out < 1)
+        return 0;
+    int n = 0;
+    if (sym)
+        n = ms_symbolize(sym, pc, is_return_address, out, max_out);
+    if (n < 1) {
+        memset(&out[0], 0, sizeof out[0]);
+        out[0].address = pc;
+        n = 1;
+    }
+    if (!out[0].function && n == 1) {
+        const char *name = imported_name(s, pc);
+        if (name && *name)
+            out[0].function = name;
+    }
+    if (!out[n - 1].module) {
+        const ms_module *m = ms_agg_module_for_pc(s, pc);
+        if (m) {
+            for (int i = 0; i < n; i++) {
+                out[i].module = m->path;
+                out[i].module_offset = pc - m->load_bias;
+            }
+        }
+    }
+    return n;
+}
+
+/* ---- metrics ----------------------------------------------------------------------- */
+
+uint64_t ms_metric_value(const ms_snap_counters *c, ms_metric m)
+{
+    switch (m) {
+    case MS_METRIC_LIVE_BLOCKS: return c->live_blocks;
+    case MS_METRIC_ALLOC_BYTES: return c->alloc_bytes;
+    case MS_METRIC_ALLOC_BLOCKS: return c->alloc_blocks;
+    case MS_METRIC_LIVE_BYTES:
+    default: return c->live_bytes;
+    }
+}
+
+const char *ms_metric_name(ms_metric m)
+{
+    switch (m) {
+    case MS_METRIC_LIVE_BLOCKS: return "live_blocks";
+    case MS_METRIC_ALLOC_BYTES: return "alloc_bytes";
+    case MS_METRIC_ALLOC_BLOCKS: return "alloc_blocks";
+    case MS_METRIC_LIVE_BYTES:
+    default: return "live_bytes";
+    }
+}
+
+const char *ms_metric_unit(ms_metric m)
+{
+    return (m == MS_METRIC_LIVE_BYTES || m == MS_METRIC_ALLOC_BYTES) ? "bytes" : "count";
+}
+
+int ms_metric_parse(const char *t, ms_metric *m)
+{
+    static const struct { const char *name; ms_metric m; } names[] = {
+        {"live_bytes", MS_METRIC_LIVE_BYTES},   {"live", MS_METRIC_LIVE_BYTES},
+        {"inuse_space", MS_METRIC_LIVE_BYTES},  {"live_blocks", MS_METRIC_LIVE_BLOCKS},
+        {"live_count", MS_METRIC_LIVE_BLOCKS},  {"inuse_objects", MS_METRIC_LIVE_BLOCKS},
+        {"alloc_bytes", MS_METRIC_ALLOC_BYTES}, {"alloc_space", MS_METRIC_ALLOC_BYTES},
+        {"alloc_blocks", MS_METRIC_ALLOC_BLOCKS}, {"alloc_count", MS_METRIC_ALLOC_BLOCKS},
+        {"alloc_objects", MS_METRIC_ALLOC_BLOCKS},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(t, names[i].name)) {
+            *m = names[i].m;
+            return 0;
+        }
+    return -1;
+}
+
+void ms_counters_add(ms_snap_counters *d, const ms_snap_counters *s)
+{
+    d->live_blocks += s->live_blocks;
+    d->live_bytes += s->live_bytes;
+    d->alloc_blocks += s->alloc_blocks;
+    d->alloc_bytes += s->alloc_bytes;
+    d->free_blocks += s->free_blocks;
+    d->free_bytes += s->free_bytes;
+}
+
+/* ---- the aggregate ------------------------------------------------------------------ */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+ms_agg *ms_agg_new(void)
+{
+    ms_agg *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->name_hash_cap = 256;
+    a->stack_hash_cap = 256;
+    a->name_hash = calloc(a->name_hash_cap, sizeof *a->name_hash);
+    a->stack_hash = calloc(a->stack_hash_cap, sizeof *a->stack_hash);
+    if (!a->name_hash || !a->stack_hash) {
+        ms_agg_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+void ms_agg_free(ms_agg *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->nnames; i++)
+        free(a->names[i]);
+    for (size_t i = 0; i < a->nstacks; i++) {
+        free(a->stacks[i].frames);
+        free(a->stacks[i].key);
+    }
+    free(a->names);
+    free(a->stacks);
+    free(a->name_hash);
+    free(a->stack_hash);
+    free(a);
+}
+
+static int rehash(uint32_t **tab, size_t *cap, size_t n, const char *(*keyof)(const ms_agg *, size_t),
+                  const ms_agg *a)
+{
+    size_t ncap = *cap * 2;
+    uint32_t *t = calloc(ncap, sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        size_t h = hash_str(keyof(a, i)) & (ncap - 1);
+        while (t[h])
+            h = (h + 1) & (ncap - 1);
+        t[h] = (uint32_t)(i + 1);
+    }
+    free(*tab);
+    *tab = t;
+    *cap = ncap;
+    return 0;
+}
+
+static const char *name_key(const ms_agg *a, size_t i) { return a->names[i]; }
+static const char *stack_key(const ms_agg *a, size_t i) { return a->stacks[i].key; }
+
+static long intern_name(ms_agg *a, const char *name)
+{
+    size_t h = hash_str(name) & (a->name_hash_cap - 1);
+    while (a->name_hash[h]) {
+        uint32_t i = a->name_hash[h] - 1;
+        if (!strcmp(a->names[i], name))
+            return i;
+        h = (h + 1) & (a->name_hash_cap - 1);
+    }
+    if (a->nnames >= UINT32_MAX - 1)
+        return -1;
+    if (a->nnames == a->capnames) {
+        size_t nc = a->capnames ? a->capnames * 2 : 64;
+        char **p = realloc(a->names, nc * sizeof *p);
+        if (!p)
+            return -1;
+        a->names = p;
+        a->capnames = nc;
+    }
+    char *copy = strdup(name);
+    if (!copy)
+        return -1;
+    a->names[a->nnames] = copy;
+    a->name_hash[h] = (uint32_t)(a->nnames + 1);
+    a->nnames++;
+    if (a->nnames * 2 > a->name_hash_cap &&
+        rehash(&a->name_hash, &a->name_hash_cap, a->nnames, name_key, a) != 0)
+        return -1;
+    return (long)(a->nnames - 1);
+}
+
+long ms_agg_intern(ms_agg *a, const char *name)
+{
+    return intern_name(a, name);
+}
+
+long ms_agg_find(const ms_agg *a, const char *key)
+{
+    size_t h = hash_str(key) & (a->stack_hash_cap - 1);
+    while (a->stack_hash[h]) {
+        uint32_t i = a->stack_hash[h] - 1;
+        if (!strcmp(a->stacks[i].key, key))
+            return i;
+        h = (h + 1) & (a->stack_hash_cap - 1);
+    }
+    return -1;
+}
+
+long ms_agg_add(ms_agg *a, const char *const *names, uint32_t n, uint8_t kind,
+                const ms_snap_counters *c, uint32_t src_id)
+{
+    size_t klen = 1;
+    for (uint32_t i = 0; i < n; i++)
+        klen += strlen(names[i]) + 1;
+    char *key = malloc(klen);
+    if (!key)
+        return -1;
+    char *p = key;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t l = strlen(names[i]);
+        if (i)
+            *p++ = ';';
+        memcpy(p, names[i], l);
+        p += l;
+    }
+    *p = 0;
+    ms_counters_add(&a->total, c);
+    long found = ms_agg_find(a, key);
+    if (found >= 0) {
+        free(key);
+        ms_counters_add(&a->stacks[found].c, c);
+        a->stacks[found].nsrc++;
+        return found;
+    }
+    if (a->nstacks == a->capstacks) {
+        size_t nc = a->capstacks ? a->capstacks * 2 : 64;
+        ms_agg_stack *ns = realloc(a->stacks, nc * sizeof *ns);
+        if (!ns) {
+            free(key);
+            return -1;
+        }
+        a->stacks = ns;
+        a->capstacks = nc;
+    }
+    ms_agg_stack *st = &a->stacks[a->nstacks];
+    memset(st, 0, sizeof *st);
+    st->frames = malloc((n ? n : 1) * sizeof *st->frames);
+    if (!st->frames) {
+        free(key);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        long id = intern_name(a, names[i]);
+        if (id < 0) {
+            free(st->frames);
+            free(key);
+            return -1;
+        }
+        st->frames[i] = (uint32_t)id;
+    }
+    st->nframes = n;
+    st->key = key;
+    st->c = *c;
+    st->kind = kind;
+    st->nsrc = 1;
+    st->first_id = src_id;
+    size_t h = hash_str(key) & (a->stack_hash_cap - 1);
+    while (a->stack_hash[h])
+        h = (h + 1) & (a->stack_hash_cap - 1);
+    a->stack_hash[h] = (uint32_t)(a->nstacks + 1);
+    a->nstacks++;
+    if (a->nstacks * 2 > a->stack_hash_cap &&
+        rehash(&a->stack_hash, &a->stack_hash_cap, a->nstacks, stack_key, a) != 0)
+        return -1;
+    return (long)(a->nstacks - 1);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+static char *frame_name(const ms_frame *f, ms_agg_key by)
+{
+    char *out = NULL;
+    if (by == MS_AGG_BY_PCS) {
+        int r;
+        if (f->module && f->function)
+            r = asprintf(&out, "%s [%s+0x%" PRIx64 "]", f->function, f->module, f->module_offset);
+        else if (f->module)
+            r = asprintf(&out, "%s+0x%" PRIx64, f->module, f->module_offset);
+        else
+            r = asprintf(&out, "0x%" PRIx64, f->address);
+        return r < 0 ? NULL : out;
+    }
+    int r;
+    if (f->function)
+        r = asprintf(&out, "%s", f->function);
+    else if (f->module)
+        r = asprintf(&out, "%s+0x%" PRIx64, base_name(f->module), f->module_offset);
+    else
+        r = asprintf(&out, "0x%" PRIx64, f->address);
+    return r < 0 ? NULL : out;
+}
+
+static const char *kind_root(uint8_t kind)
+{
+    switch (kind) {
+    case MS_KIND_MMAP: return "[mmap]";
+    case MS_KIND_STACK: return "[thread stacks]";
+    default: return NULL;
+    }
+}
+
+#define MS_AGG_MAX_INLINE 16
+
+ms_agg *ms_agg_build(const ms_snapshot *s, ms_symbolizer *sym, ms_agg_key by, char *err,
+                     size_t errlen)
+{
+    ms_agg *a = ms_agg_new();
+    char **names = NULL;
+    size_t capn = 0;
+    if (!a)
+        goto oom;
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const ms_stack *st = &s->stacks[i];
+        size_t need = (size_t)st->depth * MS_AGG_MAX_INLINE + 2;
+        if (need > capn) {
+            char **nn = realloc(names, need * sizeof *nn);
+            if (!nn)
+                goto oom;
+            names = nn;
+            capn = need;
+        }
+        /* collect innermost first, then reverse */
+        size_t n = 0;
+        for (uint32_t d = 0; d < st->depth; d++) {
+            ms_frame fr[MS_AGG_MAX_INLINE];
+            int k = ms_agg_resolve(s, sym, st->pcs[d], ms_agg_is_return_address(st, d), fr,
+                                   MS_AGG_MAX_INLINE);
+            for (int j = 0; j < k; j++) {
+                char *nm = frame_name(&fr[j], by);
+                if (!nm)
+                    goto oom_names;
+                names[n++] = nm;
+            }
+        }
+        const char *root = kind_root(st->kind);
+        if (root) {
+            char *nm = strdup(root);
+            if (!nm)
+                goto oom_names;
+            names[n++] = nm;
+        }
+        if (n == 0) {
+            char *nm = strdup("[no stack]");
+            if (!nm)
+                goto oom_names;
+            names[n++] = nm;
+        }
+        for (size_t l = 0, r = n - 1; l < r; l++, r--) {
+            char *t = names[l];
+            names[l] = names[r];
+            names[r] = t;
+        }
+        long rc = ms_agg_add(a, (const char *const *)names, (uint32_t)n, st->kind, &st->c, st->id);
+        for (size_t j = 0; j < n; j++)
+            free(names[j]);
+        if (rc < 0)
+            goto oom;
+        continue;
+    oom_names:
+        for (size_t j = 0; j < n; j++)
+            free(names[j]);
+        goto oom;
+    }
+    free(names);
+    return a;
+oom:
+    free(names);
+    ms_agg_free(a);
+    snprintf(err, errlen, "%s: out of memory while aggregating stacks",
+             s->path ? s->path : "snapshot");
+    return NULL;
+}
+
+static ms_metric g_sort_metric;
+static const ms_agg *g_sort_agg;
+
+static int cmp_order(const void *x, const void *y)
+{
+    const ms_agg_stack *a = &g_sort_agg->stacks[*(const size_t *)x];
+    const ms_agg_stack *b = &g_sort_agg->stacks[*(const size_t *)y];
+    uint64_t va = ms_metric_value(&a->c, g_sort_metric), vb = ms_metric_value(&b->c, g_sort_metric);
+    if (va != vb)
+        return va > vb ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
+size_t *ms_agg_order(const ms_agg *a, ms_metric m)
+{
+    size_t *ord = malloc((a->nstacks ? a->nstacks : 1) * sizeof *ord);
+    if (!ord)
+        return NULL;
+    for (size_t i = 0; i < a->nstacks; i++)
+        ord[i] = i;
+    g_sort_metric = m;
+    g_sort_agg = a;
+    qsort(ord, a->nstacks, sizeof *ord, cmp_order);
+    return ord;
+}
+
+/* ---- formatting -------------------------------------------------------------------- */
+
+const char *ms_fmt_bytes(uint64_t n, char *buf, size_t len)
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (n < 1024) {
+        snprintf(buf, len, "%" PRIu64 " B", n);
+        return buf;
+    }
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+const char *ms_fmt_sbytes(int64_t n, char *buf, size_t len)
+{
+    char tmp[32];
+    uint64_t mag = n < 0 ? (uint64_t)(-(n + 1)) + 1 : (uint64_t)n;
+    snprintf(buf, len, "%s%s", n < 0 ? "-" : "+", ms_fmt_bytes(mag, tmp, sizeof tmp));
+    return buf;
+}
+
+void ms_xml_escape(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '&': fputs("&amp;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default:
+            if (c < 0x20 && c != '\t' && c != '\n')
+                fputc('?', out);
+            else
+                fputc(c, out);
+        }
+    }
+}
+
+void ms_json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\n': fputs("\\n", out); break;
+        case '\t': fputs("\\t", out); break;
+        case '<': fputs("\\u003c", out); break; /* never closes a <script> */
+        case '>': fputs("\\u003e", out); break;
+        case '&': fputs("\\u0026", out); break;
+        default:
+            if (c < 0x20)
+                fprintf(out, "\\u%04x", c);
+            else
+                fputc(c, out);
+        }
+    }
+    fputc('"', out);
+}
