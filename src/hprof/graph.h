@@ -179,9 +179,11 @@ typedef struct ms_hgraph {
     /* objects, indexed 0..nobj-1 */
     uint32_t nobj;
     uint64_t *obj_id;    /* the object's id (address) */
-    uint32_t *obj_class; /* class index: the instance's class, the array's class, and
-                          * for class objects the class java.lang.Class (or MS_HCLASS_NONE
-                          * when the dump has none); see ms_hgraph_class_object_class() */
+    uint32_t *obj_class; /* class index, always valid: the instance's class, the array's
+                          * class, and for class objects java.lang.Class (made up if the
+                          * dump has none); ms_hgraph_class_object_class() gives the class
+                          * a class object describes. Instances of classes absent from the
+                          * dump get the synthetic class "(unknown class)". */
     uint32_t *obj_size;  /* shallow size in bytes, in g->model (saturates at UINT32_MAX) */
     uint8_t *obj_kind;   /* ms_hobj_kind */
     uint8_t *obj_heap;   /* index into g->heaps */
@@ -195,6 +197,16 @@ typedef struct ms_hgraph {
     /* id -> index: by_id lists object indices in ascending id order (ids are unique:
      * a duplicate id is dropped and counted as a problem). Use ms_hgraph_find(). */
     ms_hidx *by_id;
+    /* lookup internals: id_sorted[k] == obj_id[by_id[k]], and id_bucket[b] is the first k
+     * whose (id - id_min) >> id_bucket_shift >= b (nbucket + 1 entries) */
+    uint64_t *id_sorted;
+    uint32_t *id_bucket;
+    uint32_t nbucket;
+    uint32_t id_bucket_shift;
+    uint64_t id_min;
+    /* class indices whose class object is in the dump, in ascending object index */
+    uint32_t nclassobj;
+    uint32_t *classobj;
 
     /* classes, in CLASS_DUMP order (so ascending class-object index), then synthetic */
     uint32_t nclass;
@@ -221,7 +233,7 @@ typedef struct ms_hgraph {
     uint64_t record_count[256];
     uint64_t subrecord_count[256];
     uint64_t nstrings; /* STRING records */
-    uint32_t class_index_java_lang_class; /* class index of java.lang.Class or NONE */
+    uint32_t class_index_java_lang_class; /* class index of java.lang.Class (maybe synthetic) */
 
     /* problems: the first MS_HPROBLEMS_KEPT kept, all counted */
     uint64_t problem_total;
@@ -254,7 +266,7 @@ int ms_hgraph_class_is_a(const ms_hgraph *g, uint32_t cls, const char *name);
  * "<super>", "<classloader>", "<signers>", "<protection domain>". Returns buf. */
 const char *ms_hgraph_edge_name(const ms_hgraph *g, uint64_t e, char *buf, size_t len);
 
-/* Name of a root type tag ("JNI global", "sticky class", ...); "root 0x??" if unknown.
+/* Name of a root type tag ("JNI global", "sticky class", ...); "root ?" if unknown.
  * ms_hroot_type_key() gives a stable lower_snake_case key for JSON ("jni_global"). */
 const char *ms_hroot_type_name(uint8_t type);
 const char *ms_hroot_type_key(uint8_t type);

@@ -1,0 +1,88 @@
+/* Class-name normalisation (see names.h). Bounds-checked on every write; never
+ * allocates. */
+#include "hprof/names.h"
+
+#include <string.h>
+
+#include "hprof/graph.h"
+
+static const char *desc_prim(char c)
+{
+    switch (c) {
+    case 'Z': return "boolean";
+    case 'C': return "char";
+    case 'F': return "float";
+    case 'D': return "double";
+    case 'B': return "byte";
+    case 'S': return "short";
+    case 'I': return "int";
+    case 'J': return "long";
+    case 'V': return "void";
+    default: return NULL;
+    }
+}
+
+/* Appends s[0..n) to out at *pos, turning '/' into '.' and control bytes into '?'. */
+static void put(char *out, size_t outlen, size_t *pos, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (*pos + 1 >= outlen)
+            return;
+        unsigned char c = (unsigned char)s[i];
+        out[(*pos)++] = c == '/' ? '.' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+}
+
+size_t ms_hprof_class_name_normalize(const char *in, size_t len, char *out, size_t outlen)
+{
+    size_t pos = 0;
+    if (!outlen)
+        return 0;
+    size_t dims = 0;
+    while (dims < len && in[dims] == '[')
+        dims++;
+    if (dims > 0 && dims < len) {
+        const char *elem = in + dims;
+        size_t elen = len - dims;
+        const char *prim = elen == 1 ? desc_prim(elem[0]) : NULL;
+        if (prim) {
+            put(out, outlen, &pos, prim, strlen(prim));
+        } else if (elem[0] == 'L' && elen >= 2 && elem[elen - 1] == ';') {
+            put(out, outlen, &pos, elem + 1, elen - 2);
+        } else {
+            put(out, outlen, &pos, in, len); /* not a descriptor: keep as written */
+            dims = 0;
+        }
+        for (size_t d = 0; d < dims; d++)
+            put(out, outlen, &pos, "[]", 2);
+    } else {
+        put(out, outlen, &pos, in, len);
+    }
+    out[pos] = '\0';
+    return pos;
+}
+
+const char *ms_hprof_prim_array_name(int type)
+{
+    switch (type) {
+    case MS_HT_BOOLEAN: return "boolean[]";
+    case MS_HT_CHAR: return "char[]";
+    case MS_HT_FLOAT: return "float[]";
+    case MS_HT_DOUBLE: return "double[]";
+    case MS_HT_BYTE: return "byte[]";
+    case MS_HT_SHORT: return "short[]";
+    case MS_HT_INT: return "int[]";
+    case MS_HT_LONG: return "long[]";
+    default: return NULL;
+    }
+}
+
+int ms_hprof_prim_array_type(const char *name)
+{
+    for (int t = MS_HT_BOOLEAN; t <= MS_HT_LONG; t++) {
+        const char *n = ms_hprof_prim_array_name(t);
+        if (n && !strcmp(n, name))
+            return t;
+    }
+    return 0;
+}

@@ -1,0 +1,1536 @@
+/* Streaming HPROF reader: maps the file once and makes two passes over the mapping
+ * (pass 1 indexes records, strings and classes; pass 2 decodes references into the CSR
+ * graph), dropping pages behind it so resident memory stays small. Every length in the
+ * file is checked before use; the reader never prints and never trusts a count. */
+#define _GNU_SOURCE
+#include "hprof/reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "hprof/names.h"
+#include "hprof/sizes.h"
+
+/* ==== reader state ================================================================= */
+
+typedef struct strent {
+    uint64_t id;
+    uint64_t off; /* file offset of the UTF-8 bytes */
+    uint32_t len;
+} strent;
+
+typedef struct lcent {
+    uint64_t cid; /* class object id */
+    uint64_t sid; /* name string id */
+} lcent;
+
+typedef struct clsx { /* per class, pass-1 ids resolved after the pass */
+    uint64_t super_id, signers, pd;
+    uint32_t slot_first, slot_count, data_size; /* reference slots of an instance */
+    uint8_t slots_done;
+} clsx;
+
+typedef struct slot {
+    uint32_t off;   /* byte offset in the instance data */
+    uint32_t label; /* edge label */
+} slot;
+
+typedef struct cbient {
+    uint64_t id;
+    uint32_t cls;
+} cbient;
+
+typedef struct rd {
+    const uint8_t *base;
+    uint64_t len;
+    uint64_t hdr_len;
+    int can_drop; /* base is a private file mapping: drop pages behind the cursor */
+    uint64_t dropped_upto;
+    ms_hgraph *g;
+    uint32_t ids;
+    char *err;
+    size_t errlen;
+    const ms_hprof_read_opts *o;
+    uint64_t prog_next;
+    int pass;
+
+    strent *str;
+    size_t nstr, capstr;
+    lcent *lc;
+    size_t nlc, caplc;
+    size_t capobj, capcls, capfield, capstatic, caproot, capheap, capstrs, capslot;
+    uint64_t capedge;
+    clsx *cx;
+    uint64_t *field_sid, *static_sid, *heap_sid;
+    slot *slots;
+    size_t nslot;
+    cbient *cbi; /* classes by id, sorted */
+    uint32_t ncbi;
+    uint8_t cur_heap; /* 0xFF = none chosen yet (default heap made on first use) */
+    uint64_t prev_arr_start, prev_arr_end;
+    int compressed;
+    uint64_t nrec;    /* pass-1 object records */
+    uint8_t *dropped; /* per pass-1 object record, only when duplicates exist */
+    uint64_t ord;     /* pass-2 record ordinal */
+    uint32_t cur;     /* pass-2 object index */
+    uint32_t kcls;    /* pass-2 class-dump ordinal */
+    uint32_t prim_cls[16];
+    uint32_t unknown_cls;
+    /* interned string ids -> strs offsets */
+    uint64_t *ih_key;
+    uint32_t *ih_val;
+    size_t ih_cap, ih_n;
+} rd;
+
+/* ==== small helpers =============================================================== */
+
+static inline uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
+static inline uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
+static inline uint64_t rid(const rd *r, const uint8_t *p) { return r->ids == 8 ? be64(p) : be32(p); }
+
+const char *ms_hprof_record_name(uint8_t tag)
+{
+    switch (tag) {
+    case 0x01: return "STRING";
+    case 0x02: return "LOAD_CLASS";
+    case 0x03: return "UNLOAD_CLASS";
+    case 0x04: return "STACK_FRAME";
+    case 0x05: return "STACK_TRACE";
+    case 0x06: return "ALLOC_SITES";
+    case 0x07: return "HEAP_SUMMARY";
+    case 0x0A: return "START_THREAD";
+    case 0x0B: return "END_THREAD";
+    case 0x0C: return "HEAP_DUMP";
+    case 0x0D: return "CPU_SAMPLES";
+    case 0x0E: return "CONTROL_SETTINGS";
+    case 0x1C: return "HEAP_DUMP_SEGMENT";
+    case 0x2C: return "HEAP_DUMP_END";
+    default: return "UNKNOWN";
+    }
+}
+
+const char *ms_hprof_subrecord_name(uint8_t tag)
+{
+    switch (tag) {
+    case 0xFF: return "ROOT_UNKNOWN";
+    case 0x01: return "ROOT_JNI_GLOBAL";
+    case 0x02: return "ROOT_JNI_LOCAL";
+    case 0x03: return "ROOT_JAVA_FRAME";
+    case 0x04: return "ROOT_NATIVE_STACK";
+    case 0x05: return "ROOT_STICKY_CLASS";
+    case 0x06: return "ROOT_THREAD_BLOCK";
+    case 0x07: return "ROOT_MONITOR_USED";
+    case 0x08: return "ROOT_THREAD_OBJECT";
+    case 0x20: return "CLASS_DUMP";
+    case 0x21: return "INSTANCE_DUMP";
+    case 0x22: return "OBJECT_ARRAY_DUMP";
+    case 0x23: return "PRIMITIVE_ARRAY_DUMP";
+    case 0xFE: return "HEAP_DUMP_INFO";
+    case 0x89: return "ROOT_INTERNED_STRING";
+    case 0x8A: return "ROOT_FINALIZING";
+    case 0x8B: return "ROOT_DEBUGGER";
+    case 0x8C: return "ROOT_REFERENCE_CLEANUP";
+    case 0x8D: return "ROOT_VM_INTERNAL";
+    case 0x8E: return "ROOT_JNI_MONITOR";
+    case 0x90: return "ROOT_UNREACHABLE";
+    case 0xC3: return "PRIMITIVE_ARRAY_NODATA";
+    default: return "UNKNOWN";
+    }
+}
+
+static void where(char *buf, size_t len, uint64_t off, uint8_t tag, uint8_t sub)
+{
+    if (sub)
+        snprintf(buf, len, "offset %llu (0x%llx), %s record, %s sub-record (tag 0x%02x)",
+                 (unsigned long long)off, (unsigned long long)off, ms_hprof_record_name(tag),
+                 ms_hprof_subrecord_name(sub), sub);
+    else
+        snprintf(buf, len, "offset %llu (0x%llx), %s record (tag 0x%02x)",
+                 (unsigned long long)off, (unsigned long long)off, ms_hprof_record_name(tag), tag);
+}
+
+__attribute__((format(printf, 5, 6)))
+static int fail(rd *r, uint64_t off, uint8_t tag, uint8_t sub, const char *fmt, ...)
+{
+    char w[160], m[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    where(w, sizeof w, off, tag, sub);
+    snprintf(r->err, r->errlen, "%s: %s", w, m);
+    return -1;
+}
+
+__attribute__((format(printf, 5, 6)))
+static void problem(rd *r, uint64_t off, uint8_t tag, uint8_t sub, const char *fmt, ...)
+{
+    ms_hgraph *g = r->g;
+    g->problem_total++;
+    if (g->nproblem >= MS_HPROBLEMS_KEPT)
+        return;
+    ms_hproblem *p = &g->problems[g->nproblem++];
+    p->offset = off;
+    p->record = tag;
+    p->subrecord = sub;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->msg, sizeof p->msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Grows *p (elements of size el) to hold at least need, geometrically. */
+static int grow(void **p, size_t *cap, size_t need, size_t el)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need) {
+        if (n > SIZE_MAX / 2 / el)
+            return -1;
+        n += n / 2 + 16;
+    }
+    void *q = realloc(*p, n * el);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+#define GROW(r, arr, cap, need)                                                          \
+    (grow((void **)&(arr), &(cap), (need), sizeof *(arr)) ? fail((r), 0, 0, 0, "out of memory") : 0)
+
+static void progress(rd *r, uint64_t pos)
+{
+    if (r->can_drop && pos >= r->dropped_upto + (64u << 20)) {
+        /* the pages behind us are in the page cache; let go of our mapping of them */
+        uint64_t to = pos & ~(uint64_t)0xFFFFF;
+        madvise((void *)(r->base + r->dropped_upto), to - r->dropped_upto, MADV_DONTNEED);
+        r->dropped_upto = to;
+    }
+    if (r->o && r->o->progress && pos >= r->prog_next) {
+        uint64_t done = (r->pass == 2 ? r->len : 0) + pos;
+        r->o->progress(r->o->progress_arg, done, 2 * r->len);
+        r->prog_next = pos + (16u << 20);
+    }
+}
+
+/* ==== strings ====================================================================== */
+
+static int cmp_str(const void *a, const void *b)
+{
+    const strent *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const strent *find_str(const rd *r, uint64_t id)
+{
+    size_t lo = 0, hi = r->nstr;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (r->str[m].id < id)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo < r->nstr && r->str[lo].id == id ? &r->str[lo] : NULL;
+}
+
+/* Appends s[0..n) + NUL to g->strs; returns its offset (or UINT32_MAX on failure). */
+static uint32_t pool_add(rd *r, const char *s, size_t n)
+{
+    ms_hgraph *g = r->g;
+    if (g->strs_len + n + 1 > UINT32_MAX)
+        return UINT32_MAX;
+    if (grow((void **)&g->strs, &r->capstrs, g->strs_len + n + 1, 1))
+        return UINT32_MAX;
+    uint32_t off = (uint32_t)g->strs_len;
+    memcpy(g->strs + off, s, n);
+    g->strs[off + n] = '\0';
+    g->strs_len += n + 1;
+    return off;
+}
+
+/* Pool offset of the string with id sid (control bytes replaced), interned. */
+static uint32_t intern_sid(rd *r, uint64_t sid)
+{
+    if (r->ih_n * 2 >= r->ih_cap) {
+        size_t nc = r->ih_cap ? r->ih_cap * 2 : 1024;
+        uint64_t *k = calloc(nc, sizeof *k);
+        uint32_t *v = malloc(nc * sizeof *v);
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return 0;
+        }
+        for (size_t i = 0; i < r->ih_cap; i++) {
+            if (!r->ih_key[i])
+                continue;
+            size_t h = (r->ih_key[i] * 0x9E3779B97F4A7C15ull) >> 20;
+            while (k[h & (nc - 1)])
+                h++;
+            k[h & (nc - 1)] = r->ih_key[i];
+            v[h & (nc - 1)] = r->ih_val[i];
+        }
+        free(r->ih_key);
+        free(r->ih_val);
+        r->ih_key = k;
+        r->ih_val = v;
+        r->ih_cap = nc;
+    }
+    uint64_t key = sid + 1; /* 0 marks an empty slot */
+    size_t h = (key * 0x9E3779B97F4A7C15ull) >> 20;
+    while (r->ih_key[h & (r->ih_cap - 1)]) {
+        if (r->ih_key[h & (r->ih_cap - 1)] == key)
+            return r->ih_val[h & (r->ih_cap - 1)];
+        h++;
+    }
+    const strent *s = find_str(r, sid);
+    char buf[512];
+    size_t n = 0;
+    if (s) {
+        n = s->len < sizeof buf ? s->len : sizeof buf - 1;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char c = r->base[s->off + i];
+            buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+        }
+    } else {
+        n = (size_t)snprintf(buf, sizeof buf, "<string 0x%llx>", (unsigned long long)sid);
+    }
+    uint32_t off = pool_add(r, buf, n);
+    if (off == UINT32_MAX)
+        return 0;
+    r->ih_key[h & (r->ih_cap - 1)] = key;
+    r->ih_val[h & (r->ih_cap - 1)] = off;
+    r->ih_n++;
+    return off;
+}
+
+/* ==== id lookup ==================================================================== */
+
+ms_hidx ms_hgraph_find(const ms_hgraph *g, uint64_t id)
+{
+    if (!g->nobj || !g->id_sorted || id < g->id_min || id > g->id_sorted[g->nobj - 1])
+        return MS_HIDX_NONE;
+    uint64_t b = (id - g->id_min) >> g->id_bucket_shift;
+    if (b >= g->nbucket)
+        b = g->nbucket - 1;
+    uint32_t lo = g->id_bucket[b], hi = g->id_bucket[b + 1];
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (g->id_sorted[m] < id)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo < g->nobj && g->id_sorted[lo] == id ? g->by_id[lo] : MS_HIDX_NONE;
+}
+
+/* Sorts (key, val) pairs by key, LSD radix over the significant bits. */
+static int radix_pairs(uint64_t *key, uint32_t *val, size_t n, unsigned bits)
+{
+    if (n < 2 || bits == 0)
+        return 0;
+    uint64_t *k2 = malloc(n * sizeof *k2);
+    uint32_t *v2 = malloc(n * sizeof *v2);
+    size_t *cnt = malloc(((size_t)1 << 11) * sizeof *cnt);
+    if (!k2 || !v2 || !cnt) {
+        free(k2);
+        free(v2);
+        free(cnt);
+        return -1;
+    }
+    for (unsigned sh = 0; sh < bits; sh += 11) {
+        memset(cnt, 0, ((size_t)1 << 11) * sizeof *cnt);
+        for (size_t i = 0; i < n; i++)
+            cnt[(key[i] >> sh) & 0x7FF]++;
+        size_t sum = 0;
+        for (size_t d = 0; d < 2048; d++) {
+            size_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) {
+            size_t d = cnt[(key[i] >> sh) & 0x7FF]++;
+            k2[d] = key[i];
+            v2[d] = val[i];
+        }
+        memcpy(key, k2, n * sizeof *key);
+        memcpy(val, v2, n * sizeof *val);
+    }
+    free(k2);
+    free(v2);
+    free(cnt);
+    return 0;
+}
+
+/* Builds id_sorted/by_id/buckets; drops duplicate ids (keeping the first record). */
+static int build_lookup(rd *r)
+{
+    ms_hgraph *g = r->g;
+    size_t n = g->nobj;
+    if (!n)
+        return 0;
+    uint64_t mn = UINT64_MAX, mx = 0;
+    int sorted = 1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = g->obj_id[i];
+        if (v < mn)
+            mn = v;
+        if (v > mx)
+            mx = v;
+        if (i && v <= g->obj_id[i - 1])
+            sorted = 0;
+    }
+    uint64_t *key = malloc(n * sizeof *key);
+    uint32_t *val = malloc(n * sizeof *val);
+    if (!key || !val) {
+        free(key);
+        free(val);
+        return fail(r, 0, 0, 0, "out of memory indexing %zu objects", n);
+    }
+    uint64_t orx = 0;
+    for (size_t i = 0; i < n; i++)
+        orx |= g->obj_id[i] - mn;
+    unsigned tz = orx ? (unsigned)__builtin_ctzll(orx) : 0;
+    uint64_t range = (mx - mn) >> tz;
+    unsigned bits = range ? 64 - (unsigned)__builtin_clzll(range) : 0;
+    for (size_t i = 0; i < n; i++) {
+        key[i] = (g->obj_id[i] - mn) >> tz;
+        val[i] = (uint32_t)i;
+    }
+    if (!sorted && radix_pairs(key, val, n, bits)) {
+        free(key);
+        free(val);
+        return fail(r, 0, 0, 0, "out of memory sorting %zu object ids", n);
+    }
+    /* duplicates: equal keys are adjacent, the earlier record first (stable sort) */
+    size_t dups = 0;
+    for (size_t k = 1; k < n; k++)
+        if (key[k] == key[k - 1])
+            dups++;
+    if (dups) {
+        r->dropped = calloc(n, 1);
+        uint32_t *remap = malloc(n * sizeof *remap);
+        if (!r->dropped || !remap) {
+            free(remap);
+            free(key);
+            free(val);
+            return fail(r, 0, 0, 0, "out of memory");
+        }
+        for (size_t k = 1; k < n; k++)
+            if (key[k] == key[k - 1]) {
+                r->dropped[val[k]] = 1;
+                g->duplicate_ids++;
+                if (g->duplicate_ids <= 8)
+                    problem(r, 0, 0, 0, "duplicate object id 0x%llx: later record dropped",
+                            (unsigned long long)g->obj_id[val[k]]);
+            }
+        if (g->duplicate_ids > 8)
+            problem(r, 0, 0, 0, "%llu duplicate object ids in all",
+                    (unsigned long long)g->duplicate_ids);
+        uint32_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+            remap[i] = j;
+            if (!r->dropped[i]) {
+                g->obj_id[j] = g->obj_id[i];
+                g->obj_kind[j] = g->obj_kind[i];
+                g->obj_heap[j] = g->obj_heap[i];
+                j++;
+            }
+        }
+        size_t w = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (r->dropped[val[k]])
+                continue;
+            key[w] = key[k];
+            val[w] = remap[val[k]];
+            w++;
+        }
+        free(remap);
+        g->nobj = j;
+        n = j;
+    }
+    for (size_t k = 0; k < n; k++)
+        key[k] = (key[k] << tz) + mn;
+    g->id_sorted = key;
+    g->by_id = val;
+    g->id_min = mn;
+    uint32_t nb = 1;
+    while (nb < n / 4 && nb < (1u << 22))
+        nb <<= 1;
+    unsigned shift = 0;
+    while (shift < 63 && ((mx - mn) >> shift) >= nb)
+        shift++;
+    g->nbucket = nb;
+    g->id_bucket_shift = shift;
+    g->id_bucket = malloc(((size_t)nb + 1) * sizeof *g->id_bucket);
+    if (!g->id_bucket)
+        return fail(r, 0, 0, 0, "out of memory");
+    size_t k = 0;
+    for (uint32_t b = 0; b <= nb; b++) {
+        while (k < n && ((key[k] - mn) >> shift) < b)
+            k++;
+        g->id_bucket[b] = (uint32_t)k;
+    }
+    g->id_bucket[nb] = (uint32_t)n;
+    return 0;
+}
+
+/* ==== classes ===================================================================== */
+
+static int cmp_cbi(const void *a, const void *b)
+{
+    const cbient *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return x->cls < y->cls ? -1 : x->cls > y->cls;
+}
+
+static uint32_t class_by_id(const rd *r, uint64_t id)
+{
+    uint32_t lo = 0, hi = r->ncbi;
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (r->cbi[m].id < id)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo < r->ncbi && r->cbi[lo].id == id ? r->cbi[lo].cls : MS_HCLASS_NONE;
+}
+
+static int cmp_lc(const void *a, const void *b)
+{
+    const lcent *x = a, *y = b;
+    return x->cid < y->cid ? -1 : x->cid > y->cid;
+}
+
+static const lcent *find_lc(const rd *r, uint64_t cid)
+{
+    size_t lo = 0, hi = r->nlc;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (r->lc[m].cid < cid)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo < r->nlc && r->lc[lo].cid == cid ? &r->lc[lo] : NULL;
+}
+
+/* Grows the class table and its reader-side twin (same capacity). */
+static int grow_classes(rd *r, size_t need)
+{
+    ms_hgraph *g = r->g;
+    size_t cap = r->capcls;
+    if (need <= cap && r->cx)
+        return 0;
+    if (grow((void **)&g->classes, &cap, need, sizeof *g->classes))
+        return fail(r, 0, 0, 0, "out of memory for classes");
+    clsx *x = realloc(r->cx, cap * sizeof *x);
+    if (!x)
+        return fail(r, 0, 0, 0, "out of memory for classes");
+    r->cx = x;
+    r->capcls = cap;
+    return 0;
+}
+
+/* Adds a class the file did not dump (primitive array classes, unknown classes). */
+static uint32_t add_synthetic_class(rd *r, const char *name, uint64_t id)
+{
+    ms_hgraph *g = r->g;
+    if (grow_classes(r, g->nclass + 1))
+        return MS_HCLASS_NONE;
+    uint32_t k = g->nclass++;
+    ms_hclass *c = &g->classes[k];
+    memset(c, 0, sizeof *c);
+    memset(&r->cx[k], 0, sizeof r->cx[k]);
+    c->id = id;
+    c->obj = MS_HIDX_NONE;
+    c->super = MS_HCLASS_NONE;
+    c->loader = MS_HIDX_NONE;
+    c->name = pool_add(r, name, strlen(name));
+    c->flags = MS_HCLASS_SYNTHETIC;
+    c->prim_type = (uint8_t)ms_hprof_prim_array_type(name);
+    if (strlen(name) > 2 && !strcmp(name + strlen(name) - 2, "[]"))
+        c->flags |= MS_HCLASS_ARRAY;
+    return k;
+}
+
+static uint32_t unknown_class(rd *r)
+{
+    if (r->unknown_cls == MS_HCLASS_NONE)
+        r->unknown_cls = add_synthetic_class(r, "(unknown class)", 0);
+    return r->unknown_cls;
+}
+
+static uint8_t ref_kind_of_name(const char *n)
+{
+    if (!strcmp(n, "java.lang.ref.SoftReference"))
+        return MS_HREF_SOFT;
+    if (!strcmp(n, "java.lang.ref.WeakReference"))
+        return MS_HREF_WEAK;
+    if (!strcmp(n, "java.lang.ref.PhantomReference"))
+        return MS_HREF_PHANTOM;
+    if (!strcmp(n, "java.lang.ref.FinalReference") || !strcmp(n, "java.lang.ref.Finalizer") ||
+        !strcmp(n, "java.lang.ref.FinalizerReference"))
+        return MS_HREF_FINAL;
+    if (!strcmp(n, "java.lang.ref.Reference"))
+        return MS_HREF_STRONG;
+    return MS_HREF_NONE;
+}
+
+/* After pass 1: names, supers, loaders, flags, reference kinds, sizes. */
+static int resolve_classes(rd *r)
+{
+    ms_hgraph *g = r->g;
+    uint32_t ndump = g->nclass;
+    r->cbi = malloc(((size_t)ndump + 1) * sizeof *r->cbi);
+    if (!r->cbi)
+        return fail(r, 0, 0, 0, "out of memory");
+    for (uint32_t k = 0; k < ndump; k++) {
+        r->cbi[k].id = g->classes[k].id;
+        r->cbi[k].cls = k;
+    }
+    qsort(r->cbi, ndump, sizeof *r->cbi, cmp_cbi);
+    /* keep the first class dump of an id */
+    uint32_t w = 0;
+    for (uint32_t k = 0; k < ndump; k++)
+        if (!w || r->cbi[w - 1].id != r->cbi[k].id)
+            r->cbi[w++] = r->cbi[k];
+    r->ncbi = w;
+    qsort(r->lc, r->nlc, sizeof *r->lc, cmp_lc);
+
+    for (uint32_t k = 0; k < ndump; k++) {
+        ms_hclass *c = &g->classes[k];
+        char raw[1024], norm[1024];
+        const lcent *l = find_lc(r, c->id);
+        const strent *s = l ? find_str(r, l->sid) : NULL;
+        size_t n;
+        if (s) {
+            n = s->len < sizeof raw ? s->len : sizeof raw - 1;
+            memcpy(raw, r->base + s->off, n);
+            n = ms_hprof_class_name_normalize(raw, n, norm, sizeof norm);
+        } else {
+            n = (size_t)snprintf(norm, sizeof norm, "class@0x%llx", (unsigned long long)c->id);
+            problem(r, 0, 0, 0x20, "class 0x%llx has no name (no LOAD_CLASS/STRING)",
+                    (unsigned long long)c->id);
+        }
+        c->name = pool_add(r, norm, n);
+        if (c->name == UINT32_MAX)
+            return fail(r, 0, 0, 0, "out of memory");
+        if (n > 2 && !strcmp(norm + n - 2, "[]"))
+            c->flags |= MS_HCLASS_ARRAY;
+        c->prim_type = (uint8_t)ms_hprof_prim_array_type(norm);
+        uint64_t sup = r->cx[k].super_id;
+        c->super = sup ? class_by_id(r, sup) : MS_HCLASS_NONE;
+        if (sup && c->super == MS_HCLASS_NONE)
+            problem(r, 0, 0, 0x20, "class %s: superclass 0x%llx not in the dump", norm,
+                    (unsigned long long)sup);
+        if (c->super == k)
+            c->super = MS_HCLASS_NONE;
+        c->loader = c->loader_id ? ms_hgraph_find(g, c->loader_id) : MS_HIDX_NONE;
+        c->obj = ms_hgraph_find(g, c->id);
+        if (c->obj != MS_HIDX_NONE && (g->obj_kind[c->obj] != MS_HOBJ_CLASS || class_by_id(r, c->id) != k))
+            c->obj = MS_HIDX_NONE; /* a duplicate class dump: its record was dropped */
+        for (uint32_t f = 0; f < c->field_count; f++)
+            g->fields[c->field_first + f].name = intern_sid(r, r->field_sid[c->field_first + f]);
+        for (uint32_t f = 0; f < c->static_count; f++)
+            g->statics[c->static_first + f].name = intern_sid(r, r->static_sid[c->static_first + f]);
+    }
+    /* reference kinds: the nearest java.lang.ref class up the chain decides */
+    for (uint32_t k = 0; k < ndump; k++) {
+        uint32_t c = k;
+        for (int d = 0; d < 256 && c != MS_HCLASS_NONE; d++, c = g->classes[c].super) {
+            uint8_t rk = ref_kind_of_name(g->strs + g->classes[c].name);
+            if (rk) {
+                g->classes[k].ref_kind = rk;
+                break;
+            }
+        }
+    }
+    /* primitive array classes, java.lang.Class */
+    for (int t = 0; t < 16; t++)
+        r->prim_cls[t] = MS_HCLASS_NONE;
+    g->class_index_java_lang_class = MS_HCLASS_NONE;
+    for (uint32_t k = 0; k < ndump; k++) {
+        ms_hclass *c = &g->classes[k];
+        if (c->obj == MS_HIDX_NONE)
+            continue;
+        if (c->prim_type && r->prim_cls[c->prim_type] == MS_HCLASS_NONE)
+            r->prim_cls[c->prim_type] = k;
+        if (g->class_index_java_lang_class == MS_HCLASS_NONE && !strcmp(g->strs + c->name, "java.lang.Class"))
+            g->class_index_java_lang_class = k;
+    }
+    if (g->class_index_java_lang_class == MS_HCLASS_NONE)
+        g->class_index_java_lang_class = add_synthetic_class(r, "java.lang.Class", 0);
+    if (g->class_index_java_lang_class == MS_HCLASS_NONE)
+        return -1;
+    return 0;
+}
+
+static void compute_class_sizes(rd *r)
+{
+    ms_hgraph *g = r->g;
+    for (uint32_t k = 0; k < g->nclass; k++)
+        g->classes[k].inst_shallow = ms_hsize_instance(&g->model, g, k);
+}
+
+/* Reference slots of an instance of class k (its fields, then its supers'). */
+static int class_slots(rd *r, uint32_t k)
+{
+    ms_hgraph *g = r->g;
+    clsx *x = &r->cx[k];
+    if (x->slots_done)
+        return 0;
+    x->slots_done = 1;
+    x->slot_first = (uint32_t)r->nslot;
+    uint64_t off = 0;
+    uint32_t c = k;
+    for (int d = 0; d < 256 && c != MS_HCLASS_NONE; d++, c = g->classes[c].super) {
+        const ms_hclass *cl = &g->classes[c];
+        int is_ref_class = !strcmp(g->strs + cl->name, "java.lang.ref.Reference");
+        for (uint32_t f = 0; f < cl->field_count; f++) {
+            uint32_t fi = cl->field_first + f;
+            const ms_hfield *fd = &g->fields[fi];
+            if (fd->type == MS_HT_OBJECT) {
+                if (GROW(r, r->slots, r->capslot, r->nslot + 1))
+                    return -1;
+                int referent = is_ref_class && !strcmp(g->strs + fd->name, "referent");
+                r->slots[r->nslot].off = (uint32_t)off;
+                r->slots[r->nslot].label = ms_hedge_label(referent ? MS_HEDGE_REFERENT : MS_HEDGE_FIELD, fi);
+                r->nslot++;
+            }
+            off += ms_hsize_type_in_file(fd->type, r->ids);
+        }
+    }
+    x->slot_count = (uint32_t)(r->nslot - x->slot_first);
+    x->data_size = off > UINT32_MAX ? UINT32_MAX : (uint32_t)off;
+    return 0;
+}
+
+/* ==== heaps ======================================================================= */
+
+static int heap_index(rd *r, uint32_t heap_id, uint64_t name_sid, int named)
+{
+    ms_hgraph *g = r->g;
+    for (uint32_t i = 0; i < g->nheap; i++)
+        if (g->heaps[i].id == heap_id)
+            return (int)i;
+    if (g->nheap >= 250)
+        return 0;
+    if (GROW(r, g->heaps, r->capheap, g->nheap + 1))
+        return -1;
+    size_t cap = r->capheap;
+    /* heap_sid shares the capacity of heaps */
+    uint64_t *hs = realloc(r->heap_sid, cap * sizeof *hs);
+    if (!hs)
+        return fail(r, 0, 0, 0, "out of memory");
+    r->heap_sid = hs;
+    g->heaps[g->nheap].id = heap_id;
+    g->heaps[g->nheap].name = 0;
+    r->heap_sid[g->nheap] = named ? name_sid + 1 : 0;
+    return (int)g->nheap++;
+}
+
+/* ==== pass 1 and pass 2 over the heap-dump records ================================= */
+
+static inline int edge(rd *r, uint64_t id, uint32_t label, uint64_t at, uint8_t tag, uint8_t sub)
+{
+    ms_hgraph *g = r->g;
+    ms_hidx t = ms_hgraph_find(g, id);
+    if (t == MS_HIDX_NONE) {
+        g->dangling_refs++;
+        if (g->dangling_refs <= 8)
+            problem(r, at, tag, sub, "reference to 0x%llx, which is not in the dump",
+                    (unsigned long long)id);
+        return 0;
+    }
+    if (g->nedge >= r->capedge) {
+        size_t cap = (size_t)r->capedge;
+        if (grow((void **)&g->edge_dst, &cap, (size_t)g->nedge + 1, sizeof *g->edge_dst))
+            return fail(r, at, tag, sub, "out of memory for %llu references", (unsigned long long)g->nedge);
+        uint32_t *l = realloc(g->edge_label, cap * sizeof *l);
+        if (!l)
+            return fail(r, at, tag, sub, "out of memory for %llu references", (unsigned long long)g->nedge);
+        g->edge_label = l;
+        r->capedge = cap;
+    }
+    g->edge_dst[g->nedge] = t;
+    g->edge_label[g->nedge] = label;
+    g->nedge++;
+    return 0;
+}
+
+/* Pass 1: registers an object record. */
+static int add_obj(rd *r, uint64_t id, uint8_t kind)
+{
+    ms_hgraph *g = r->g;
+    if (g->nobj >= UINT32_MAX - 1)
+        return fail(r, 0, 0, 0, "more than %u objects", UINT32_MAX - 1);
+    if (g->nobj >= r->capobj) {
+        size_t cap = r->capobj;
+        if (grow((void **)&g->obj_id, &cap, g->nobj + 1, sizeof *g->obj_id))
+            return fail(r, 0, 0, 0, "out of memory for %u objects", g->nobj);
+        uint8_t *k = realloc(g->obj_kind, cap), *h = realloc(g->obj_heap, cap);
+        if (k)
+            g->obj_kind = k;
+        if (h)
+            g->obj_heap = h;
+        if (!k || !h)
+            return fail(r, 0, 0, 0, "out of memory for %u objects", g->nobj);
+        r->capobj = cap;
+    }
+    if (r->cur_heap == 0xFF) {
+        int h = heap_index(r, 0, 0, 0);
+        if (h < 0)
+            return -1;
+        r->cur_heap = (uint8_t)h;
+    }
+    g->obj_id[g->nobj] = id;
+    g->obj_kind[g->nobj] = kind;
+    g->obj_heap[g->nobj] = r->cur_heap;
+    g->nobj++;
+    r->nrec++;
+    return 0;
+}
+
+/* Pass 2: the object index of the next object record, or MS_HIDX_NONE if dropped. */
+static inline ms_hidx next_obj(rd *r)
+{
+    uint64_t o = r->ord++;
+    if (r->dropped && r->dropped[o])
+        return MS_HIDX_NONE;
+    ms_hidx i = r->cur++;
+    r->g->edge_off[i] = r->g->nedge;
+    return i;
+}
+
+static int add_root(rd *r, uint8_t type, uint64_t id, uint32_t thread, int32_t frame)
+{
+    ms_hgraph *g = r->g;
+    if (GROW(r, g->roots, r->caproot, g->nroot + 1))
+        return -1;
+    ms_hroot *rt = &g->roots[g->nroot++];
+    rt->id = id;
+    rt->obj = MS_HIDX_NONE;
+    rt->thread_serial = thread;
+    rt->frame = frame;
+    rt->type = type;
+    return 0;
+}
+
+/* CLASS_DUMP at p (after the tag byte). Pass 1 records the class; pass 2 emits its
+ * references. *pp is advanced past the record. */
+static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t end)
+{
+    ms_hgraph *g = r->g;
+    const uint8_t *b = r->base;
+    uint64_t p = *pp;
+    uint32_t ids = r->ids;
+    uint64_t fixed = (uint64_t)7 * ids + 8 + 2;
+    if (end - p < fixed)
+        return fail(r, at, rtag, 0x20, "truncated class header");
+    uint64_t id = rid(r, b + p);
+    uint64_t super = rid(r, b + p + ids + 4);
+    uint64_t loader = rid(r, b + p + 2 * ids + 4);
+    uint64_t signers = rid(r, b + p + 3 * ids + 4);
+    uint64_t pd = rid(r, b + p + 4 * ids + 4);
+    uint32_t isize = be32(b + p + 7 * ids + 4);
+    p += 7 * ids + 8;
+    /* constant pool */
+    uint32_t ncp = be16(b + p);
+    p += 2;
+    for (uint32_t i = 0; i < ncp; i++) {
+        if (end - p < 3)
+            return fail(r, at, rtag, 0x20, "truncated constant pool entry %u of %u", i, ncp);
+        uint32_t sz = ms_hsize_type_in_file(b[p + 2], ids);
+        if (!sz)
+            return fail(r, at, rtag, 0x20, "constant pool entry %u has invalid type %u", i, b[p + 2]);
+        if (end - p - 3 < sz)
+            return fail(r, at, rtag, 0x20, "truncated constant pool entry %u of %u", i, ncp);
+        p += 3 + sz;
+    }
+    if (end - p < 2)
+        return fail(r, at, rtag, 0x20, "truncated static field count");
+    uint32_t nst = be16(b + p);
+    p += 2;
+    uint64_t st_start = p;
+    for (uint32_t i = 0; i < nst; i++) {
+        if (end - p < (uint64_t)ids + 1)
+            return fail(r, at, rtag, 0x20, "truncated static field %u of %u", i, nst);
+        uint32_t sz = ms_hsize_type_in_file(b[p + ids], ids);
+        if (!sz)
+            return fail(r, at, rtag, 0x20, "static field %u has invalid type %u", i, b[p + ids]);
+        if (end - p - ids - 1 < sz)
+            return fail(r, at, rtag, 0x20, "truncated static field %u of %u", i, nst);
+        p += ids + 1 + sz;
+    }
+    if (end - p < 2)
+        return fail(r, at, rtag, 0x20, "truncated instance field count");
+    uint32_t nf = be16(b + p);
+    p += 2;
+    uint64_t f_start = p;
+    if (end - p < (uint64_t)nf * (ids + 1))
+        return fail(r, at, rtag, 0x20, "%u instance fields do not fit in the record", nf);
+    for (uint32_t i = 0; i < nf; i++)
+        if (!ms_hsize_type_in_file(b[p + (uint64_t)i * (ids + 1) + ids], ids))
+            return fail(r, at, rtag, 0x20, "instance field %u has invalid type %u", i,
+                        b[p + (uint64_t)i * (ids + 1) + ids]);
+    p += (uint64_t)nf * (ids + 1);
+    *pp = p;
+
+    if (r->pass == 1) {
+        if (add_obj(r, id, MS_HOBJ_CLASS))
+            return -1;
+        if (g->nclass >= UINT32_MAX - 64)
+            return fail(r, at, rtag, 0x20, "too many classes");
+        if (grow_classes(r, (size_t)g->nclass + 1))
+            return -1;
+        uint32_t k = g->nclass++;
+        ms_hclass *c = &g->classes[k];
+        memset(c, 0, sizeof *c);
+        memset(&r->cx[k], 0, sizeof r->cx[k]);
+        c->id = id;
+        c->loader_id = loader;
+        c->instance_size = isize;
+        c->super = MS_HCLASS_NONE;
+        c->obj = MS_HIDX_NONE;
+        c->loader = MS_HIDX_NONE;
+        r->cx[k].super_id = super;
+        r->cx[k].signers = signers;
+        r->cx[k].pd = pd;
+        /* statics */
+        size_t caps = r->capstatic;
+        if (GROW(r, g->statics, r->capstatic, (size_t)g->nstatic + nst))
+            return -1;
+        if (r->capstatic != caps || !r->static_sid) {
+            uint64_t *s = realloc(r->static_sid, r->capstatic * sizeof *s);
+            if (!s)
+                return fail(r, at, rtag, 0x20, "out of memory");
+            r->static_sid = s;
+        }
+        c->static_first = g->nstatic;
+        c->static_count = nst;
+        uint64_t q = st_start;
+        for (uint32_t i = 0; i < nst; i++) {
+            ms_hstatic *s = &g->statics[g->nstatic];
+            r->static_sid[g->nstatic] = rid(r, b + q);
+            s->type = b[q + ids];
+            s->owner = k;
+            s->name = 0;
+            uint32_t sz = ms_hsize_type_in_file(s->type, ids);
+            const uint8_t *v = b + q + ids + 1;
+            s->value = sz == 8 ? be64(v) : sz == 4 ? be32(v) : sz == 2 ? be16(v) : v[0];
+            q += ids + 1 + sz;
+            g->nstatic++;
+        }
+        size_t capf = r->capfield;
+        if (GROW(r, g->fields, r->capfield, (size_t)g->nfield + nf))
+            return -1;
+        if (r->capfield != capf || !r->field_sid) {
+            uint64_t *s = realloc(r->field_sid, r->capfield * sizeof *s);
+            if (!s)
+                return fail(r, at, rtag, 0x20, "out of memory");
+            r->field_sid = s;
+        }
+        c->field_first = g->nfield;
+        c->field_count = nf;
+        for (uint32_t i = 0; i < nf; i++) {
+            const uint8_t *f = b + f_start + (uint64_t)i * (ids + 1);
+            r->field_sid[g->nfield] = rid(r, f);
+            g->fields[g->nfield].type = f[ids];
+            g->fields[g->nfield].owner = k;
+            g->fields[g->nfield].name = 0;
+            g->nfield++;
+        }
+        return 0;
+    }
+
+    /* pass 2 */
+    uint32_t k = r->kcls++;
+    ms_hidx i = next_obj(r);
+    if (i == MS_HIDX_NONE)
+        return 0;
+    ms_hclass *c = &g->classes[k];
+    g->obj_class[i] = g->class_index_java_lang_class;
+    g->obj_size[i] = ms_hsize_class(&g->model, g, k);
+    for (uint32_t s = 0; s < c->static_count; s++) {
+        const ms_hstatic *st = &g->statics[c->static_first + s];
+        if (st->type == MS_HT_OBJECT && st->value &&
+            edge(r, st->value, ms_hedge_label(MS_HEDGE_STATIC, c->static_first + s), at, rtag, 0x20))
+            return -1;
+    }
+    if (super && edge(r, super, ms_hedge_label(MS_HEDGE_SUPER, 0), at, rtag, 0x20))
+        return -1;
+    if (loader && edge(r, loader, ms_hedge_label(MS_HEDGE_LOADER, 0), at, rtag, 0x20))
+        return -1;
+    if (signers && edge(r, signers, ms_hedge_label(MS_HEDGE_SIGNERS, 0), at, rtag, 0x20))
+        return -1;
+    if (pd && edge(r, pd, ms_hedge_label(MS_HEDGE_PROTECTION, 0), at, rtag, 0x20))
+        return -1;
+    return 0;
+}
+
+static uint32_t class_for_array(rd *r, uint64_t cid)
+{
+    uint32_t k = class_by_id(r, cid);
+    if (k != MS_HCLASS_NONE)
+        return k;
+    /* the array class was not dumped: name it from LOAD_CLASS when possible */
+    for (uint32_t s = r->g->nclass; s-- > 0;)
+        if ((r->g->classes[s].flags & MS_HCLASS_SYNTHETIC) && r->g->classes[s].id == cid && cid)
+            return s;
+    const lcent *l = find_lc(r, cid);
+    const strent *st = l ? find_str(r, l->sid) : NULL;
+    if (!st)
+        return unknown_class(r);
+    char raw[1024], norm[1024];
+    size_t n = st->len < sizeof raw ? st->len : sizeof raw - 1;
+    memcpy(raw, r->base + st->off, n);
+    ms_hprof_class_name_normalize(raw, n, norm, sizeof norm);
+    return add_synthetic_class(r, norm, cid);
+}
+
+static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
+{
+    ms_hgraph *g = r->g;
+    const uint8_t *b = r->base;
+    const uint32_t ids = r->ids;
+    const int p1 = r->pass == 1;
+    uint64_t last_prog = p;
+    r->cur_heap = 0xFF;
+    while (p < end) {
+        uint64_t at = p;
+        uint8_t t = b[p++];
+        uint64_t left = end - p;
+        if (p1)
+            g->subrecord_count[t]++;
+        if (p - last_prog > (1u << 20)) {
+            progress(r, p);
+            last_prog = p;
+        }
+        switch (t) {
+        case 0xFF: case 0x05: case 0x07: case 0x89: case 0x8A: case 0x8B: case 0x8C:
+        case 0x8D: case 0x90:
+            if (left < ids)
+                return fail(r, at, rtag, t, "truncated (needs %u bytes, %llu left in the record)", ids,
+                            (unsigned long long)left);
+            if (p1 && add_root(r, t, rid(r, b + p), 0, -1))
+                return -1;
+            p += ids;
+            break;
+        case 0x01:
+            if (left < 2ull * ids)
+                return fail(r, at, rtag, t, "truncated");
+            if (p1 && add_root(r, t, rid(r, b + p), 0, -1))
+                return -1;
+            p += 2 * ids;
+            break;
+        case 0x02: case 0x03: case 0x8E:
+            if (left < ids + 8ull)
+                return fail(r, at, rtag, t, "truncated");
+            if (p1 && add_root(r, t, rid(r, b + p), be32(b + p + ids), (int32_t)be32(b + p + ids + 4)))
+                return -1;
+            p += ids + 8;
+            break;
+        case 0x04: case 0x06:
+            if (left < ids + 4ull)
+                return fail(r, at, rtag, t, "truncated");
+            if (p1 && add_root(r, t, rid(r, b + p), be32(b + p + ids), -1))
+                return -1;
+            p += ids + 4;
+            break;
+        case 0x08:
+            if (left < ids + 8ull)
+                return fail(r, at, rtag, t, "truncated");
+            if (p1 && rid(r, b + p) && add_root(r, t, rid(r, b + p), be32(b + p + ids), -1))
+                return -1;
+            p += ids + 8;
+            break;
+        case 0xFE: {
+            if (left < ids + 4ull)
+                return fail(r, at, rtag, t, "truncated");
+            if (p1) {
+                int h = heap_index(r, be32(b + p), rid(r, b + p + 4), 1);
+                if (h < 0)
+                    return -1;
+                r->cur_heap = (uint8_t)h;
+            }
+            p += ids + 4;
+            break;
+        }
+        case 0x20:
+            if (class_dump(r, rtag, at, &p, end))
+                return -1;
+            break;
+        case 0x21: {
+            if (left < 2ull * ids + 8)
+                return fail(r, at, rtag, t, "truncated instance header");
+            uint64_t id = rid(r, b + p);
+            uint64_t cid = rid(r, b + p + ids + 4);
+            uint32_t n = be32(b + p + 2 * ids + 4);
+            if (left - (2ull * ids + 8) < n)
+                return fail(r, at, rtag, t, "instance 0x%llx claims %u bytes of fields, only %llu left in the record",
+                            (unsigned long long)id, n, (unsigned long long)(left - (2ull * ids + 8)));
+            const uint8_t *data = b + p + 2 * ids + 8;
+            p += 2ull * ids + 8 + n;
+            if (p1) {
+                if (add_obj(r, id, MS_HOBJ_INSTANCE))
+                    return -1;
+                break;
+            }
+            ms_hidx i = next_obj(r);
+            if (i == MS_HIDX_NONE)
+                break;
+            uint32_t k = class_by_id(r, cid);
+            if (k == MS_HCLASS_NONE) {
+                problem(r, at, rtag, t, "instance 0x%llx of class 0x%llx, which is not in the dump",
+                        (unsigned long long)id, (unsigned long long)cid);
+                k = unknown_class(r);
+                if (k == MS_HCLASS_NONE)
+                    return -1;
+                g->obj_class[i] = k;
+                g->obj_size[i] = 0;
+                break;
+            }
+            g->obj_class[i] = k;
+            g->obj_size[i] = g->classes[k].inst_shallow;
+            if (class_slots(r, k))
+                return -1;
+            const clsx *x = &r->cx[k];
+            if (x->data_size != n)
+                problem(r, at, rtag, t, "instance 0x%llx has %u bytes of fields, its class %s needs %u",
+                        (unsigned long long)id, n, g->strs + g->classes[k].name, x->data_size);
+            for (uint32_t s = 0; s < x->slot_count; s++) {
+                const slot *sl = &r->slots[x->slot_first + s];
+                if ((uint64_t)sl->off + ids > n)
+                    break;
+                uint64_t v = rid(r, data + sl->off);
+                if (v && edge(r, v, sl->label, at, rtag, t))
+                    return -1;
+            }
+            break;
+        }
+        case 0x22: {
+            if (left < 2ull * ids + 8)
+                return fail(r, at, rtag, t, "truncated object array header");
+            uint64_t id = rid(r, b + p);
+            uint32_t n = be32(b + p + ids + 4);
+            uint64_t cid = rid(r, b + p + ids + 8);
+            uint64_t need = (uint64_t)n * ids;
+            if (left - (2ull * ids + 8) < need)
+                return fail(r, at, rtag, t, "object array 0x%llx claims %u elements (%llu bytes), only %llu left in the record",
+                            (unsigned long long)id, n, (unsigned long long)need,
+                            (unsigned long long)(left - (2ull * ids + 8)));
+            const uint8_t *data = b + p + 2 * ids + 8;
+            p += 2ull * ids + 8 + need;
+            if (p1) {
+                if (ids == 8 && !r->compressed && id > r->prev_arr_start && id < r->prev_arr_end)
+                    r->compressed = 1;
+                r->prev_arr_start = id;
+                r->prev_arr_end = id + 16 + (uint64_t)n * 8;
+                if (add_obj(r, id, MS_HOBJ_OBJ_ARRAY))
+                    return -1;
+                break;
+            }
+            ms_hidx i = next_obj(r);
+            if (i == MS_HIDX_NONE)
+                break;
+            uint32_t k = class_for_array(r, cid);
+            if (k == MS_HCLASS_NONE)
+                return -1;
+            g->obj_class[i] = k;
+            g->obj_size[i] = ms_hsize_obj_array(&g->model, n);
+            for (uint32_t e = 0; e < n; e++) {
+                uint64_t v = ids == 8 ? be64(data + (uint64_t)e * 8) : be32(data + (uint64_t)e * 4);
+                if (v && edge(r, v, ms_hedge_label(MS_HEDGE_ELEMENT, e), at, rtag, t))
+                    return -1;
+            }
+            break;
+        }
+        case 0x23: case 0xC3: {
+            if (left < ids + 9ull)
+                return fail(r, at, rtag, t, "truncated primitive array header");
+            uint64_t id = rid(r, b + p);
+            uint32_t n = be32(b + p + ids + 4);
+            uint8_t et = b[p + ids + 8];
+            uint32_t esz = ms_hsize_type_in_file(et, ids);
+            if (!esz || et == MS_HT_OBJECT)
+                return fail(r, at, rtag, t, "primitive array 0x%llx has invalid element type %u",
+                            (unsigned long long)id, et);
+            uint64_t need = t == 0x23 ? (uint64_t)n * esz : 0;
+            if (left - (ids + 9ull) < need)
+                return fail(r, at, rtag, t, "primitive array 0x%llx claims %u elements (%llu bytes), only %llu left in the record",
+                            (unsigned long long)id, n, (unsigned long long)need,
+                            (unsigned long long)(left - (ids + 9ull)));
+            p += ids + 9ull + need;
+            if (p1) {
+                if (add_obj(r, id, MS_HOBJ_PRIM_ARRAY))
+                    return -1;
+                break;
+            }
+            ms_hidx i = next_obj(r);
+            if (i == MS_HIDX_NONE)
+                break;
+            if (r->prim_cls[et] == MS_HCLASS_NONE) {
+                r->prim_cls[et] = add_synthetic_class(r, ms_hprof_prim_array_name(et), 0);
+                if (r->prim_cls[et] == MS_HCLASS_NONE)
+                    return -1;
+            }
+            g->obj_class[i] = r->prim_cls[et];
+            g->obj_size[i] = ms_hsize_prim_array(&g->model, et, n);
+            break;
+        }
+        default:
+            return fail(r, at, rtag, t, "unknown heap-dump sub-record tag 0x%02x", t);
+        }
+    }
+    return 0;
+}
+
+static int walk(rd *r)
+{
+    ms_hgraph *g = r->g;
+    const uint8_t *b = r->base;
+    uint64_t pos = r->hdr_len;
+    r->prog_next = 0;
+    r->dropped_upto = 0;
+    while (pos < r->len) {
+        if (r->len - pos < 9)
+            return fail(r, pos, 0, 0, "truncated record header (%llu bytes left in the file)",
+                        (unsigned long long)(r->len - pos));
+        uint8_t tag = b[pos];
+        uint32_t len = be32(b + pos + 5);
+        uint64_t body = pos + 9;
+        if (len > r->len - body)
+            return fail(r, pos, tag, 0, "record length %u exceeds the %llu bytes left in the file (truncated?)",
+                        len, (unsigned long long)(r->len - body));
+        if (r->pass == 1)
+            g->record_count[tag]++;
+        switch (tag) {
+        case 0x01:
+            if (len < r->ids)
+                return fail(r, pos, tag, 0, "length %u is shorter than an id", len);
+            if (r->pass == 1) {
+                if (GROW(r, r->str, r->capstr, r->nstr + 1))
+                    return -1;
+                r->str[r->nstr].id = rid(r, b + body);
+                r->str[r->nstr].off = body + r->ids;
+                r->str[r->nstr].len = len - r->ids;
+                r->nstr++;
+                g->nstrings++;
+            }
+            break;
+        case 0x02:
+            if (len < 8 + 2 * r->ids)
+                return fail(r, pos, tag, 0, "length %u, a LOAD_CLASS needs %u", len, 8 + 2 * r->ids);
+            if (r->pass == 1) {
+                if (GROW(r, r->lc, r->caplc, r->nlc + 1))
+                    return -1;
+                r->lc[r->nlc].cid = rid(r, b + body + 4);
+                r->lc[r->nlc].sid = rid(r, b + body + 8 + r->ids);
+                r->nlc++;
+            }
+            break;
+        case 0x0C: case 0x1C:
+            if (heap_records(r, tag, body, body + len))
+                return -1;
+            break;
+        case 0x03: case 0x04: case 0x05: case 0x06: case 0x07: case 0x0A: case 0x0B:
+        case 0x0D: case 0x0E: case 0x2C:
+            break;
+        default:
+            if (r->pass == 1)
+                problem(r, pos, tag, 0, "unknown record tag 0x%02x, %u bytes skipped", tag, len);
+            break;
+        }
+        pos = body + len;
+        progress(r, pos);
+    }
+    return 0;
+}
+
+/* ==== the whole read ============================================================== */
+
+static int parse_header(rd *r)
+{
+    ms_hgraph *g = r->g;
+    const uint8_t *b = r->base;
+    size_t n = 0;
+    while (n < r->len && n < 64 && b[n])
+        n++;
+    if (n >= r->len || n == 64 || strncmp((const char *)b, "JAVA PROFILE ", 13) != 0)
+        return fail(r, 0, 0, 0, "not an HPROF file (no \"JAVA PROFILE 1.0.x\" header)");
+    if (n >= sizeof g->version)
+        return fail(r, 0, 0, 0, "unsupported HPROF version string");
+    memcpy(g->version, b, n);
+    g->version[n] = '\0';
+    if (strcmp(g->version, "JAVA PROFILE 1.0.1") && strcmp(g->version, "JAVA PROFILE 1.0.2") &&
+        strcmp(g->version, "JAVA PROFILE 1.0.3"))
+        return fail(r, 0, 0, 0, "unsupported HPROF version \"%s\"", g->version);
+    if (r->len - n - 1 < 12)
+        return fail(r, n + 1, 0, 0, "truncated header");
+    g->id_size = be32(b + n + 1);
+    if (g->id_size != 4 && g->id_size != 8)
+        return fail(r, n + 1, 0, 0, "unsupported identifier size %u (4 or 8 expected)", g->id_size);
+    r->ids = g->id_size;
+    g->timestamp_ms = be64(b + n + 5);
+    r->hdr_len = n + 1 + 12;
+    g->file_size = r->len;
+    return 0;
+}
+
+static void rd_free(rd *r)
+{
+    free(r->str);
+    free(r->lc);
+    free(r->cx);
+    free(r->field_sid);
+    free(r->static_sid);
+    free(r->heap_sid);
+    free(r->slots);
+    free(r->cbi);
+    free(r->dropped);
+    free(r->ih_key);
+    free(r->ih_val);
+}
+
+static int read_all(rd *r)
+{
+    ms_hgraph *g = r->g;
+    if (parse_header(r))
+        return -1;
+    r->cur_heap = 0xFF;
+    r->unknown_cls = MS_HCLASS_NONE;
+    r->pass = 1;
+    if (walk(r))
+        return -1;
+    qsort(r->str, r->nstr, sizeof *r->str, cmp_str);
+    if (build_lookup(r))
+        return -1;
+    if (resolve_classes(r))
+        return -1;
+    ms_hsize_init(&g->model, r->o ? r->o->size_flavor : MS_HSIZE_AUTO, g->version, g->id_size,
+                  r->compressed);
+    compute_class_sizes(r);
+    g->classobj = malloc(((size_t)g->nclass + 1) * sizeof *g->classobj);
+    if (!g->classobj)
+        return fail(r, 0, 0, 0, "out of memory");
+    for (uint32_t k = 0; k < g->nclass; k++)
+        if (g->classes[k].obj != MS_HIDX_NONE &&
+            (!g->nclassobj || g->classes[g->classobj[g->nclassobj - 1]].obj < g->classes[k].obj))
+            g->classobj[g->nclassobj++] = k;
+    for (uint32_t h = 0; h < g->nheap; h++) {
+        if (r->heap_sid[h])
+            g->heaps[h].name = intern_sid(r, r->heap_sid[h] - 1);
+        else
+            g->heaps[h].name = pool_add(r, "default", 7);
+        if (g->heaps[h].name == UINT32_MAX)
+            return fail(r, 0, 0, 0, "out of memory");
+    }
+    uint64_t missing_roots = 0;
+    for (uint32_t i = 0; i < g->nroot; i++) {
+        ms_hroot *rt = &g->roots[i];
+        rt->obj = ms_hgraph_find(g, rt->id);
+        if (rt->obj == MS_HIDX_NONE) {
+            if (++missing_roots <= 4)
+                problem(r, 0, 0, rt->type, "GC root (%s) names 0x%llx, which is not in the dump",
+                        ms_hroot_type_name(rt->type), (unsigned long long)rt->id);
+        } else if (rt->type == 0x05 && g->obj_kind[rt->obj] == MS_HOBJ_CLASS) {
+            uint32_t k = ms_hgraph_class_object_class(g, rt->obj);
+            if (k != MS_HCLASS_NONE)
+                g->classes[k].flags |= MS_HCLASS_STICKY;
+        }
+    }
+    if (missing_roots > 4)
+        problem(r, 0, 0, 0, "%llu GC roots name objects not in the dump", (unsigned long long)missing_roots);
+
+    size_t n = g->nobj;
+    g->obj_class = malloc((n ? n : 1) * sizeof *g->obj_class);
+    g->obj_size = malloc((n ? n : 1) * sizeof *g->obj_size);
+    g->edge_off = malloc((n + 1) * sizeof *g->edge_off);
+    if (!g->obj_class || !g->obj_size || !g->edge_off)
+        return fail(r, 0, 0, 0, "out of memory for %zu objects", n);
+    size_t cap = n + 1024;
+    g->edge_dst = malloc(cap * sizeof *g->edge_dst);
+    g->edge_label = malloc(cap * sizeof *g->edge_label);
+    if (!g->edge_dst || !g->edge_label)
+        return fail(r, 0, 0, 0, "out of memory");
+    r->capedge = cap;
+    r->pass = 2;
+    r->ord = 0;
+    r->cur = 0;
+    r->kcls = 0;
+    if (walk(r))
+        return -1;
+    if (r->cur != g->nobj)
+        return fail(r, 0, 0, 0, "internal: second pass saw %u objects, first %u", r->cur, g->nobj);
+    g->edge_off[n] = g->nedge;
+    if (g->dangling_refs > 8)
+        problem(r, 0, 0, 0, "%llu references to objects not in the dump in all (dropped)",
+                (unsigned long long)g->dangling_refs);
+    /* give back the slack of the geometric growth */
+    if (g->nedge) {
+        ms_hidx *d = realloc(g->edge_dst, g->nedge * sizeof *d);
+        uint32_t *l = realloc(g->edge_label, g->nedge * sizeof *l);
+        if (d)
+            g->edge_dst = d;
+        if (l)
+            g->edge_label = l;
+    }
+    if (r->can_drop && r->len > r->dropped_upto)
+        madvise((void *)(r->base + r->dropped_upto), (r->len - r->dropped_upto) & ~(uint64_t)4095,
+                MADV_DONTNEED);
+    if (r->o && r->o->progress)
+        r->o->progress(r->o->progress_arg, 2 * r->len, 2 * r->len);
+    return 0;
+}
+
+static int read_buffer(const uint8_t *data, uint64_t len, int can_drop, const ms_hprof_read_opts *opts,
+                       ms_hgraph **out, char *err, size_t errlen)
+{
+    rd r;
+    memset(&r, 0, sizeof r);
+    r.base = data;
+    r.len = len;
+    r.can_drop = can_drop;
+    r.err = err;
+    r.errlen = errlen;
+    r.o = opts;
+    r.g = calloc(1, sizeof *r.g);
+    if (!r.g) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (pool_add(&r, "", 0) == UINT32_MAX) {
+        free(r.g);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = read_all(&r);
+    rd_free(&r);
+    if (rc) {
+        ms_hgraph_free(r.g);
+        return -1;
+    }
+    *out = r.g;
+    return 0;
+}
+
+int ms_hprof_read_mem(const void *data, size_t len, const ms_hprof_read_opts *opts,
+                      ms_hgraph **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    return read_buffer(data, len, 0, opts, out, err, errlen);
+}
+
+/* Decompresses a gzip file into an unlinked temporary file; returns its fd or -1. */
+static int gunzip_to_tmp(int fd, char *err, size_t errlen)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    int out = open(dir, O_TMPFILE | O_RDWR | O_EXCL, 0600);
+    if (out < 0) {
+        snprintf(err, errlen, "cannot create a temporary file in %s for decompression: %s", dir, strerror(errno));
+        return -1;
+    }
+    int dfd = dup(fd);
+    gzFile z = dfd >= 0 ? gzdopen(dfd, "rb") : NULL;
+    if (!z) {
+        if (dfd >= 0)
+            close(dfd);
+        close(out);
+        snprintf(err, errlen, "cannot open gzip stream");
+        return -1;
+    }
+    gzbuffer(z, 1 << 20);
+    char *buf = malloc(1 << 20);
+    int rc = buf ? 0 : -1;
+    while (!rc) {
+        int n = gzread(z, buf, 1 << 20);
+        if (n < 0) {
+            int e;
+            snprintf(err, errlen, "gzip: %s", gzerror(z, &e));
+            rc = -1;
+            break;
+        }
+        if (n == 0)
+            break;
+        for (int w = 0; w < n;) {
+            ssize_t k = write(out, buf + w, (size_t)(n - w));
+            if (k < 0) {
+                snprintf(err, errlen, "writing the decompressed dump: %s", strerror(errno));
+                rc = -1;
+                break;
+            }
+            w += (int)k;
+        }
+    }
+    free(buf);
+    gzclose(z);
+    if (rc) {
+        close(out);
+        return -1;
+    }
+    return out;
+}
+
+int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **out, char *err,
+                  size_t errlen)
+{
+    *out = NULL;
+    char e[400] = "";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    unsigned char magic[2] = {0, 0};
+    if (pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+        int t = gunzip_to_tmp(fd, e, sizeof e);
+        close(fd);
+        if (t < 0) {
+            snprintf(err, errlen, "%s: %s", path, e);
+            return -1;
+        }
+        fd = t;
+    }
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if (st.st_size == 0) {
+        snprintf(err, errlen, "%s: empty file", path);
+        close(fd);
+        return -1;
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+        return -1;
+    }
+    madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+    int rc = read_buffer(m, (uint64_t)st.st_size, 1, opts, out, e, sizeof e);
+    munmap(m, (size_t)st.st_size);
+    if (rc)
+        snprintf(err, errlen, "%s: %s", path, e);
+    return rc;
+}
