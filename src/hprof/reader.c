@@ -70,6 +70,8 @@ typedef struct rd {
     uint64_t capedge;
     clsx *cx;
     uint64_t *field_sid, *static_sid, *heap_sid;
+    uint64_t *root_off; /* file offset of each root sub-record */
+    uint8_t *root_rec;  /* its top-level record tag */
     slot *slots;
     size_t nslot;
     cbient *cbi; /* classes by id, sorted */
@@ -819,11 +821,25 @@ static inline ms_hidx next_obj(rd *r)
     return i;
 }
 
-static int add_root(rd *r, uint8_t type, uint64_t id, uint32_t thread, int32_t frame)
+static int add_root(rd *r, uint64_t at, uint8_t rtag, uint8_t type, uint64_t id, uint32_t thread,
+                    int32_t frame)
 {
     ms_hgraph *g = r->g;
+    size_t cap = r->caproot;
     if (GROW(r, g->roots, r->caproot, g->nroot + 1))
         return -1;
+    if (cap != r->caproot || !r->root_off) {
+        uint64_t *o = realloc(r->root_off, r->caproot * sizeof *o);
+        if (o)
+            r->root_off = o;
+        uint8_t *t = realloc(r->root_rec, r->caproot);
+        if (t)
+            r->root_rec = t;
+        if (!o || !t)
+            return fail(r, at, rtag, type, "out of memory");
+    }
+    r->root_off[g->nroot] = at;
+    r->root_rec[g->nroot] = rtag;
     ms_hroot *rt = &g->roots[g->nroot++];
     rt->id = id;
     rt->obj = MS_HIDX_NONE;
@@ -1029,35 +1045,35 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
             if (left < ids)
                 return fail(r, at, rtag, t, "truncated (needs %u bytes, %llu left in the record)", ids,
                             (unsigned long long)left);
-            if (p1 && add_root(r, t, rid(r, b + p), 0, -1))
+            if (p1 && add_root(r, at, rtag, t, rid(r, b + p), 0, -1))
                 return -1;
             p += ids;
             break;
         case 0x01:
             if (left < 2ull * ids)
                 return fail(r, at, rtag, t, "truncated");
-            if (p1 && add_root(r, t, rid(r, b + p), 0, -1))
+            if (p1 && add_root(r, at, rtag, t, rid(r, b + p), 0, -1))
                 return -1;
             p += 2 * ids;
             break;
         case 0x02: case 0x03: case 0x8E:
             if (left < ids + 8ull)
                 return fail(r, at, rtag, t, "truncated");
-            if (p1 && add_root(r, t, rid(r, b + p), be32(b + p + ids), (int32_t)be32(b + p + ids + 4)))
+            if (p1 && add_root(r, at, rtag, t, rid(r, b + p), be32(b + p + ids), (int32_t)be32(b + p + ids + 4)))
                 return -1;
             p += ids + 8;
             break;
         case 0x04: case 0x06:
             if (left < ids + 4ull)
                 return fail(r, at, rtag, t, "truncated");
-            if (p1 && add_root(r, t, rid(r, b + p), be32(b + p + ids), -1))
+            if (p1 && add_root(r, at, rtag, t, rid(r, b + p), be32(b + p + ids), -1))
                 return -1;
             p += ids + 4;
             break;
         case 0x08:
             if (left < ids + 8ull)
                 return fail(r, at, rtag, t, "truncated");
-            if (p1 && rid(r, b + p) && add_root(r, t, rid(r, b + p), be32(b + p + ids), -1))
+            if (p1 && rid(r, b + p) && add_root(r, at, rtag, t, rid(r, b + p), be32(b + p + ids), -1))
                 return -1;
             p += ids + 8;
             break;
@@ -1302,6 +1318,8 @@ static void rd_free(rd *r)
     free(r->field_sid);
     free(r->static_sid);
     free(r->heap_sid);
+    free(r->root_off);
+    free(r->root_rec);
     free(r->slots);
     free(r->cbi);
     free(r->dropped);
@@ -1324,8 +1342,11 @@ static int read_all(rd *r)
         return -1;
     if (resolve_classes(r))
         return -1;
+    int compressed = r->compressed;
+    if (r->o && r->o->compressed_oops)
+        compressed = r->o->compressed_oops == 1;
     ms_hsize_init(&g->model, r->o ? r->o->size_flavor : MS_HSIZE_AUTO, g->version, g->id_size,
-                  r->compressed);
+                  compressed);
     compute_class_sizes(r);
     g->classobj = malloc(((size_t)g->nclass + 1) * sizeof *g->classobj);
     if (!g->classobj)
@@ -1348,7 +1369,7 @@ static int read_all(rd *r)
         rt->obj = ms_hgraph_find(g, rt->id);
         if (rt->obj == MS_HIDX_NONE) {
             if (++missing_roots <= 4)
-                problem(r, 0, 0, rt->type, "GC root (%s) names 0x%llx, which is not in the dump",
+                problem(r, r->root_off[i], r->root_rec[i], rt->type, "GC root (%s) names 0x%llx, which is not in the dump",
                         ms_hroot_type_name(rt->type), (unsigned long long)rt->id);
         } else if (rt->type == 0x05 && g->obj_kind[rt->obj] == MS_HOBJ_CLASS) {
             uint32_t k = ms_hgraph_class_object_class(g, rt->obj);

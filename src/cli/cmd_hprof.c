@@ -1,0 +1,429 @@
+/* `memsight hprof <summary|histogram|dominators|path|diff>`: parses options, reads the
+ * dump(s) and hands the work to src/hprof. Thin: no analysis here, and nothing printed
+ * but the results and error messages. */
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "core/fileio.h"
+#include "hprof/diff.h"
+#include "hprof/dominators.h"
+#include "hprof/graph.h"
+#include "hprof/histogram.h"
+#include "hprof/paths.h"
+#include "hprof/reader.h"
+#include "hprof/summary.h"
+
+
+enum { EXIT_USAGE = 2, EXIT_PROBLEMS = 3 };
+
+typedef struct hopts {
+    const char *format;
+    const char *output;
+    const char *sort;
+    const char *class_name;
+    size_t top;
+    int top_set;
+    int by_class, all, no_retained, strict, progress;
+    ms_hprof_read_opts ro;
+} hopts;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: memsight hprof <command> [options] FILE...\n\n"
+            "commands:\n"
+            "  summary FILE              header, counts, roots by type, heaps, problems\n"
+            "  histogram FILE            per class: instances, shallow and retained bytes\n"
+            "  dominators FILE           top retainers (or --by-class) with retained sizes\n"
+            "  path FILE OBJECT_ID       shortest path from a GC root to the object\n"
+            "  path FILE --class NAME    ... to the instance of NAME retaining the most\n"
+            "  diff A B                  per-class change between two dumps\n\n"
+            "options:\n"
+            "  --format text|json|csv    output format (default text; summary: text|json)\n"
+            "  -o, --output FILE         write to FILE (created 0600) instead of stdout\n"
+            "  --sort KEY                histogram: shallow (default), retained, instances, name\n"
+            "  --top N                   rows to show (histogram/dominators/diff; 0 = all)\n"
+            "  --by-class                dominators: dominated size per class\n"
+            "  --all                     dominators: rank every reachable object; diff: all rows\n"
+            "  --no-retained             histogram/diff: skip the dominator tree (faster)\n"
+            "  --size-model auto|hotspot|android   shallow-size model (docs/hprof.md)\n"
+            "  --compressed-oops auto|yes|no       HotSpot 8-byte-id dumps (default: guess)\n"
+            "  --strict                  exit 3 when the dump has problems (dangling\n"
+            "                            references, duplicate ids, unknown records)\n"
+            "  --no-progress             no progress on stderr (shown only on a terminal)\n");
+}
+
+static void progress_cb(void *arg, uint64_t done, uint64_t total)
+{
+    const char *path = arg;
+    if (!total)
+        return;
+    fprintf(stderr, "\rreading %s: %3u%%", path, (unsigned)(done * 100 / total));
+    if (done >= total)
+        fprintf(stderr, "\r\033[K");
+    fflush(stderr);
+}
+
+static ms_hgraph *load(const char *path, hopts *o)
+{
+    ms_hgraph *g = NULL;
+    char err[600];
+    ms_hprof_read_opts ro = o->ro;
+    if (o->progress && isatty(2)) {
+        ro.progress = progress_cb;
+        ro.progress_arg = (void *)path;
+    }
+    if (ms_hprof_read(path, &ro, &g, err, sizeof err)) {
+        fprintf(stderr, "memsight hprof: %s\n", err);
+        return NULL;
+    }
+    if (g->problem_total)
+        fprintf(stderr, "memsight hprof: %s: %llu problem(s) while reading (see 'memsight hprof summary')%s\n",
+                path, (unsigned long long)g->problem_total,
+                o->strict ? "" : "; results cover what could be read");
+    return g;
+}
+
+/* Runs the dominator tree; NULL (message printed) on failure. */
+static ms_hprof_domresult *dominators(const ms_hgraph *g, const char *path)
+{
+    ms_hprof_domresult *r = NULL;
+    char err[400];
+    if (ms_hprof_dominators(g, &r, err, sizeof err)) {
+        fprintf(stderr, "memsight hprof: %s: %s\n", path, err);
+        return NULL;
+    }
+    return r;
+}
+
+static int cmd_summary(FILE *out, int n, char **files, hopts *o)
+{
+    if (n != 1) {
+        fprintf(stderr, "memsight hprof summary: one FILE expected\n");
+        return EXIT_USAGE;
+    }
+    ms_hgraph *g = load(files[0], o);
+    if (!g)
+        return 1;
+    ms_hsummary s;
+    char err[300];
+    ms_hsummary_compute(g, &s);
+    int rc = ms_hsummary_print(out, files[0], g, &s, o->format, err, sizeof err) ? 1 : 0;
+    if (rc)
+        fprintf(stderr, "memsight hprof: %s\n", err);
+    if (!rc && o->strict && g->problem_total)
+        rc = EXIT_PROBLEMS;
+    ms_hgraph_free(g);
+    return rc;
+}
+
+static int cmd_histogram(FILE *out, int n, char **files, hopts *o)
+{
+    if (n != 1) {
+        fprintf(stderr, "memsight hprof histogram: one FILE expected\n");
+        return EXIT_USAGE;
+    }
+    int key = ms_hhist_sort_key(o->sort ? o->sort : "shallow");
+    if (key < 0) {
+        fprintf(stderr, "memsight hprof histogram: unknown --sort '%s'\n", o->sort);
+        return EXIT_USAGE;
+    }
+    ms_hgraph *g = load(files[0], o);
+    if (!g)
+        return 1;
+    int rc = 0;
+    char err[400];
+    uint64_t *ret = NULL;
+    ms_hprof_domresult *dr = NULL;
+    if (!o->no_retained) {
+        dr = dominators(g, files[0]);
+        ret = dr ? calloc((size_t)g->nclass + 1, sizeof *ret) : NULL;
+        if (ret && ms_hprof_class_retained(g, dr, ret, NULL, err, sizeof err)) {
+            fprintf(stderr, "memsight hprof: %s\n", err);
+            free(ret);
+            ret = NULL;
+        }
+    }
+    if (key == MS_HHIST_SORT_RETAINED && !ret)
+        fprintf(stderr, "memsight hprof: retained sizes are not available; sorting by shallow size\n");
+    ms_hhist h;
+    if (ms_hhist_build(g, ret, &h, err, sizeof err)) {
+        fprintf(stderr, "memsight hprof: %s\n", err);
+        rc = 1;
+    } else {
+        ms_hhist_sort(&h, g, key == MS_HHIST_SORT_RETAINED && !ret ? MS_HHIST_SORT_SHALLOW : key);
+        if (ms_hhist_print(out, g, &h, o->top_set ? o->top : (o->format && strcmp(o->format, "text") ? 0 : 40),
+                           o->format, err, sizeof err)) {
+            fprintf(stderr, "memsight hprof: %s\n", err);
+            rc = 1;
+        }
+        ms_hhist_free(&h);
+    }
+    if (!rc && o->strict && g->problem_total)
+        rc = EXIT_PROBLEMS;
+    free(ret);
+    if (dr)
+        ms_hprof_domresult_free(dr);
+    ms_hgraph_free(g);
+    return rc;
+}
+
+static int cmd_dominators(FILE *out, int n, char **files, hopts *o)
+{
+    if (n != 1) {
+        fprintf(stderr, "memsight hprof dominators: one FILE expected\n");
+        return EXIT_USAGE;
+    }
+    ms_hgraph *g = load(files[0], o);
+    if (!g)
+        return 1;
+    int rc = 1;
+    char err[400];
+    ms_hprof_domresult *dr = dominators(g, files[0]);
+    if (dr) {
+        if (o->all && o->by_class)
+            fprintf(stderr, "memsight hprof: --all is ignored with --by-class\n");
+        rc = 0;
+        if (ms_hprof_dominators_print(out, g, dr, o->top_set ? o->top : 25, o->by_class,
+                                      o->format ? o->format : "text", err, sizeof err)) {
+            fprintf(stderr, "memsight hprof: %s\n", err);
+            rc = 1;
+        }
+        ms_hprof_domresult_free(dr);
+    }
+    if (!rc && o->strict && g->problem_total)
+        rc = EXIT_PROBLEMS;
+    ms_hgraph_free(g);
+    return rc;
+}
+
+static int cmd_path(FILE *out, int n, char **files, hopts *o)
+{
+    if (n != (o->class_name ? 1 : 2)) {
+        fprintf(stderr, "memsight hprof path: FILE OBJECT_ID, or FILE --class NAME expected\n");
+        return EXIT_USAGE;
+    }
+    ms_hgraph *g = load(files[0], o);
+    if (!g)
+        return 1;
+    int rc = 1;
+    char err[400];
+    ms_hidx target = MS_HIDX_NONE;
+    if (o->class_name) {
+        ms_hprof_domresult *dr = dominators(g, files[0]);
+        if (dr) {
+            if (ms_hprof_largest_instance(g, dr, o->class_name, &target, err, sizeof err))
+                fprintf(stderr, "memsight hprof: %s: %s\n", files[0], err);
+            ms_hprof_domresult_free(dr);
+        }
+    } else if (ms_hprof_parse_object_id(g, files[1], &target, err, sizeof err)) {
+        fprintf(stderr, "memsight hprof: %s: %s\n", files[0], err);
+    }
+    if (target != MS_HIDX_NONE) {
+        ms_hprof_path p;
+        memset(&p, 0, sizeof p);
+        if (ms_hprof_path_to(g, target, &p, err, sizeof err)) {
+            fprintf(stderr, "memsight hprof: %s\n", err);
+        } else {
+            rc = 0;
+            if (ms_hprof_path_print(out, g, &p, o->format ? o->format : "text", err, sizeof err)) {
+                fprintf(stderr, "memsight hprof: %s\n", err);
+                rc = 1;
+            }
+            ms_hprof_path_free(&p);
+        }
+    }
+    if (!rc && o->strict && g->problem_total)
+        rc = EXIT_PROBLEMS;
+    ms_hgraph_free(g);
+    return rc;
+}
+
+static int cmd_diff(FILE *out, int n, char **files, hopts *o)
+{
+    if (n != 2) {
+        fprintf(stderr, "memsight hprof diff: two FILEs expected (A B)\n");
+        return EXIT_USAGE;
+    }
+    ms_hgraph *a = load(files[0], o);
+    if (!a)
+        return 1;
+    ms_hgraph *b = load(files[1], o);
+    if (!b) {
+        ms_hgraph_free(a);
+        return 1;
+    }
+    ms_hprof_domresult *ra = NULL, *rb = NULL;
+    if (!o->no_retained) {
+        ra = dominators(a, files[0]);
+        rb = ra ? dominators(b, files[1]) : NULL;
+        if (!rb && ra) {
+            ms_hprof_domresult_free(ra);
+            ra = NULL;
+        }
+    }
+    int rc = 0;
+    char err[400];
+    ms_hprof_diffresult d;
+    memset(&d, 0, sizeof d);
+    if (ms_hprof_diff(a, ra, b, rb, &d, err, sizeof err)) {
+        fprintf(stderr, "memsight hprof: %s\n", err);
+        rc = 1;
+    } else {
+        if (ms_hprof_diff_print(out, &d, o->top_set ? o->top : 25, o->all, o->format ? o->format : "text",
+                                err, sizeof err)) {
+            fprintf(stderr, "memsight hprof: %s\n", err);
+            rc = 1;
+        }
+        ms_hprof_diff_free(&d);
+    }
+    if (!rc && o->strict && (a->problem_total || b->problem_total))
+        rc = EXIT_PROBLEMS;
+    if (ra)
+        ms_hprof_domresult_free(ra);
+    if (rb)
+        ms_hprof_domresult_free(rb);
+    ms_hgraph_free(a);
+    ms_hgraph_free(b);
+    return rc;
+}
+
+int ms_cmd_hprof(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    hopts o;
+    memset(&o, 0, sizeof o);
+    o.progress = 1;
+    enum { O_FORMAT = 256, O_SORT, O_TOP, O_BYCLASS, O_ALL, O_NORET, O_MODEL, O_COMP, O_STRICT,
+           O_NOPROG, O_CLASS };
+    static const struct option lo[] = {
+        {"format", required_argument, 0, O_FORMAT},
+        {"output", required_argument, 0, 'o'},
+        {"sort", required_argument, 0, O_SORT},
+        {"top", required_argument, 0, O_TOP},
+        {"by-class", no_argument, 0, O_BYCLASS},
+        {"all", no_argument, 0, O_ALL},
+        {"no-retained", no_argument, 0, O_NORET},
+        {"size-model", required_argument, 0, O_MODEL},
+        {"compressed-oops", required_argument, 0, O_COMP},
+        {"strict", no_argument, 0, O_STRICT},
+        {"no-progress", no_argument, 0, O_NOPROG},
+        {"class", required_argument, 0, O_CLASS},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int subargc = argc - 1;
+    char **subargv = argv + 1;
+    optind = 1;
+    opterr = 1;
+    int c;
+    while ((c = getopt_long(subargc, subargv, "o:h", lo, NULL)) != -1) {
+        switch (c) {
+        case O_FORMAT:
+            if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "csv")) {
+                fprintf(stderr, "memsight hprof: unknown --format '%s' (text, json or csv)\n", optarg);
+                return EXIT_USAGE;
+            }
+            o.format = optarg;
+            break;
+        case 'o': o.output = optarg; break;
+        case O_SORT: o.sort = optarg; break;
+        case O_TOP: {
+            char *end;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (*optarg == '-' || *end || end == optarg) {
+                fprintf(stderr, "memsight hprof: --top expects a number\n");
+                return EXIT_USAGE;
+            }
+            o.top = (size_t)v;
+            o.top_set = 1;
+            break;
+        }
+        case O_BYCLASS: o.by_class = 1; break;
+        case O_ALL: o.all = 1; break;
+        case O_NORET: o.no_retained = 1; break;
+        case O_MODEL:
+            if (!strcmp(optarg, "auto"))
+                o.ro.size_flavor = MS_HSIZE_AUTO;
+            else if (!strcmp(optarg, "hotspot") || !strcmp(optarg, "mat"))
+                o.ro.size_flavor = MS_HSIZE_HOTSPOT;
+            else if (!strcmp(optarg, "android") || !strcmp(optarg, "perflib"))
+                o.ro.size_flavor = MS_HSIZE_ANDROID;
+            else {
+                fprintf(stderr, "memsight hprof: unknown --size-model '%s' (auto, hotspot, android)\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case O_COMP:
+            if (!strcmp(optarg, "auto"))
+                o.ro.compressed_oops = 0;
+            else if (!strcmp(optarg, "yes"))
+                o.ro.compressed_oops = 1;
+            else if (!strcmp(optarg, "no"))
+                o.ro.compressed_oops = 2;
+            else {
+                fprintf(stderr, "memsight hprof: --compressed-oops takes auto, yes or no\n");
+                return EXIT_USAGE;
+            }
+            break;
+        case O_STRICT: o.strict = 1; break;
+        case O_NOPROG: o.progress = 0; break;
+        case O_CLASS: o.class_name = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return EXIT_USAGE;
+        }
+    }
+    int n = subargc - optind;
+    char **files = subargv + optind;
+    int (*fn)(FILE *, int, char **, hopts *) = NULL;
+    if (!strcmp(sub, "summary"))
+        fn = cmd_summary;
+    else if (!strcmp(sub, "histogram") || !strcmp(sub, "histo"))
+        fn = cmd_histogram;
+    else if (!strcmp(sub, "dominators"))
+        fn = cmd_dominators;
+    else if (!strcmp(sub, "path"))
+        fn = cmd_path;
+    else if (!strcmp(sub, "diff"))
+        fn = cmd_diff;
+    if (!fn) {
+        fprintf(stderr, "memsight hprof: unknown command '%s'\n", sub);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (fn == cmd_summary && o.format && !strcmp(o.format, "csv")) {
+        fprintf(stderr, "memsight hprof summary: --format text or json\n");
+        return EXIT_USAGE;
+    }
+    if (!o.output)
+        return fn(stdout, n, files, &o);
+    ms_outfile of;
+    char err[400];
+    if (ms_outfile_open(&of, o.output, err, sizeof err)) {
+        fprintf(stderr, "memsight hprof: %s\n", err);
+        return 1;
+    }
+    int rc = fn(of.fp, n, files, &o);
+    if (rc == 0 || rc == EXIT_PROBLEMS) {
+        if (ms_outfile_commit(&of, err, sizeof err)) {
+            fprintf(stderr, "memsight hprof: %s\n", err);
+            return 1;
+        }
+    } else {
+        ms_outfile_abort(&of);
+    }
+    return rc;
+}
