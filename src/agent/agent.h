@@ -1,0 +1,303 @@
+/* Internal interface of the agent (libmemsight.so) shared by its files and by the
+ * helpers built on it (sampling/control thread, reachability leak scan).
+ * Everything here runs inside the target: no malloc, no stdio, no lock held across fork. */
+#ifndef MS_AGENT_H
+#define MS_AGENT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/snapshot_write.h"
+#include "memsight/snapshot_format.h"
+
+#define MS_INTERNAL __attribute__((visibility("hidden")))
+#define MS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MS_NOINLINE __attribute__((noinline))
+
+#define MS_MAX_DEPTH_LIMIT 256
+
+/* ===========================================================================
+ * Options (options.c): one table, parsed from MEMSIGHT_OPTIONS without malloc.
+ * To add an option: add a field here and a row to ms_option_table in options.c.
+ * ========================================================================= */
+enum ms_unwind_mode { MS_UNWIND_AUTO = 0, MS_UNWIND_FP = 1, MS_UNWIND_DWARF = 2, MS_UNWIND_LIBUNWIND = 3 };
+
+typedef struct ms_options {
+    char out[512];           /* out=DIR: where snapshots go (default ".") */
+    uint64_t max_depth;      /* max_depth=N: frames kept per stack (default 64) */
+    uint64_t unwind;         /* unwind=auto|fp|dwarf|libunwind */
+    uint64_t capacity;       /* capacity=N: live heap blocks tracked (default 16M) */
+    uint64_t stack_capacity; /* stack_capacity=N: distinct stacks (default 1M) */
+    uint64_t region_capacity;/* region_capacity=N: live mmap regions + thread stacks */
+    uint64_t blocks;         /* blocks=0|1: write every live block (BLKS) */
+    uint64_t follow_fork;    /* follow_fork=0|1: keep the agent in exec'ed children */
+    uint64_t exit_snapshot;  /* exit_snapshot=0|1: write a snapshot at exit */
+    uint64_t thread_capacity;/* thread_capacity=N: threads in the registry */
+    uint64_t pc_cache;       /* pc_cache=N: entries of the unwind-rule cache */
+    char raw[1024];          /* the option string as given (goes into META) */
+} ms_options;
+
+typedef enum ms_opt_type { MS_OPT_U64, MS_OPT_BOOL, MS_OPT_STR, MS_OPT_ENUM, MS_OPT_SIZE } ms_opt_type;
+
+typedef struct ms_option_def {
+    const char *name;
+    ms_opt_type type;
+    size_t offset;       /* in ms_options */
+    size_t size;         /* for strings: buffer size */
+    const char *dflt;    /* default, as text */
+    const char *choices; /* for enums: "a|b|c", index = value */
+    const char *help;
+} ms_option_def;
+
+extern ms_options ms_opt MS_INTERNAL;
+extern const ms_option_def ms_option_table[] MS_INTERNAL;
+extern const size_t ms_option_count MS_INTERNAL;
+/* Sets defaults, then applies "k=v,k=v". Unknown keys and bad values are counted in
+ * ms_health.bad_options (never fatal). */
+void ms_options_parse(ms_options *o, const char *s) MS_INTERNAL;
+
+/* ===========================================================================
+ * Per-thread state (initial-exec TLS: no allocation, no lock on first access).
+ * ========================================================================= */
+struct ms_thread_slot;
+typedef struct ms_tls {
+    int busy;             /* >0 while inside the agent or the real allocator */
+    uint32_t tid;
+    uintptr_t stack_lo;   /* bounds for unwinding reads; 0 = not known yet */
+    uintptr_t stack_hi;
+    struct ms_thread_slot *slot;
+    int exit_done;        /* thread-exit bookkeeping already ran */
+} ms_tls;
+
+extern __thread ms_tls ms_self __attribute__((tls_model("initial-exec"))) MS_INTERNAL;
+
+static inline void ms_enter(void) { ms_self.busy++; }
+static inline void ms_leave(void) { ms_self.busy--; }
+uint32_t ms_gettid(void) MS_INTERNAL;
+
+/* ===========================================================================
+ * Lifecycle (init.c).
+ * ========================================================================= */
+enum { MS_STATE_NONE = 0, MS_STATE_INITING = 1, MS_STATE_READY = 2, MS_STATE_DISABLED = 3 };
+extern int ms_state MS_INTERNAL;
+/* Initialises on first use; safe from any thread, idempotent. Returns 1 when ready. */
+int ms_init(void) MS_INTERNAL;
+uint64_t ms_now_ns(void) MS_INTERNAL;   /* CLOCK_REALTIME */
+uint64_t ms_start_ns(void) MS_INTERNAL; /* CLOCK_REALTIME when the agent started */
+uint64_t ms_ticks(void) MS_INTERNAL;    /* cheap timestamp for blocks */
+uint64_t ms_ticks_to_ns(uint64_t t) MS_INTERNAL;
+/* Raw syscalls for the agent's own memory (never recorded, never malloc). */
+void *ms_sys_mmap(size_t len) MS_INTERNAL;           /* MAP_NORESERVE anonymous */
+void ms_sys_munmap(void *p, size_t len) MS_INTERNAL;
+
+/* The real functions behind our interposers. */
+typedef struct ms_real_fns {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*memalign)(size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    void *(*mmap)(void *, size_t, int, int, int, off_t);
+    void *(*mmap64)(void *, size_t, int, int, int, off_t);
+    int (*munmap)(void *, size_t);
+    void *(*mremap)(void *, size_t, size_t, int, ...);
+    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    int (*pthread_join)(pthread_t, void **);
+    int (*pthread_tryjoin_np)(pthread_t, void **);
+    int (*pthread_timedjoin_np)(pthread_t, void **, const struct timespec *);
+    int (*pthread_detach)(pthread_t);
+    void (*pthread_exit)(void *) __attribute__((noreturn));
+    int (*dlclose)(void *);
+} ms_real_fns;
+extern ms_real_fns ms_real MS_INTERNAL;
+
+/* The agent's own text range (its frames are cut from every stack). */
+extern uintptr_t ms_self_lo MS_INTERNAL, ms_self_hi MS_INTERNAL;
+
+/* Bootstrap arena: allocations made before the real functions are known. */
+void *ms_boot_alloc(size_t n, size_t align) MS_INTERNAL;
+int ms_boot_owns(const void *p) MS_INTERNAL;
+size_t ms_boot_size(const void *p) MS_INTERNAL;
+
+/* ===========================================================================
+ * Health counters (reported in HLTH). Relaxed atomics, updated off the fast path.
+ * ========================================================================= */
+typedef struct ms_health {
+    uint64_t dropped_blocks;     /* live table full */
+    uint64_t dropped_stacks;     /* stack table full: recorded under stack 0 */
+    uint64_t dropped_regions;    /* region table full */
+    uint64_t dropped_threads;    /* thread registry full */
+    uint64_t unwind_failures;    /* walks that stopped on an error */
+    uint64_t unwind_truncated;   /* walks that hit max_depth */
+    uint64_t pc_cache_misses;    /* unwind rules computed from .eh_frame */
+    uint64_t pc_cache_full;      /* rules that could not be cached */
+    uint64_t unwind_fallbacks;   /* walks handed to libunwind */
+    uint64_t unknown_frees;      /* free() of a pointer the agent did not track */
+    uint64_t boot_allocs;        /* served from the bootstrap arena */
+    uint64_t bad_options;        /* unknown keys / bad values in MEMSIGHT_OPTIONS */
+    uint64_t snapshot_errors;
+    uint64_t agent_ns;           /* time spent writing snapshots */
+    uint64_t module_refreshes;
+    uint64_t dlclose_calls;
+} ms_health_t;
+extern ms_health_t ms_health MS_INTERNAL;
+#define MS_HEALTH_INC(f) __atomic_fetch_add(&ms_health.f, 1, __ATOMIC_RELAXED)
+#define MS_HEALTH_ADD(f, v) __atomic_fetch_add(&ms_health.f, (v), __ATOMIC_RELAXED)
+
+/* ===========================================================================
+ * Stack table (stacks.c): interned (kind, pcs), lock-free, ids from 1.
+ * ========================================================================= */
+typedef struct ms_stack_rec {
+    uint64_t hash;
+    uint64_t pcs_off;     /* index into the pc arena */
+    uint32_t depth;
+    uint16_t flags;       /* MS_STACKF_* */
+    uint8_t kind;
+    uint8_t pad;
+    uint64_t alloc_blocks, alloc_bytes; /* cumulative, relaxed atomics */
+    uint64_t free_blocks, free_bytes;
+    uint64_t pad2;
+} __attribute__((aligned(64))) ms_stack_rec;
+
+int ms_stacks_init(uint64_t capacity) MS_INTERNAL;
+/* Returns the id of (kind, pcs[0..depth)), inserting it; 0 when the table is full. */
+uint32_t ms_stack_intern(unsigned kind, const uint64_t *pcs, unsigned depth, unsigned flags) MS_INTERNAL;
+ms_stack_rec *ms_stack_get(uint32_t id) MS_INTERNAL; /* NULL if unknown */
+const uint64_t *ms_stack_pcs(const ms_stack_rec *r) MS_INTERNAL;
+uint32_t ms_stack_max_id(void) MS_INTERNAL; /* ids are 1..max_id */
+/* Counters of a stack at a moment; live = alloc - free. */
+void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c) MS_INTERNAL;
+
+static inline void ms_stack_account_alloc(ms_stack_rec *r, uint64_t bytes)
+{
+    __atomic_fetch_add(&r->alloc_blocks, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&r->alloc_bytes, bytes, __ATOMIC_RELAXED);
+}
+static inline void ms_stack_account_free(ms_stack_rec *r, uint64_t bytes)
+{
+    __atomic_fetch_add(&r->free_blocks, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&r->free_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+/* ===========================================================================
+ * Live heap blocks (live.c): striped open-addressing table, each stripe with its own
+ * spinlock and its own array that grows; no global lock.
+ * ========================================================================= */
+typedef struct ms_live_entry {
+    uint64_t addr;       /* 0 = empty */
+    uint64_t size;       /* bytes asked for */
+    uint64_t ticks;      /* ms_ticks() at allocation; ms_ticks_to_ns() converts */
+    uint32_t stack_id;
+    uint32_t tid;
+} ms_live_entry;         /* 32 bytes */
+
+int ms_live_init(uint64_t capacity) MS_INTERNAL;
+/* 0 on success, -1 when dropped (table full). */
+int ms_live_insert(const ms_live_entry *e) MS_INTERNAL;
+/* Removes addr; copies the entry to *out and returns 1 if it was there. */
+int ms_live_remove(uint64_t addr, ms_live_entry *out) MS_INTERNAL;
+int ms_live_find(uint64_t addr, ms_live_entry *out) MS_INTERNAL;
+uint64_t ms_live_count(void) MS_INTERNAL;
+uint64_t ms_live_bytes_reserved(void) MS_INTERNAL; /* agent memory used by the table */
+#define MS_ITER_NOLOCK 0x1u /* for a forked child where no other thread runs */
+/* Calls fn for every live heap block (stripe by stripe, each stripe locked while it is
+ * visited unless MS_ITER_NOLOCK). fn must not allocate; a non-zero return stops. */
+typedef int (*ms_live_fn)(const ms_live_entry *e, unsigned kind, void *arg);
+int ms_live_foreach(ms_live_fn fn, void *arg, unsigned flags) MS_INTERNAL;
+void ms_live_fork_prepare(void) MS_INTERNAL;
+void ms_live_fork_parent(void) MS_INTERNAL;
+void ms_live_fork_child(void) MS_INTERNAL;
+
+/* ===========================================================================
+ * Regions (mmap.c): live mmap regions (kind mmap) and thread stacks (kind stack), in a
+ * sorted array under one spinlock (mmap is a system call anyway).
+ * ========================================================================= */
+int ms_regions_init(uint64_t capacity) MS_INTERNAL;
+void ms_region_add(uint64_t addr, uint64_t size, unsigned kind, uint32_t stack_id, uint32_t tid) MS_INTERNAL;
+/* Removes [addr, addr+len) from every region it overlaps (trim/split). */
+void ms_region_remove_range(uint64_t addr, uint64_t len) MS_INTERNAL;
+/* Removes the region that starts exactly at addr with the given kind. */
+int ms_region_remove_exact(uint64_t addr, unsigned kind) MS_INTERNAL;
+int ms_regions_foreach(ms_live_fn fn, void *arg, unsigned flags) MS_INTERNAL;
+uint64_t ms_regions_count(void) MS_INTERNAL;
+void ms_regions_fork_prepare(void) MS_INTERNAL;
+void ms_regions_fork_parent(void) MS_INTERNAL;
+void ms_regions_fork_child(void) MS_INTERNAL;
+
+/* ===========================================================================
+ * Threads (threads.c): registry of the process's threads with their stack bounds.
+ * ========================================================================= */
+enum {
+    MS_THR_USED = 0x1,     /* slot in use */
+    MS_THR_DETACHED = 0x2, /* detached (attribute or pthread_detach) */
+    MS_THR_EXITED = 0x4,   /* start routine returned / pthread_exit */
+    MS_THR_STACK_DROPPED = 0x8,
+    MS_THR_MAIN = 0x10,
+    MS_THR_STARTED = 0x20,
+};
+typedef struct ms_thread_slot {
+    uint32_t state;        /* MS_THR_* (atomic) */
+    uint32_t tid;
+    pthread_t handle;
+    uintptr_t stack_lo, stack_hi; /* usable stack, for unwinding and leak scans */
+    uint64_t stack_rec_addr;      /* region recorded for the stack (0 = none) */
+    uint64_t stack_rec_size;
+    uint32_t stack_id;            /* pthread_create call stack */
+    uint32_t creator_tid;
+    void *(*start)(void *);
+    void *arg;
+} ms_thread_slot;
+
+int ms_threads_init(uint64_t capacity) MS_INTERNAL;
+/* Calls fn for every live thread slot (MS_THR_USED and not exited). */
+typedef int (*ms_thread_fn)(const ms_thread_slot *t, void *arg);
+int ms_threads_foreach(ms_thread_fn fn, void *arg) MS_INTERNAL;
+void ms_threads_register_main(void) MS_INTERNAL;
+void ms_threads_fork_child(void) MS_INTERNAL;
+/* Fills ms_self.stack_lo/hi for the calling thread if not known yet. */
+void ms_thread_bounds(void) MS_INTERNAL;
+
+/* ===========================================================================
+ * Unwinding (unwind.c, unwind_cfi.c).
+ * ========================================================================= */
+/* Walks the caller's stack, skipping the agent's own frames; pcs innermost first.
+ * Returns the depth; *flags gets MS_STACKF_*. */
+unsigned ms_unwind(uint64_t *pcs, unsigned max, unsigned *flags) MS_INTERNAL;
+int ms_unwind_init(void) MS_INTERNAL;
+const char *ms_unwind_name(void) MS_INTERNAL;
+/* Called after dlclose: forget cached rules of unmapped code. */
+void ms_unwind_invalidate(void) MS_INTERNAL;
+
+/* ===========================================================================
+ * Recording (alloc.c hot path; record.c slow parts).
+ * ========================================================================= */
+/* Records a new heap block: unwinds, interns, accounts, inserts. */
+void ms_record_heap(void *p, size_t size) MS_INTERNAL;
+/* Forgets a heap block before it is freed; returns 1 if it was tracked. */
+int ms_forget_heap(void *p) MS_INTERNAL;
+/* Unwinds the caller and returns its stack id for `kind` (0 if none). */
+uint32_t ms_current_stack(unsigned kind) MS_INTERNAL;
+
+/* ===========================================================================
+ * Snapshots (snapshot.c).
+ * ========================================================================= */
+/* Called with the open writer after the agent's own chunks, before END: a helper
+ * appends its chunks (ms_sw_begin/put/end). Must not allocate. */
+typedef void (*ms_snapshot_extra_fn)(ms_snap_writer *w, void *arg);
+/* Writes <out>/memsight-<pid>-<NNNN>-<reason>.msnap atomically. `reason` is one of
+ * exit|signal|interval|peak|trigger|leakcheck|api. The path written is copied to
+ * path (if not NULL). Returns 0 or a negative errno. Thread-safe (one at a time). */
+int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg, char *path,
+                      size_t pathlen) MS_INTERNAL;
+/* Registers a hook called by every snapshot (e.g. leak results, peak counters). */
+int ms_snapshot_add_hook(ms_snapshot_extra_fn fn, void *arg) MS_INTERNAL;
+void ms_snapshot_fork_child(void) MS_INTERNAL;
+
+#endif

@@ -1,0 +1,304 @@
+/* Agent lifecycle: lazy, recursion-free initialisation on first use (bootstrap arena
+ * while dlsym resolves the real functions), constructor/destructor, fork and exec.
+ * Runs inside the target: no malloc of our own, no lock held across fork. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+__thread ms_tls ms_self __attribute__((tls_model("initial-exec")));
+int ms_state;
+ms_real_fns ms_real;
+ms_health_t ms_health;
+uintptr_t ms_self_lo, ms_self_hi;
+
+/* ===========================================================================
+ * Raw system calls and time
+ * ========================================================================= */
+void *ms_sys_mmap(size_t len)
+{
+    long r = syscall(SYS_mmap, 0, len, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r < 0 && r > -4096)
+        return NULL;
+    return (void *)r;
+}
+
+void ms_sys_munmap(void *p, size_t len)
+{
+    if (p)
+        syscall(SYS_munmap, p, len);
+}
+
+uint32_t ms_gettid(void)
+{
+    if (MS_UNLIKELY(ms_self.tid == 0))
+        ms_self.tid = (uint32_t)syscall(SYS_gettid);
+    return ms_self.tid;
+}
+
+uint64_t ms_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Blocks are stamped with a cheap monotonic tick; snapshots convert to wall time with
+ * the pair (ticks, realtime) taken at init and at snapshot time. */
+static uint64_t ms_tick0, ms_ns0;
+uint64_t ms_ticks(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ms_start_ns(void)
+{
+    return ms_ns0;
+}
+
+uint64_t ms_ticks_to_ns(uint64_t t)
+{
+    return ms_ns0 + (t - ms_tick0);
+}
+
+/* ===========================================================================
+ * Bootstrap arena: dlsym may call calloc/malloc before we know the real functions.
+ * Blocks carry a 16-byte header with their size; free() of them is a no-op.
+ * ========================================================================= */
+#define MS_BOOT_SIZE (256 * 1024)
+static unsigned char ms_boot_arena[MS_BOOT_SIZE] __attribute__((aligned(64)));
+static size_t ms_boot_used;
+
+void *ms_boot_alloc(size_t n, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    MS_HEALTH_INC(boot_allocs);
+    for (;;) {
+        size_t old = __atomic_load_n(&ms_boot_used, __ATOMIC_RELAXED);
+        size_t start = (old + 16 + align - 1) & ~(align - 1);
+        if (n > MS_BOOT_SIZE || start + n > MS_BOOT_SIZE)
+            return NULL;
+        if (__atomic_compare_exchange_n(&ms_boot_used, &old, start + n, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            memcpy(ms_boot_arena + start - 16, &n, sizeof n);
+            return ms_boot_arena + start;
+        }
+    }
+}
+
+int ms_boot_owns(const void *p)
+{
+    return (const unsigned char *)p >= ms_boot_arena &&
+           (const unsigned char *)p < ms_boot_arena + MS_BOOT_SIZE;
+}
+
+size_t ms_boot_size(const void *p)
+{
+    size_t n;
+    memcpy(&n, (const unsigned char *)p - 16, sizeof n);
+    return n;
+}
+
+/* ===========================================================================
+ * Initialisation
+ * ========================================================================= */
+extern char **environ;
+
+static void *ms_sym(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+static void ms_resolve(void)
+{
+#define R(f) *(void **)&ms_real.f = ms_sym(#f)
+    R(malloc);
+    R(free);
+    R(calloc);
+    R(realloc);
+    R(memalign);
+    R(posix_memalign);
+    R(aligned_alloc);
+    R(valloc);
+    R(pvalloc);
+    R(mmap);
+    R(mmap64);
+    R(munmap);
+    R(mremap);
+    R(pthread_create);
+    R(pthread_join);
+    R(pthread_tryjoin_np);
+    R(pthread_timedjoin_np);
+    R(pthread_detach);
+    R(pthread_exit);
+    R(dlclose);
+#undef R
+}
+
+static int ms_find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uintptr_t me = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (me >= lo && me < hi) {
+            ms_self_lo = lo;
+            ms_self_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Without follow_fork, remove our library from LD_PRELOAD in place (the string lives
+ * in the process's environment block; no allocation), so programs started by exec,
+ * system() or posix_spawn run without the agent. */
+static void ms_strip_preload(void)
+{
+    if (!environ)
+        return;
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
+            continue;
+        char *s = *e + 11, *w = s;
+        const char *r = s;
+        while (*r) {
+            while (*r == ' ' || *r == ':')
+                r++;
+            const char *tok = r;
+            while (*r && *r != ' ' && *r != ':')
+                r++;
+            size_t n = (size_t)(r - tok);
+            if (!n)
+                continue;
+            int ours = n >= 14 && memcmp(tok + n - 14, "libmemsight.so", 14) == 0 &&
+                       (n == 14 || tok[n - 15] == '/');
+            if (ours)
+                continue;
+            if (w != s)
+                *w++ = ':';
+            memmove(w, tok, n);
+            w += n;
+        }
+        *w = 0;
+    }
+}
+
+static void ms_atfork_prepare(void);
+static void ms_atfork_parent(void);
+static void ms_atfork_child(void);
+static int ms_options_from_env_done;
+
+static void ms_read_options(void)
+{
+    const char *s = NULL;
+    if (environ) {
+        for (char **e = environ; *e; e++)
+            if (strncmp(*e, "MEMSIGHT_OPTIONS=", 17) == 0) {
+                s = *e + 17;
+                break;
+            }
+        ms_options_from_env_done = 1;
+    }
+    ms_options_parse(&ms_opt, s);
+}
+
+static int ms_init_slow(void)
+{
+    int expected = MS_STATE_NONE;
+    if (!__atomic_compare_exchange_n(&ms_state, &expected, MS_STATE_INITING, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        /* Another thread initialises (or we re-entered): do not wait on it, the caller
+         * serves itself from the bootstrap arena or the real function. */
+        return expected == MS_STATE_READY;
+    }
+    ms_enter();
+    ms_resolve();
+    ms_tick0 = ms_ticks();
+    ms_ns0 = ms_now_ns();
+    ms_read_options();
+    dl_iterate_phdr(ms_find_self, (void *)(uintptr_t)&ms_init_slow);
+    int ok = ms_real.malloc && ms_real.free && ms_real.calloc && ms_real.realloc &&
+             ms_stacks_init(ms_opt.stack_capacity) == 0 && ms_live_init(ms_opt.capacity) == 0 &&
+             ms_regions_init(ms_opt.region_capacity) == 0 &&
+             ms_threads_init(ms_opt.thread_capacity) == 0 && ms_unwind_init() == 0;
+    if (ok) {
+        ms_threads_register_main();
+        pthread_atfork(ms_atfork_prepare, ms_atfork_parent, ms_atfork_child);
+    }
+    ms_leave();
+    __atomic_store_n(&ms_state, ok ? MS_STATE_READY : MS_STATE_DISABLED, __ATOMIC_RELEASE);
+    return ok;
+}
+
+int ms_init(void)
+{
+    int s = __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE);
+    if (MS_LIKELY(s == MS_STATE_READY))
+        return 1;
+    if (s != MS_STATE_NONE)
+        return 0;
+    return ms_init_slow();
+}
+
+__attribute__((constructor(101))) static void ms_constructor(void)
+{
+    ms_init();
+    if (!ms_options_from_env_done && environ && ms_state == MS_STATE_READY) {
+        /* First use came before the environment was set up: read options now. */
+        ms_read_options();
+    }
+    if (!ms_opt.follow_fork)
+        ms_strip_preload();
+}
+
+__attribute__((destructor(101))) static void ms_destructor(void)
+{
+    if (ms_state != MS_STATE_READY || !ms_opt.exit_snapshot)
+        return;
+    ms_snapshot_write("exit", NULL, NULL, NULL, 0);
+}
+
+/* ===========================================================================
+ * fork: no agent lock may be held across fork; the child keeps recording under its
+ * own pid with its own snapshot sequence.
+ * ========================================================================= */
+static void ms_atfork_prepare(void)
+{
+    ms_enter();
+    ms_regions_fork_prepare();
+    ms_live_fork_prepare();
+}
+
+static void ms_atfork_parent(void)
+{
+    ms_live_fork_parent();
+    ms_regions_fork_parent();
+    ms_leave();
+}
+
+static void ms_atfork_child(void)
+{
+    ms_self.tid = 0;
+    ms_live_fork_child();
+    ms_regions_fork_child();
+    ms_threads_fork_child();
+    ms_snapshot_fork_child();
+    ms_leave();
+}

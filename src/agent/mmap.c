@@ -1,0 +1,281 @@
+/* mmap, mmap64, munmap, mremap interposers and the table of live regions (program
+ * mappings, kind mmap, and thread stacks, kind stack): a sorted array under one
+ * spinlock, since each of these calls is a system call anyway. Partial munmap trims or
+ * splits a region; mremap frees the old range and records the new one.
+ * Runs inside the target: no malloc, the lock is never held across fork. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+#define MS_EXPORT __attribute__((visibility("default")))
+
+typedef struct ms_region {
+    uint64_t addr, size;
+    uint64_t ticks;
+    uint32_t stack_id;
+    uint32_t tid;
+    uint32_t kind;
+    uint32_t pad;
+} ms_region;
+
+static ms_region *ms_regs;
+static uint64_t ms_nregs, ms_regs_cap;
+static int ms_regs_lock;
+
+static void regs_lock(void)
+{
+    for (unsigned spins = 0;; spins++) {
+        if (!__atomic_load_n(&ms_regs_lock, __ATOMIC_RELAXED) &&
+            !__atomic_exchange_n(&ms_regs_lock, 1, __ATOMIC_ACQUIRE))
+            return;
+        if (spins > 64)
+            sched_yield();
+        else
+            __builtin_ia32_pause();
+    }
+}
+
+static void regs_unlock(void)
+{
+    __atomic_store_n(&ms_regs_lock, 0, __ATOMIC_RELEASE);
+}
+
+int ms_regions_init(uint64_t capacity)
+{
+    if (capacity < 16)
+        capacity = 16;
+    ms_regs_cap = capacity;
+    ms_regs = ms_sys_mmap(capacity * sizeof(ms_region));
+    return ms_regs ? 0 : -1;
+}
+
+/* First index whose region ends after addr. */
+static uint64_t regs_lower(uint64_t addr)
+{
+    uint64_t lo = 0, hi = ms_nregs;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (ms_regs[mid].addr + ms_regs[mid].size <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int regs_insert_locked(const ms_region *r)
+{
+    if (ms_nregs >= ms_regs_cap)
+        return -1;
+    uint64_t i = regs_lower(r->addr);
+    while (i < ms_nregs && ms_regs[i].addr < r->addr)
+        i++;
+    memmove(&ms_regs[i + 1], &ms_regs[i], (ms_nregs - i) * sizeof(ms_region));
+    ms_regs[i] = *r;
+    ms_nregs++;
+    return 0;
+}
+
+static void regs_remove_at(uint64_t i)
+{
+    memmove(&ms_regs[i], &ms_regs[i + 1], (ms_nregs - i - 1) * sizeof(ms_region));
+    ms_nregs--;
+}
+
+/* Removes [a, a+len) from the table, accounting what goes away. Lock held. */
+static void regs_cut_locked(uint64_t a, uint64_t len)
+{
+    uint64_t end = a + len;
+    uint64_t i = regs_lower(a);
+    while (i < ms_nregs && ms_regs[i].addr < end) {
+        ms_region *r = &ms_regs[i];
+        uint64_t rs = r->addr, re = r->addr + r->size;
+        uint64_t cs = rs > a ? rs : a, ce = re < end ? re : end;
+        ms_stack_rec *st = ms_stack_get(r->stack_id);
+        if (cs <= rs && ce >= re) { /* whole region goes */
+            if (st)
+                ms_stack_account_free(st, r->size);
+            regs_remove_at(i);
+            continue;
+        }
+        if (st) /* bytes leave, the block stays */
+            __atomic_fetch_add(&st->free_bytes, ce - cs, __ATOMIC_RELAXED);
+        if (cs > rs && ce < re) { /* hole in the middle: split */
+            ms_region tail = *r;
+            tail.addr = ce;
+            tail.size = re - ce;
+            r->size = cs - rs;
+            if (regs_insert_locked(&tail) == 0) {
+                if (st) /* one more live block, no new bytes */
+                    __atomic_fetch_add(&st->alloc_blocks, 1, __ATOMIC_RELAXED);
+            } else {
+                if (st)
+                    __atomic_fetch_add(&st->free_bytes, tail.size, __ATOMIC_RELAXED);
+                MS_HEALTH_INC(dropped_regions);
+            }
+            return;
+        }
+        if (cs <= rs) { /* head cut */
+            r->addr = ce;
+            r->size = re - ce;
+        } else { /* tail cut */
+            r->size = cs - rs;
+        }
+        i++;
+    }
+}
+
+void ms_region_add(uint64_t addr, uint64_t size, unsigned kind, uint32_t stack_id, uint32_t tid)
+{
+    if (!size)
+        return;
+    ms_region r = {addr, size, ms_ticks(), stack_id, tid, kind, 0};
+    ms_stack_rec *st = ms_stack_get(stack_id);
+    regs_lock();
+    regs_cut_locked(addr, size); /* a new mapping replaces whatever was there */
+    int rc = regs_insert_locked(&r);
+    if (rc == 0 && st)
+        ms_stack_account_alloc(st, size);
+    regs_unlock();
+    if (rc != 0)
+        MS_HEALTH_INC(dropped_regions);
+}
+
+void ms_region_remove_range(uint64_t addr, uint64_t len)
+{
+    regs_lock();
+    regs_cut_locked(addr, len);
+    regs_unlock();
+}
+
+int ms_region_remove_exact(uint64_t addr, unsigned kind)
+{
+    int found = 0;
+    regs_lock();
+    uint64_t i = regs_lower(addr);
+    if (i < ms_nregs && ms_regs[i].addr == addr && ms_regs[i].kind == kind) {
+        ms_stack_rec *st = ms_stack_get(ms_regs[i].stack_id);
+        if (st)
+            ms_stack_account_free(st, ms_regs[i].size);
+        regs_remove_at(i);
+        found = 1;
+    }
+    regs_unlock();
+    return found;
+}
+
+int ms_regions_foreach(ms_live_fn fn, void *arg, unsigned flags)
+{
+    if (!(flags & MS_ITER_NOLOCK))
+        regs_lock();
+    int stop = 0;
+    for (uint64_t i = 0; i < ms_nregs && !stop; i++) {
+        ms_live_entry e = {ms_regs[i].addr, ms_regs[i].size, ms_regs[i].ticks, ms_regs[i].stack_id,
+                           ms_regs[i].tid};
+        stop = fn(&e, ms_regs[i].kind, arg);
+    }
+    if (!(flags & MS_ITER_NOLOCK))
+        regs_unlock();
+    return stop;
+}
+
+uint64_t ms_regions_count(void) { return __atomic_load_n(&ms_nregs, __ATOMIC_RELAXED); }
+void ms_regions_fork_prepare(void) { regs_lock(); }
+void ms_regions_fork_parent(void) { regs_unlock(); }
+void ms_regions_fork_child(void) { regs_unlock(); }
+
+/* ===========================================================================
+ * Interposers
+ * ========================================================================= */
+static inline int ms_mm_ok(void)
+{
+    return ms_init() && ms_self.busy == 0;
+}
+
+static void *ms_sys_mmap6(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+    long r = syscall(SYS_mmap, a, len, prot, flags, fd, off);
+    if (r < 0 && r > -4096) {
+        errno = (int)-r;
+        return MAP_FAILED;
+    }
+    return (void *)r;
+}
+
+static void *ms_mmap_common(void *a, size_t len, int prot, int flags, int fd, off_t off,
+                            void *(*real)(void *, size_t, int, int, int, off_t))
+{
+    if (!ms_mm_ok() || !real)
+        return real ? real(a, len, prot, flags, fd, off) : ms_sys_mmap6(a, len, prot, flags, fd, off);
+    ms_enter();
+    void *p = real(a, len, prot, flags, fd, off);
+    if (p != MAP_FAILED) {
+        uint32_t sid = ms_current_stack(MS_KIND_MMAP);
+        ms_region_add((uint64_t)(uintptr_t)p, len, MS_KIND_MMAP, sid, ms_gettid());
+    }
+    ms_leave();
+    return p;
+}
+
+MS_EXPORT void *mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return ms_mmap_common(a, len, prot, flags, fd, off, ms_real.mmap);
+}
+
+MS_EXPORT void *mmap64(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return ms_mmap_common(a, len, prot, flags, fd, off, ms_real.mmap64 ? ms_real.mmap64 : ms_real.mmap);
+}
+
+MS_EXPORT int munmap(void *a, size_t len)
+{
+    if (!ms_mm_ok() || !ms_real.munmap) {
+        if (ms_real.munmap)
+            return ms_real.munmap(a, len);
+        long r = syscall(SYS_munmap, a, len);
+        return r < 0 ? -1 : 0;
+    }
+    ms_enter();
+    uint64_t plen = (len + 4095) & ~4095ull;
+    ms_region_remove_range((uint64_t)(uintptr_t)a, plen);
+    int rc = ms_real.munmap(a, len);
+    ms_leave();
+    return rc;
+}
+
+MS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (!ms_mm_ok() || !ms_real.mremap) {
+        long r = syscall(SYS_mremap, old, old_len, new_len, flags, want);
+        if (r < 0 && r > -4096) {
+            errno = (int)-r;
+            return MAP_FAILED;
+        }
+        return (void *)r;
+    }
+    ms_enter();
+    void *p = ms_real.mremap(old, old_len, new_len, flags, want);
+    if (p != MAP_FAILED) {
+        uint64_t olen = (old_len + 4095) & ~4095ull;
+        if (!(flags & MREMAP_DONTUNMAP) || p == old)
+            ms_region_remove_range((uint64_t)(uintptr_t)old, olen);
+        uint32_t sid = ms_current_stack(MS_KIND_MMAP);
+        ms_region_add((uint64_t)(uintptr_t)p, new_len, MS_KIND_MMAP, sid, ms_gettid());
+    }
+    ms_leave();
+    return p;
+}

@@ -1,0 +1,400 @@
+/* Writes a snapshot of the agent's tables (META, MODS, STKS, BLKS, THRD, HLTH, then any
+ * chunks from registered hooks) to <out>/memsight-<pid>-<NNNN>-<reason>.msnap through
+ * the allocation-free writer. Runs inside the target: memory from mmap, no malloc. */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+#define MS_MAX_HOOKS 8
+#define MS_SCRATCH 65536
+
+static int ms_snap_lock;
+static uint32_t ms_snap_seq;
+static struct {
+    ms_snapshot_extra_fn fn;
+    void *arg;
+} ms_hooks[MS_MAX_HOOKS];
+static int ms_nhooks;
+
+typedef struct snap_ctx {
+    ms_snap_writer *w;
+    char *scratch;
+    uint64_t count;
+    uint64_t now_ticks, now_ns;
+} snap_ctx;
+
+int ms_snapshot_add_hook(ms_snapshot_extra_fn fn, void *arg)
+{
+    int i = __atomic_fetch_add(&ms_nhooks, 1, __ATOMIC_ACQ_REL);
+    if (i >= MS_MAX_HOOKS) {
+        __atomic_fetch_sub(&ms_nhooks, 1, __ATOMIC_ACQ_REL);
+        return -ENOSPC;
+    }
+    ms_hooks[i].arg = arg;
+    __atomic_store_n(&ms_hooks[i].fn, fn, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void ms_snapshot_fork_child(void)
+{
+    ms_snap_seq = 0;
+    ms_snap_lock = 0;
+}
+
+static size_t ms_read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t n = 0;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    return n;
+}
+
+static char *ms_append(char *p, const char *s)
+{
+    while (*s)
+        *p++ = *s++;
+    *p = 0;
+    return p;
+}
+
+/* ===========================================================================
+ * Chunks
+ * ========================================================================= */
+static void write_meta(snap_ctx *c, const char *reason, uint32_t seq)
+{
+    ms_snap_writer *w = c->w;
+    ms_sw_begin(w, MS_CHUNK_META, 0);
+    uint64_t at = ms_sw_chunk_pos(w);
+    uint32_t n = 0;
+    ms_sw_u32(w, 0);
+    ms_sw_kv_u64(w, "pid", (uint64_t)getpid()); n++;
+    ms_sw_kv_u64(w, "ppid", (uint64_t)getppid()); n++;
+    ssize_t k = readlink("/proc/self/exe", c->scratch, MS_SCRATCH - 1);
+    c->scratch[k > 0 ? k : 0] = 0;
+    ms_sw_kv(w, "exe", c->scratch); n++;
+    size_t len = ms_read_small("/proc/self/cmdline", c->scratch, MS_SCRATCH);
+    while (len && c->scratch[len - 1] == 0)
+        len--;
+    ms_sw_cstr(w, "cmdline");
+    ms_sw_str(w, c->scratch, len); n++;
+    struct utsname u;
+    if (uname(&u) == 0) {
+        ms_sw_kv(w, "hostname", u.nodename); n++;
+    }
+    ms_sw_kv_u64(w, "start_ns", ms_start_ns()); n++;
+    ms_sw_kv_u64(w, "snapshot_ns", c->now_ns); n++;
+    ms_sw_kv(w, "reason", reason); n++;
+    ms_sw_kv_u64(w, "seq", seq); n++;
+    ms_sw_kv(w, "options", ms_opt.raw); n++;
+    ms_sw_kv(w, "sample_interval", "0"); n++;
+    ms_sw_kv(w, "min_size", "0"); n++;
+    ms_sw_kv(w, "unwinder", ms_unwind_name()); n++;
+    ms_sw_kv(w, "labels", ""); n++;
+    ms_sw_kv(w, "mode", "full"); n++;
+    ms_sw_kv_u64(w, "max_depth", ms_opt.max_depth); n++;
+    ms_sw_kv(w, "agent", "memsight-agent 1"); n++;
+    ms_sw_patch_u32(w, at, n);
+    ms_sw_end(w);
+}
+
+static int write_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    snap_ctx *c = arg;
+    ms_snap_writer *w = c->w;
+    const char *path = info->dlpi_name;
+    if (!path || !path[0]) {
+        ssize_t k = readlink("/proc/self/exe", c->scratch, MS_SCRATCH - 1);
+        c->scratch[k > 0 ? k : 0] = 0;
+        path = c->scratch;
+    }
+    const uint8_t *bid = NULL;
+    uint32_t bid_len = 0;
+    uint32_t nseg = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD)
+            nseg++;
+        if (ph->p_type != PT_NOTE || bid)
+            continue;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        const uint8_t *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+            size_t nsz = (nh->n_namesz + 3) & ~3u, dsz = (nh->n_descsz + 3) & ~3u;
+            const uint8_t *name = p + sizeof *nh, *desc = name + nsz;
+            if (desc + dsz > end)
+                break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+                nh->n_descsz > 0 && nh->n_descsz <= 64) {
+                bid = desc;
+                bid_len = nh->n_descsz;
+                break;
+            }
+            p = desc + dsz;
+        }
+    }
+    ms_sw_u64(w, (uint64_t)info->dlpi_addr);
+    ms_sw_cstr(w, path);
+    ms_sw_u32(w, bid_len);
+    if (bid_len) {
+        static const uint8_t zero[4];
+        ms_sw_bytes(w, bid, bid_len);
+        ms_sw_bytes(w, zero, (4 - (bid_len & 3)) & 3);
+    }
+    ms_sw_u32(w, nseg);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        ms_snap_segment s = {ph->p_vaddr, ph->p_memsz, ph->p_offset, ph->p_flags, 0};
+        ms_sw_bytes(w, &s, sizeof s);
+    }
+    c->count++;
+    return 0;
+}
+
+static void write_mods(snap_ctx *c)
+{
+    ms_sw_begin(c->w, MS_CHUNK_MODS, 0);
+    uint64_t at = ms_sw_chunk_pos(c->w);
+    ms_sw_u32(c->w, 0);
+    c->count = 0;
+    dl_iterate_phdr(write_module, c);
+    ms_sw_patch_u32(c->w, at, (uint32_t)c->count);
+    ms_sw_end(c->w);
+}
+
+static void write_stks(snap_ctx *c)
+{
+    ms_snap_writer *w = c->w;
+    ms_sw_begin(w, MS_CHUNK_STKS, MS_CHUNKF_REQUIRED);
+    uint64_t at = ms_sw_chunk_pos(w);
+    ms_sw_u32(w, 0);
+    uint32_t n = 0, max = ms_stack_max_id();
+    for (uint32_t id = 1; id <= max; id++) {
+        ms_stack_rec *r = ms_stack_get(id);
+        if (!r || __atomic_load_n(&r->alloc_blocks, __ATOMIC_RELAXED) == 0)
+            continue; /* never used (lost a publication race or table full) */
+        ms_snap_stack_rec s;
+        memset(&s, 0, sizeof s);
+        s.id = id;
+        s.kind = r->kind;
+        s.flags = r->flags;
+        s.depth = r->depth;
+        ms_stack_counters(r, &s.c);
+        ms_sw_bytes(w, &s, sizeof s);
+        ms_sw_bytes(w, ms_stack_pcs(r), (size_t)r->depth * 8);
+        n++;
+    }
+    ms_sw_patch_u32(w, at, n);
+    ms_sw_end(w);
+}
+
+static int write_block(const ms_live_entry *e, unsigned kind, void *arg)
+{
+    snap_ctx *c = arg;
+    ms_snap_block b;
+    memset(&b, 0, sizeof b);
+    b.address = e->addr;
+    b.size = e->size;
+    b.time_ns = ms_ticks_to_ns(e->ticks);
+    b.stack_id = e->stack_id;
+    b.tid = e->tid;
+    b.kind = (uint8_t)kind;
+    ms_sw_bytes(c->w, &b, sizeof b);
+    c->count++;
+    return 0;
+}
+
+static void write_blks(snap_ctx *c)
+{
+    ms_sw_begin(c->w, MS_CHUNK_BLKS, 0);
+    uint64_t at = ms_sw_chunk_pos(c->w);
+    ms_sw_u64(c->w, 0);
+    c->count = 0;
+    ms_live_foreach(write_block, c, 0);
+    ms_regions_foreach(write_block, c, 0);
+    ms_sw_patch_u64(c->w, at, c->count);
+    ms_sw_end(c->w);
+}
+
+static int write_thread(const ms_thread_slot *t, void *arg)
+{
+    snap_ctx *c = arg;
+    ms_snap_writer *w = c->w;
+    char path[64], *p = ms_append(path, "/proc/self/task/");
+    p += ms_fmt_u64(p, t->tid);
+    ms_append(p, "/comm");
+    char name[64];
+    size_t n = t->tid ? ms_read_small(path, name, sizeof name - 1) : 0;
+    while (n && (name[n - 1] == '\n' || name[n - 1] == 0))
+        n--;
+    ms_sw_u32(w, t->tid);
+    ms_sw_u32(w, __atomic_load_n(&t->state, __ATOMIC_RELAXED));
+    uintptr_t lo = t->stack_lo, hi = t->stack_hi;
+    ms_sw_u64(w, lo);
+    ms_sw_u64(w, hi);
+    ms_sw_str(w, name, n);
+    c->count++;
+    return 0;
+}
+
+static void write_thrd(snap_ctx *c)
+{
+    ms_sw_begin(c->w, MS_CHUNK_THRD, 0);
+    uint64_t at = ms_sw_chunk_pos(c->w);
+    ms_sw_u32(c->w, 0);
+    c->count = 0;
+    ms_threads_foreach(write_thread, c);
+    ms_sw_patch_u32(c->w, at, (uint32_t)c->count);
+    ms_sw_end(c->w);
+}
+
+static void hv(ms_snap_writer *w, uint32_t *n, const char *name, uint64_t v)
+{
+    ms_sw_cstr(w, name);
+    ms_sw_u64(w, v);
+    (*n)++;
+}
+
+static void write_hlth(snap_ctx *c)
+{
+    ms_snap_writer *w = c->w;
+    ms_sw_begin(w, MS_CHUNK_HLTH, 0);
+    uint64_t at = ms_sw_chunk_pos(w);
+    ms_sw_u32(w, 0);
+    uint32_t n = 0;
+    ms_health_t h;
+    memcpy(&h, &ms_health, sizeof h);
+#define H(f) hv(w, &n, #f, h.f)
+    H(dropped_blocks);
+    H(dropped_stacks);
+    H(dropped_regions);
+    H(dropped_threads);
+    H(unwind_failures);
+    H(unwind_truncated);
+    H(pc_cache_misses);
+    H(pc_cache_full);
+    H(unwind_fallbacks);
+    H(unknown_frees);
+    H(boot_allocs);
+    H(bad_options);
+    H(snapshot_errors);
+    H(agent_ns);
+    H(module_refreshes);
+    H(dlclose_calls);
+#undef H
+    hv(w, &n, "live_table_blocks", ms_live_count());
+    hv(w, &n, "live_table_capacity", ms_opt.capacity);
+    hv(w, &n, "live_table_bytes", ms_live_bytes_reserved());
+    hv(w, &n, "stack_table_used", ms_stack_max_id());
+    hv(w, &n, "stack_table_capacity", ms_opt.stack_capacity);
+    hv(w, &n, "region_table_used", ms_regions_count());
+    hv(w, &n, "region_table_capacity", ms_opt.region_capacity);
+    ms_sw_patch_u32(w, at, n);
+    ms_sw_end(w);
+}
+
+/* ===========================================================================
+ * Entry point
+ * ========================================================================= */
+static size_t build_path(char *buf, size_t cap, const char *reason, uint32_t seq)
+{
+    char num[24];
+    size_t need = strlen(ms_opt.out) + strlen(reason) + 64;
+    if (need > cap)
+        return 0;
+    char *p = ms_append(buf, ms_opt.out);
+    p = ms_append(p, "/memsight-");
+    p += ms_fmt_u64(p, (uint64_t)getpid());
+    *p++ = '-';
+    size_t k = ms_fmt_u64(num, seq);
+    for (size_t i = k; i < 4; i++)
+        *p++ = '0';
+    p = ms_append(p, num);
+    *p++ = '-';
+    p = ms_append(p, reason);
+    p = ms_append(p, ".msnap");
+    return (size_t)(p - buf);
+}
+
+int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg, char *path,
+                      size_t pathlen)
+{
+    if (ms_state != MS_STATE_READY)
+        return -EAGAIN;
+    ms_enter();
+    uint64_t t0 = ms_now_ns();
+    while (__atomic_exchange_n(&ms_snap_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    int rc;
+    size_t wsize = (sizeof(ms_snap_writer) + MS_SCRATCH + 4095) & ~(size_t)4095;
+    ms_snap_writer *w = ms_sys_mmap(wsize);
+    if (!w) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, ms_ticks(), ms_now_ns()};
+    uint32_t seq = ms_snap_seq++;
+    char final[MS_SW_PATH_MAX];
+    if (!build_path(final, sizeof final, reason, seq)) {
+        rc = -ENAMETOOLONG;
+        goto out_unmap;
+    }
+    rc = ms_sw_open(w, final, 0);
+    if (rc != 0)
+        goto out_unmap;
+    write_meta(&c, reason, seq);
+    write_mods(&c);
+    write_stks(&c);
+    if (ms_opt.blocks)
+        write_blks(&c);
+    write_thrd(&c);
+    int nh = __atomic_load_n(&ms_nhooks, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < nh && i < MS_MAX_HOOKS; i++) {
+        ms_snapshot_extra_fn fn = __atomic_load_n(&ms_hooks[i].fn, __ATOMIC_ACQUIRE);
+        if (fn)
+            fn(w, ms_hooks[i].arg);
+    }
+    if (extra)
+        extra(w, arg);
+    MS_HEALTH_ADD(agent_ns, ms_now_ns() - t0);
+    write_hlth(&c);
+    rc = ms_sw_commit(w);
+    if (rc == 0 && path && pathlen) {
+        size_t n = strlen(final);
+        if (n >= pathlen)
+            n = pathlen - 1;
+        memcpy(path, final, n);
+        path[n] = 0;
+    }
+out_unmap:
+    if (rc != 0) {
+        ms_sw_abort(w);
+        MS_HEALTH_INC(snapshot_errors);
+    }
+    ms_sys_munmap(w, wsize);
+out:
+    __atomic_store_n(&ms_snap_lock, 0, __ATOMIC_RELEASE);
+    ms_leave();
+    return rc;
+}

@@ -1,0 +1,122 @@
+/* Interned call stacks: each distinct (kind, pcs) is stored once in preallocated
+ * (mmap) arrays and named by a 32-bit id; lookup and insert are lock-free (CAS on an
+ * open-addressing index). Runs inside the target: no malloc, no locks. */
+#include <string.h>
+
+#include "agent/agent.h"
+
+static ms_stack_rec *ms_recs;      /* indexed by id; id 0 unused */
+static uint32_t ms_rec_cap;        /* ids 1..ms_rec_cap-1 */
+static uint32_t ms_next_id = 1;
+static uint64_t *ms_pcs;           /* pc arena */
+static uint64_t ms_pcs_cap, ms_pcs_used;
+static uint32_t *ms_index;         /* slot -> id, 0 = empty */
+static uint64_t ms_index_mask;
+/* Fallback stacks (depth 0), one per kind, used when the table is full. */
+static uint32_t ms_fallback[MS_KIND_COUNT];
+
+static uint64_t stack_hash(unsigned kind, const uint64_t *pcs, unsigned depth)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ ((uint64_t)kind << 56) ^ depth;
+    for (unsigned i = 0; i < depth; i++) {
+        h ^= pcs[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    h ^= h >> 29;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 32;
+    return h ? h : 1;
+}
+
+int ms_stacks_init(uint64_t capacity)
+{
+    if (capacity < 64)
+        capacity = 64;
+    if (capacity > (1u << 30))
+        capacity = 1u << 30;
+    ms_rec_cap = (uint32_t)capacity + 1;
+    uint64_t isize = 1;
+    while (isize < capacity * 2)
+        isize <<= 1;
+    ms_index_mask = isize - 1;
+    ms_pcs_cap = capacity * 24;
+    ms_recs = ms_sys_mmap(sizeof(ms_stack_rec) * ms_rec_cap);
+    ms_index = ms_sys_mmap(sizeof(uint32_t) * isize);
+    ms_pcs = ms_sys_mmap(sizeof(uint64_t) * ms_pcs_cap);
+    if (!ms_recs || !ms_index || !ms_pcs)
+        return -1;
+    for (unsigned k = 0; k < MS_KIND_COUNT; k++)
+        ms_fallback[k] = ms_stack_intern(k, NULL, 0, MS_STACKF_UNWIND_FAIL);
+    return 0;
+}
+
+uint32_t ms_stack_intern(unsigned kind, const uint64_t *pcs, unsigned depth, unsigned flags)
+{
+    uint64_t h = stack_hash(kind, pcs, depth);
+    uint64_t i = h & ms_index_mask;
+    uint32_t mine = 0;
+    for (uint64_t probe = 0; probe <= ms_index_mask; probe++, i = (i + 1) & ms_index_mask) {
+        uint32_t id = __atomic_load_n(&ms_index[i], __ATOMIC_ACQUIRE);
+        if (id == 0) {
+            if (!mine) {
+                uint32_t nid = __atomic_fetch_add(&ms_next_id, 1, __ATOMIC_RELAXED);
+                uint64_t off = __atomic_fetch_add(&ms_pcs_used, depth, __ATOMIC_RELAXED);
+                if (nid >= ms_rec_cap || off + depth > ms_pcs_cap) {
+                    MS_HEALTH_INC(dropped_stacks);
+                    return ms_fallback[kind < MS_KIND_COUNT ? kind : 0];
+                }
+                ms_stack_rec *r = &ms_recs[nid];
+                r->hash = h;
+                r->pcs_off = off;
+                r->depth = depth;
+                r->flags = (uint16_t)flags;
+                r->kind = (uint8_t)kind;
+                if (depth)
+                    memcpy(ms_pcs + off, pcs, depth * sizeof(uint64_t));
+                mine = nid;
+            }
+            uint32_t zero = 0;
+            if (__atomic_compare_exchange_n(&ms_index[i], &zero, mine, 0, __ATOMIC_RELEASE,
+                                            __ATOMIC_ACQUIRE))
+                return mine;
+            id = zero; /* somebody else filled this slot: compare with theirs */
+        }
+        const ms_stack_rec *r = &ms_recs[id];
+        if (r->hash == h && r->kind == kind && r->depth == depth &&
+            (depth == 0 || memcmp(ms_pcs + r->pcs_off, pcs, depth * sizeof(uint64_t)) == 0))
+            return id; /* an id we reserved stays unused: its counters stay 0 */
+    }
+    MS_HEALTH_INC(dropped_stacks);
+    return ms_fallback[kind < MS_KIND_COUNT ? kind : 0];
+}
+
+ms_stack_rec *ms_stack_get(uint32_t id)
+{
+    if (id == 0 || id >= ms_rec_cap || id >= __atomic_load_n(&ms_next_id, __ATOMIC_RELAXED))
+        return NULL;
+    return &ms_recs[id];
+}
+
+const uint64_t *ms_stack_pcs(const ms_stack_rec *r)
+{
+    return ms_pcs + r->pcs_off;
+}
+
+uint32_t ms_stack_max_id(void)
+{
+    uint32_t n = __atomic_load_n(&ms_next_id, __ATOMIC_RELAXED);
+    if (n > ms_rec_cap)
+        n = ms_rec_cap;
+    return n - 1;
+}
+
+void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
+{
+    c->free_blocks = __atomic_load_n(&r->free_blocks, __ATOMIC_RELAXED);
+    c->free_bytes = __atomic_load_n(&r->free_bytes, __ATOMIC_RELAXED);
+    c->alloc_blocks = __atomic_load_n(&r->alloc_blocks, __ATOMIC_RELAXED);
+    c->alloc_bytes = __atomic_load_n(&r->alloc_bytes, __ATOMIC_RELAXED);
+    c->live_blocks = c->alloc_blocks > c->free_blocks ? c->alloc_blocks - c->free_blocks : 0;
+    c->live_bytes = c->alloc_bytes > c->free_bytes ? c->alloc_bytes - c->free_bytes : 0;
+}

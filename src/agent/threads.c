@@ -1,0 +1,290 @@
+/* Thread registry and thread stacks (kind stack): pthread_create records the stack the
+ * new thread gets (size from its attributes or the default), with the creator's call
+ * stack; the record goes when the thread is joined, or when a detached thread exits
+ * (glibc then recycles the stack without munmap, so no other hook would see it).
+ * Runs inside the target: registry in mmap'ed memory, no lock held across fork. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+#define MS_EXPORT __attribute__((visibility("default")))
+
+extern void *__libc_stack_end;
+
+static ms_thread_slot *ms_slots;
+static uint32_t ms_nslots;
+static uint32_t ms_slot_hint;
+static ms_thread_slot *ms_main_slot;
+
+int ms_threads_init(uint64_t capacity)
+{
+    if (capacity < 16)
+        capacity = 16;
+    if (capacity > (1u << 24))
+        capacity = 1u << 24;
+    ms_nslots = (uint32_t)capacity;
+    ms_slots = ms_sys_mmap(sizeof(ms_thread_slot) * ms_nslots);
+    return ms_slots ? 0 : -1;
+}
+
+static ms_thread_slot *slot_alloc(void)
+{
+    uint32_t start = __atomic_load_n(&ms_slot_hint, __ATOMIC_RELAXED);
+    for (uint32_t k = 0; k < ms_nslots; k++) {
+        uint32_t i = (start + k) % ms_nslots;
+        uint32_t zero = 0;
+        if (__atomic_load_n(&ms_slots[i].state, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&ms_slots[i].state, &zero, MS_THR_USED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&ms_slot_hint, i + 1, __ATOMIC_RELAXED);
+            ms_thread_slot *s = &ms_slots[i];
+            s->tid = 0;
+            s->handle = 0;
+            s->stack_lo = s->stack_hi = 0;
+            s->stack_rec_addr = s->stack_rec_size = 0;
+            s->stack_id = 0;
+            return s;
+        }
+    }
+    MS_HEALTH_INC(dropped_threads);
+    return NULL;
+}
+
+static void slot_release(ms_thread_slot *s)
+{
+    __atomic_store_n(&s->state, 0, __ATOMIC_RELEASE);
+}
+
+static ms_thread_slot *slot_find(pthread_t h)
+{
+    for (uint32_t i = 0; i < ms_nslots; i++) {
+        uint32_t st = __atomic_load_n(&ms_slots[i].state, __ATOMIC_ACQUIRE);
+        if ((st & MS_THR_USED) && !(st & MS_THR_MAIN) && ms_slots[i].handle == h)
+            return &ms_slots[i];
+    }
+    return NULL;
+}
+
+/* The thread's stack record goes and its slot is recycled. */
+static void slot_finish(ms_thread_slot *s)
+{
+    if (s->stack_rec_addr)
+        ms_region_remove_exact(s->stack_rec_addr, MS_KIND_STACK);
+    slot_release(s);
+}
+
+void ms_threads_register_main(void)
+{
+    ms_thread_slot *s = slot_alloc();
+    if (!s)
+        return;
+    s->tid = ms_gettid();
+    s->handle = pthread_self();
+    s->stack_hi = ((uintptr_t)__libc_stack_end + 4095) & ~(uintptr_t)4095;
+    __atomic_fetch_or(&s->state, MS_THR_MAIN | MS_THR_STARTED, __ATOMIC_RELEASE);
+    ms_main_slot = s;
+    ms_self.slot = s;
+    if (!ms_self.stack_hi)
+        ms_self.stack_hi = s->stack_hi;
+}
+
+void ms_thread_bounds(void)
+{
+    if (ms_self.stack_hi)
+        return;
+    if (ms_main_slot && ms_gettid() == (uint32_t)getpid()) {
+        ms_self.stack_hi = ms_main_slot->stack_hi;
+        return;
+    }
+    pthread_attr_t a;
+    ms_enter();
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        void *lo = NULL;
+        size_t sz = 0;
+        if (pthread_attr_getstack(&a, &lo, &sz) == 0 && lo) {
+            ms_self.stack_lo = (uintptr_t)lo;
+            ms_self.stack_hi = (uintptr_t)lo + sz;
+        }
+        pthread_attr_destroy(&a);
+    }
+    ms_leave();
+}
+
+int ms_threads_foreach(ms_thread_fn fn, void *arg)
+{
+    for (uint32_t i = 0; i < ms_nslots; i++) {
+        uint32_t st = __atomic_load_n(&ms_slots[i].state, __ATOMIC_ACQUIRE);
+        if (!(st & MS_THR_USED) || (st & MS_THR_EXITED) || !(st & MS_THR_STARTED))
+            continue;
+        int r = fn(&ms_slots[i], arg);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+void ms_threads_fork_child(void)
+{
+    /* Only the forking thread survives: every other slot is gone with its thread. The
+     * stacks of those threads stay mapped in the child (the kernel copies them), so
+     * their records stay too. */
+    ms_thread_slot *me = ms_self.slot;
+    for (uint32_t i = 0; i < ms_nslots; i++) {
+        if (&ms_slots[i] == me)
+            continue;
+        uint32_t st = __atomic_load_n(&ms_slots[i].state, __ATOMIC_RELAXED);
+        if (st & MS_THR_USED)
+            __atomic_store_n(&ms_slots[i].state, 0, __ATOMIC_RELAXED);
+    }
+    if (me) {
+        me->tid = ms_gettid();
+        __atomic_fetch_or(&me->state, MS_THR_MAIN, __ATOMIC_RELAXED);
+        ms_main_slot = me;
+    }
+}
+
+/* ===========================================================================
+ * Thread start and exit
+ * ========================================================================= */
+static void ms_thread_exit_bookkeeping(void)
+{
+    ms_thread_slot *s = ms_self.slot;
+    if (!s || ms_self.exit_done)
+        return;
+    ms_self.exit_done = 1;
+    uint32_t old = __atomic_fetch_or(&s->state, MS_THR_EXITED, __ATOMIC_ACQ_REL);
+    if (old & MS_THR_DETACHED)
+        slot_finish(s);
+}
+
+static void *ms_thread_start(void *arg)
+{
+    ms_thread_slot *s = arg;
+    ms_self.slot = s;
+    s->tid = ms_gettid();
+    s->handle = pthread_self();
+    pthread_attr_t a;
+    ms_enter();
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        void *lo = NULL;
+        size_t sz = 0;
+        if (pthread_attr_getstack(&a, &lo, &sz) == 0 && lo) {
+            s->stack_lo = (uintptr_t)lo;
+            s->stack_hi = (uintptr_t)lo + sz;
+            ms_self.stack_lo = s->stack_lo;
+            ms_self.stack_hi = s->stack_hi;
+        }
+        pthread_attr_destroy(&a);
+    }
+    if (s->stack_rec_size && s->stack_lo) {
+        s->stack_rec_addr = s->stack_lo;
+        ms_region_add(s->stack_rec_addr, s->stack_rec_size, MS_KIND_STACK, s->stack_id, s->creator_tid);
+    }
+    ms_leave();
+    __atomic_fetch_or(&s->state, MS_THR_STARTED, __ATOMIC_RELEASE);
+    void *ret = s->start(s->arg);
+    ms_thread_exit_bookkeeping();
+    return ret;
+}
+
+MS_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    ms_init();
+    if (!ms_real.pthread_create) {
+        errno = ENOSYS;
+        return EAGAIN;
+    }
+    if (ms_state != MS_STATE_READY || ms_self.busy)
+        return ms_real.pthread_create(t, attr, fn, arg);
+    ms_thread_slot *s = slot_alloc();
+    if (!s)
+        return ms_real.pthread_create(t, attr, fn, arg);
+    s->start = fn;
+    s->arg = arg;
+    s->creator_tid = ms_gettid();
+    int detached = 0;
+    size_t size = 0;
+    ms_enter();
+    if (attr) {
+        void *lo = NULL;
+        size_t sz = 0;
+        pthread_attr_getdetachstate(attr, &detached);
+        /* With no stack supplied, glibc keeps stackaddr 0 and getstack reports
+         * 0 - stacksize as the low end. */
+        if (pthread_attr_getstack(attr, &lo, &sz) == 0 && (lo == NULL || (uintptr_t)lo + sz == 0))
+            pthread_attr_getstacksize(attr, &size);
+        /* a stack the program supplied is the program's own memory, not a new one */
+    } else {
+        pthread_attr_t d;
+        if (pthread_getattr_default_np(&d) == 0) {
+            pthread_attr_getstacksize(&d, &size);
+            pthread_attr_destroy(&d);
+        }
+    }
+    s->stack_rec_size = size;
+    if (size)
+        s->stack_id = ms_current_stack(MS_KIND_STACK);
+    if (detached == PTHREAD_CREATE_DETACHED)
+        __atomic_fetch_or(&s->state, MS_THR_DETACHED, __ATOMIC_RELAXED);
+    ms_leave();
+    int rc = ms_real.pthread_create(t, attr, ms_thread_start, s);
+    if (rc != 0) {
+        slot_release(s);
+        return rc;
+    }
+    if (!detached)
+        s->handle = *t;
+    return 0;
+}
+
+static int ms_join_common(int rc_of_real, ms_thread_slot *s)
+{
+    if (rc_of_real == 0 && s)
+        slot_finish(s);
+    return rc_of_real;
+}
+
+MS_EXPORT int pthread_join(pthread_t t, void **ret)
+{
+    ms_init();
+    ms_thread_slot *s = ms_state == MS_STATE_READY ? slot_find(t) : NULL;
+    return ms_join_common(ms_real.pthread_join(t, ret), s);
+}
+
+MS_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret)
+{
+    ms_init();
+    ms_thread_slot *s = ms_state == MS_STATE_READY ? slot_find(t) : NULL;
+    return ms_join_common(ms_real.pthread_tryjoin_np(t, ret), s);
+}
+
+MS_EXPORT int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *ts)
+{
+    ms_init();
+    ms_thread_slot *s = ms_state == MS_STATE_READY ? slot_find(t) : NULL;
+    return ms_join_common(ms_real.pthread_timedjoin_np(t, ret, ts), s);
+}
+
+MS_EXPORT int pthread_detach(pthread_t t)
+{
+    ms_init();
+    ms_thread_slot *s = ms_state == MS_STATE_READY ? slot_find(t) : NULL;
+    int rc = ms_real.pthread_detach(t);
+    if (rc == 0 && s) {
+        uint32_t old = __atomic_fetch_or(&s->state, MS_THR_DETACHED, __ATOMIC_ACQ_REL);
+        if (old & MS_THR_EXITED)
+            slot_finish(s);
+    }
+    return rc;
+}
+
+MS_EXPORT void pthread_exit(void *ret)
+{
+    ms_init();
+    ms_thread_exit_bookkeeping();
+    ms_real.pthread_exit(ret);
+}

@@ -1,0 +1,108 @@
+/* Unwinding front end: picks the backend (cached DWARF CFI, frame pointers, or
+ * libunwind), cuts the agent's own frames, and reports truncation and failures.
+ * Runs inside the target: every stack read is bounds-checked, nothing allocates. */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+static int ms_unwind_mode;
+
+static inline int ms_is_self(uintptr_t pc)
+{
+    return pc >= ms_self_lo && pc < ms_self_hi;
+}
+
+int ms_unwind_init(void)
+{
+    ms_unwind_mode = (int)ms_opt.unwind;
+    if (ms_unwind_mode == MS_UNWIND_AUTO)
+        ms_unwind_mode = MS_UNWIND_DWARF;
+    if (ms_unwind_mode == MS_UNWIND_DWARF)
+        ms_unwind_mode = MS_UNWIND_LIBUNWIND;
+    if (ms_unwind_mode == MS_UNWIND_LIBUNWIND)
+        unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    return 0;
+}
+
+const char *ms_unwind_name(void)
+{
+    switch (ms_unwind_mode) {
+    case MS_UNWIND_FP: return "fp";
+    case MS_UNWIND_LIBUNWIND: return "libunwind";
+    default: return "dwarf-cached";
+    }
+}
+
+void ms_unwind_invalidate(void)
+{
+    if (ms_unwind_mode == MS_UNWIND_LIBUNWIND)
+        unw_flush_cache(unw_local_addr_space, 0, 0);
+}
+
+static MS_NOINLINE unsigned ms_unwind_libunwind(uint64_t *pcs, unsigned max, unsigned *flags)
+{
+    void *buf[MS_MAX_DEPTH_LIMIT + 16];
+    unsigned want = max + 16;
+    int n = unw_backtrace(buf, (int)want);
+    if (n <= 0) {
+        *flags |= MS_STACKF_UNWIND_FAIL;
+        MS_HEALTH_INC(unwind_failures);
+        return 0;
+    }
+    unsigned i = 0, d = 0;
+    while (i < (unsigned)n && ms_is_self((uintptr_t)buf[i]))
+        i++;
+    for (; i < (unsigned)n && d < max; i++)
+        if (!ms_is_self((uintptr_t)buf[i])) /* e.g. the thread start trampoline */
+            pcs[d++] = (uint64_t)(uintptr_t)buf[i];
+    if (i < (unsigned)n || (unsigned)n == want) {
+        *flags |= MS_STACKF_TRUNCATED;
+        MS_HEALTH_INC(unwind_truncated);
+    }
+    return d;
+}
+
+static MS_NOINLINE unsigned ms_unwind_fp(uint64_t *pcs, unsigned max, unsigned *flags)
+{
+    ms_thread_bounds();
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t lo = fp, hi = ms_self.stack_hi;
+    unsigned n = 0;
+    if (!hi) {
+        *flags |= MS_STACKF_UNWIND_FAIL;
+        MS_HEALTH_INC(unwind_failures);
+        return 0;
+    }
+    for (;;) {
+        if (fp < lo || fp + 16 > hi || (fp & 7))
+            break;
+        uintptr_t next = ((const uintptr_t *)fp)[0];
+        uintptr_t ra = ((const uintptr_t *)fp)[1];
+        if (ra < 4096)
+            break;
+        if (!ms_is_self(ra)) {
+            if (n == max) {
+                *flags |= MS_STACKF_TRUNCATED;
+                MS_HEALTH_INC(unwind_truncated);
+                break;
+            }
+            pcs[n++] = ra;
+        }
+        if (next <= fp)
+            break;
+        fp = next;
+    }
+    return n;
+}
+
+unsigned ms_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
+{
+    switch (ms_unwind_mode) {
+    case MS_UNWIND_FP:
+        return ms_unwind_fp(pcs, max, flags);
+    default:
+        return ms_unwind_libunwind(pcs, max, flags);
+    }
+}

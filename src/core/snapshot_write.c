@@ -1,0 +1,300 @@
+/* Allocation-free snapshot writer (see snapshot_write.h): buffered write() into a
+ * temporary file, chunk headers patched with pwrite(), CRC computed by re-reading each
+ * finished chunk. Runs inside the target: no malloc, no stdio, no locks. */
+#include "core/snapshot_write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h> /* rename() only */
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static const unsigned char ms_zero_pad[8];
+
+size_t ms_fmt_u64(char *buf, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = 0;
+    return n;
+}
+
+static void sw_fail(ms_snap_writer *w, int e)
+{
+    if (!w->err)
+        w->err = e ? e : EIO;
+}
+
+static void sw_flush(ms_snap_writer *w)
+{
+    size_t done = 0;
+    while (!w->err && done < w->buflen) {
+        ssize_t r = write(w->fd, w->buf + done, w->buflen - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            sw_fail(w, r < 0 ? errno : ENOSPC);
+            break;
+        }
+        done += (size_t)r;
+    }
+    w->file_off += w->buflen;
+    w->buflen = 0;
+}
+
+static void sw_raw(ms_snap_writer *w, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    while (n && !w->err) {
+        if (w->buflen == sizeof w->buf)
+            sw_flush(w);
+        size_t k = sizeof w->buf - w->buflen;
+        if (k > n)
+            k = n;
+        memcpy(w->buf + w->buflen, s, k);
+        w->buflen += k;
+        s += k;
+        n -= k;
+    }
+}
+
+static int sw_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+    const unsigned char *s = p;
+    while (n) {
+        ssize_t r = pwrite(fd, s, n, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? errno : EIO;
+        s += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+static size_t sw_strlen(const char *s)
+{
+    size_t n = 0;
+    while (s[n])
+        n++;
+    return n;
+}
+
+int ms_sw_open(ms_snap_writer *w, const char *final_path, uint64_t flags)
+{
+    w->fd = -1;
+    w->err = 0;
+    w->file_off = 0;
+    w->buflen = 0;
+    w->in_chunk = 0;
+    w->nchunks = 0;
+    size_t n = sw_strlen(final_path);
+    /* tmp name: "<dir>/.<base>.tmp<k>", k = 0..99 */
+    if (n + 16 >= MS_SW_PATH_MAX)
+        return -ENAMETOOLONG;
+    memcpy(w->final_path, final_path, n + 1);
+    size_t slash = n;
+    while (slash > 0 && final_path[slash - 1] != '/')
+        slash--;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        char *t = w->tmp_path;
+        memcpy(t, final_path, slash);
+        t += slash;
+        *t++ = '.';
+        memcpy(t, final_path + slash, n - slash);
+        t += n - slash;
+        memcpy(t, ".tmp", 4);
+        t += 4;
+        t += ms_fmt_u64(t, (uint64_t)attempt);
+        *t = 0;
+        int fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST)
+            continue;
+        if (fd < 0)
+            return -errno;
+        w->fd = fd;
+        ms_snap_header h;
+        memset(&h, 0, sizeof h);
+        memcpy(h.magic, MS_SNAP_MAGIC, 8);
+        h.version_major = MS_SNAP_VERSION_MAJOR;
+        h.version_minor = MS_SNAP_VERSION_MINOR;
+        h.header_size = sizeof h;
+        h.flags = flags;
+        sw_raw(w, &h, sizeof h);
+        return 0;
+    }
+    return -EEXIST;
+}
+
+void ms_sw_begin(ms_snap_writer *w, uint32_t type, uint32_t flags)
+{
+    if (w->in_chunk)
+        ms_sw_end(w);
+    ms_chunk_header ch;
+    memset(&ch, 0, sizeof ch);
+    ch.type = type;
+    ch.flags = flags;
+    w->chunk_hdr_off = w->file_off + w->buflen;
+    w->chunk_type = type;
+    w->chunk_flags = flags;
+    w->chunk_len = 0;
+    w->in_chunk = 1;
+    sw_raw(w, &ch, sizeof ch);
+}
+
+void ms_sw_bytes(ms_snap_writer *w, const void *p, size_t n)
+{
+    sw_raw(w, p, n);
+    w->chunk_len += n;
+}
+
+void ms_sw_u8(ms_snap_writer *w, uint8_t v) { ms_sw_bytes(w, &v, 1); }
+void ms_sw_u16(ms_snap_writer *w, uint16_t v) { ms_sw_bytes(w, &v, 2); }
+void ms_sw_u32(ms_snap_writer *w, uint32_t v) { ms_sw_bytes(w, &v, 4); }
+void ms_sw_u64(ms_snap_writer *w, uint64_t v) { ms_sw_bytes(w, &v, 8); }
+
+void ms_sw_str(ms_snap_writer *w, const char *s, size_t n)
+{
+    if (n > UINT32_MAX)
+        n = UINT32_MAX;
+    ms_sw_u32(w, (uint32_t)n);
+    ms_sw_bytes(w, s, n);
+}
+
+void ms_sw_cstr(ms_snap_writer *w, const char *s)
+{
+    if (!s)
+        s = "";
+    ms_sw_str(w, s, sw_strlen(s));
+}
+
+void ms_sw_kv(ms_snap_writer *w, const char *key, const char *value)
+{
+    ms_sw_cstr(w, key);
+    ms_sw_cstr(w, value);
+}
+
+void ms_sw_kv_u64(ms_snap_writer *w, const char *key, uint64_t value)
+{
+    char b[24];
+    ms_fmt_u64(b, value);
+    ms_sw_kv(w, key, b);
+}
+
+void ms_sw_kv_i64(ms_snap_writer *w, const char *key, int64_t value)
+{
+    char b[24];
+    if (value < 0) {
+        b[0] = '-';
+        ms_fmt_u64(b + 1, (uint64_t)0 - (uint64_t)value);
+    } else {
+        ms_fmt_u64(b, (uint64_t)value);
+    }
+    ms_sw_kv(w, key, b);
+}
+
+uint64_t ms_sw_chunk_pos(const ms_snap_writer *w) { return w->chunk_len; }
+
+static void sw_patch(ms_snap_writer *w, uint64_t at, const void *p, size_t n)
+{
+    if (w->err || !w->in_chunk || at + n > w->chunk_len)
+        return;
+    uint64_t off = w->chunk_hdr_off + sizeof(ms_chunk_header) + at;
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++, off++) {
+        if (off >= w->file_off) {
+            w->buf[off - w->file_off] = s[i];
+        } else {
+            int e = sw_pwrite_all(w->fd, s + i, 1, off);
+            if (e)
+                sw_fail(w, e);
+        }
+    }
+}
+
+void ms_sw_patch_u32(ms_snap_writer *w, uint64_t at, uint32_t v) { sw_patch(w, at, &v, 4); }
+void ms_sw_patch_u64(ms_snap_writer *w, uint64_t at, uint64_t v) { sw_patch(w, at, &v, 8); }
+
+void ms_sw_end(ms_snap_writer *w)
+{
+    if (!w->in_chunk)
+        return;
+    uint64_t len = w->chunk_len;
+    size_t pad = (size_t)((8 - (len & 7)) & 7);
+    sw_raw(w, ms_zero_pad, pad);
+    sw_flush(w);
+    w->in_chunk = 0;
+    if (w->err)
+        return;
+    /* CRC over the payload as it is in the file (patches included). */
+    uLong crc = crc32(0L, Z_NULL, 0);
+    uint64_t off = w->chunk_hdr_off + sizeof(ms_chunk_header);
+    uint64_t left = len;
+    while (left) {
+        size_t k = left > sizeof w->buf ? sizeof w->buf : (size_t)left;
+        ssize_t r = pread(w->fd, w->buf, k, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            sw_fail(w, r < 0 ? errno : EIO);
+            return;
+        }
+        crc = crc32(crc, w->buf, (uInt)r);
+        off += (uint64_t)r;
+        left -= (uint64_t)r;
+    }
+    ms_chunk_header ch;
+    memset(&ch, 0, sizeof ch);
+    ch.type = w->chunk_type;
+    ch.flags = w->chunk_flags;
+    ch.length = len;
+    ch.crc32 = (uint32_t)crc;
+    int e = sw_pwrite_all(w->fd, &ch, sizeof ch, w->chunk_hdr_off);
+    if (e)
+        sw_fail(w, e);
+    if (w->chunk_type != MS_CHUNK_END)
+        w->nchunks++;
+}
+
+void ms_sw_abort(ms_snap_writer *w)
+{
+    if (w->fd >= 0) {
+        close(w->fd);
+        unlink(w->tmp_path);
+    }
+    w->fd = -1;
+}
+
+int ms_sw_commit(ms_snap_writer *w)
+{
+    if (w->fd < 0)
+        return -EBADF;
+    if (w->in_chunk)
+        ms_sw_end(w);
+    uint32_t n = w->nchunks;
+    ms_sw_begin(w, MS_CHUNK_END, MS_CHUNKF_REQUIRED);
+    ms_sw_u32(w, n);
+    ms_sw_end(w);
+    if (!w->err && fsync(w->fd) != 0 && errno != EINVAL)
+        sw_fail(w, errno);
+    if (close(w->fd) != 0 && !w->err && errno != EINTR)
+        sw_fail(w, errno);
+    w->fd = -1;
+    if (!w->err && rename(w->tmp_path, w->final_path) != 0)
+        sw_fail(w, errno);
+    if (w->err) {
+        unlink(w->tmp_path);
+        return -w->err;
+    }
+    return 0;
+}

@@ -1,0 +1,19 @@
+# The agent's tests (prefix agent_): ground-truth programs built with -O2 and with
+# frame pointers, run under libmemsight.so with every unwinder; real programs under the
+# agent with unchanged output and exit status.
+set(MS_AGENT_TESTS ${CMAKE_CURRENT_SOURCE_DIR})
+foreach(p heap deep mmap threads cxx)
+  if(p STREQUAL "cxx")
+    set(src ${MS_AGENT_TESTS}/programs/gt_cxx.cpp)
+  else()
+    set(src ${MS_AGENT_TESTS}/programs/gt_${p}.c)
+  endif()
+  ms_test_program(gt_${p}_o2 SOURCES ${src} FLAGS -O2 -g -fomit-frame-pointer LIBS Threads::Threads)
+  ms_test_program(gt_${p}_fp SOURCES ${src} FLAGS -O2 -g -fno-omit-frame-pointer LIBS Threads::Threads)
+  ms_integration_test(agent_gt_${p}_o2 ${MS_AGENT_TESTS}/integration/agent_groundtruth.py gt_${p}_o2)
+  ms_integration_test(agent_gt_${p}_fp ${MS_AGENT_TESTS}/integration/agent_groundtruth.py gt_${p}_fp)
+  ms_integration_test(agent_gt_${p}_fp_fpunwind ${MS_AGENT_TESTS}/integration/agent_groundtruth.py gt_${p}_fp unwind=fp)
+  ms_integration_test(agent_gt_${p}_o2_libunwind ${MS_AGENT_TESTS}/integration/agent_groundtruth.py gt_${p}_o2 unwind=libunwind)
+  set_tests_properties(agent_gt_${p}_o2 agent_gt_${p}_fp agent_gt_${p}_fp_fpunwind agent_gt_${p}_o2_libunwind
+    PROPERTIES LABELS agent)
+endforeach()

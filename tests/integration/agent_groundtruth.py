@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Ground-truth test: runs a tests/programs/gt_* program under the agent and checks that
+the exit snapshot holds exactly the live blocks and bytes the program says it keeps, per
+calling function, and that expected caller chains appear in the stacks.
+
+Usage: agent_groundtruth.py PROGRAM [MEMSIGHT_OPTIONS extra...]
+Environment: MS_AGENT, MS_PROGRAMS (set by ms_integration_test)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_snap  # noqa: E402
+
+
+def fail(msg):
+    print('FAIL: ' + msg)
+    sys.exit(1)
+
+
+def innermost_exe_function(snap, stack, exe):
+    """Name of the innermost frame that lies in the program itself."""
+    for pc in stack['pcs']:
+        for m in snap['modules']:
+            if os.path.realpath(m['path']) != exe:
+                continue
+            for vaddr, memsz, _o, flags in m['segs']:
+                lo = m['bias'] + vaddr
+                if flags & 1 and lo <= pc - 1 < lo + memsz:
+                    return agent_snap.symbolize(snap, pc)
+    return None
+
+
+def run(prog, extra):
+    exe = os.path.realpath(os.path.join(os.environ['MS_PROGRAMS'], prog))
+    out = tempfile.mkdtemp(prefix='ms-agent-gt-')
+    env = dict(os.environ)
+    env['LD_PRELOAD'] = os.environ['MS_AGENT']
+    env['MEMSIGHT_OPTIONS'] = ','.join(['out=' + out] + extra)
+    p = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        fail('%s exited with %d: %s' % (prog, p.returncode, p.stderr))
+    # the pid is in the snapshot name; the program is the only writer in this directory
+    snaps = [f for f in os.listdir(out) if f.endswith('-exit.msnap')]
+    if len(snaps) != 1:
+        fail('expected one exit snapshot in %s, found %r' % (out, os.listdir(out)))
+    path = os.path.join(out, snaps[0])
+    snap = agent_snap.read(path)
+    if snap['meta'].get('exe') != exe:
+        fail('META exe %r != %r' % (snap['meta'].get('exe'), exe))
+    if not snaps[0].startswith('memsight-%s-0000-exit' % snap['meta']['pid']):
+        fail('file name %s does not carry pid %s' % (snaps[0], snap['meta']['pid']))
+    return exe, p.stdout, snap, path
+
+
+def check(prog, extra):
+    exe, stdout, snap, path = run(prog, extra)
+    expects = [l.split() for l in stdout.splitlines() if l.startswith('expect ')]
+    chains = [l.split()[1:] for l in stdout.splitlines() if l.startswith('chain ')]
+    if not expects:
+        fail('program printed no expectations')
+    by_func = {}
+    for st in snap['stacks'].values():
+        f = innermost_exe_function(snap, st, exe)
+        key = (f, st['kind'])
+        agg = by_func.setdefault(key, {'live_blocks': 0, 'live_bytes': 0, 'ids': set()})
+        agg['live_blocks'] += st['live_blocks']
+        agg['live_bytes'] += st['live_bytes']
+        agg['ids'].add(st['id'])
+    blocks = snap['blocks'] or []
+    errors = []
+    for _, func, kind, nblk, nbytes in expects:
+        got = by_func.get((func, kind), {'live_blocks': 0, 'live_bytes': 0, 'ids': set()})
+        if (got['live_blocks'], got['live_bytes']) != (int(nblk), int(nbytes)):
+            errors.append('%s %s: expected %s blocks / %s bytes, agent says %d / %d'
+                          % (func, kind, nblk, nbytes, got['live_blocks'], got['live_bytes']))
+        # the BLKS chunk must agree with the per-stack counters
+        bl = [b for b in blocks if b['stack_id'] in got['ids'] and b['kind'] == kind]
+        if (len(bl), sum(b['size'] for b in bl)) != (int(nblk), int(nbytes)):
+            errors.append('%s %s: BLKS holds %d blocks / %d bytes, expected %s / %s'
+                          % (func, kind, len(bl), sum(b['size'] for b in bl), nblk, nbytes))
+        if int(nblk) and int(nbytes) and int(nblk) > 0 and not got['ids'] and (func, kind) not in by_func:
+            errors.append('%s %s: no stack found' % (func, kind))
+    for chain in chains:
+        ok = False
+        for st in snap['stacks'].values():
+            names = agent_snap.frames(snap, st)
+            idx = [names.index(c) if c in names else -1 for c in chain]
+            if all(i >= 0 for i in idx) and idx == sorted(idx):
+                ok = True
+                break
+        if not ok:
+            errors.append('no stack holds the chain %s' % ' -> '.join(chain))
+    agent_frames = [n for st in snap['stacks'].values() for n in agent_snap.frames(snap, st)
+                    if n and n.startswith('ms_')]
+    if agent_frames:
+        errors.append('agent frames in stacks: %s' % sorted(set(agent_frames)))
+    for k in ('dropped_blocks', 'dropped_stacks', 'dropped_regions'):
+        if snap['health'].get(k):
+            errors.append('health %s = %d' % (k, snap['health'][k]))
+    if errors:
+        print('snapshot: %s (unwinder %s)' % (path, snap['meta'].get('unwinder')))
+        fail('\n  '.join([prog] + errors))
+    print('ok %s %s: %d expectations, %d chains, unwinder %s' % (
+        prog, ','.join(extra), len(expects), len(chains), snap['meta'].get('unwinder')))
+
+
+if __name__ == '__main__':
+    check(sys.argv[1], sys.argv[2:])

@@ -1,0 +1,23 @@
+/* Ground-truth helpers for the agent's test programs: each program prints what it
+ * expects the agent to see ("expect FUNC KIND LIVE_BLOCKS LIVE_BYTES") on stdout.
+ * Test-only code: never linked into memsight itself. */
+#ifndef GT_COMMON_H
+#define GT_COMMON_H
+#include <stdio.h>
+
+/* Keeps pointers reachable and defeats tail calls (a function whose last act is a call
+ * would otherwise vanish from the stack). */
+#define GT_KEEP_MAX 65536
+extern void *volatile gt_keep[GT_KEEP_MAX];
+#define GT_NOINLINE __attribute__((noinline, noclone))
+
+static inline void gt_expect(const char *fn, const char *kind, unsigned long blocks, unsigned long bytes)
+{
+    printf("expect %s %s %lu %lu\n", fn, kind, blocks, bytes);
+}
+/* "chain A B C": frames A, B and C all appear, innermost first, in some stack. */
+static inline void gt_chain(const char *a, const char *b, const char *c)
+{
+    printf("chain %s %s %s\n", a, b, c);
+}
+#endif

@@ -1,0 +1,117 @@
+/* Ground truth: 4 threads allocating and freeing concurrently (each keeps a known
+ * number of blocks), joined; one detached thread that exits; one thread still running
+ * at exit. Thread stacks: joined and exited-detached ones are gone, the running one is
+ * live with its requested size. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gt_common.h"
+
+void *volatile gt_keep[GT_KEEP_MAX];
+#define ITER 20000
+#define KEEP 250
+
+GT_NOINLINE void gt_worker_alloc(int t)
+{
+    void *ring[64] = {0};
+    for (int i = 0; i < ITER; i++) {
+        int k = i & 63;
+        free(ring[k]);
+        ring[k] = malloc(16 + (size_t)(i % 200));
+    }
+    for (int k = 0; k < 64; k++)
+        free(ring[k]);
+    for (int i = 0; i < KEEP; i++)
+        gt_keep[t * KEEP + i] = malloc(64);
+}
+
+static void *worker(void *arg)
+{
+    gt_worker_alloc((int)(long)arg);
+    return NULL;
+}
+
+static volatile int sleeper_started;
+
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    sleeper_started = 1;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static void *detached_fn(void *arg)
+{
+    (void)arg;
+    return NULL;
+}
+
+static int count_tasks(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+GT_NOINLINE void gt_spawn_workers(void)
+{
+    pthread_t th[4];
+    for (long i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, worker, (void *)i);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    gt_keep[5000] = 0;
+}
+
+GT_NOINLINE void gt_spawn_detached(void)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 256 * 1024);
+    pthread_t t;
+    int before = count_tasks();
+    pthread_create(&t, &a, detached_fn, NULL);
+    pthread_attr_destroy(&a);
+    /* wait until it has really exited */
+    for (int i = 0; i < 5000 && count_tasks() > before; i++)
+        usleep(1000);
+    gt_keep[5001] = 0;
+}
+
+GT_NOINLINE void gt_spawn_sleeper(void)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 512 * 1024);
+    pthread_t t;
+    pthread_create(&t, &a, sleeper, NULL);
+    pthread_attr_destroy(&a);
+    while (!sleeper_started)
+        usleep(1000);
+    gt_keep[5002] = 0;
+}
+
+int main(void)
+{
+    gt_spawn_workers();
+    gt_spawn_detached();
+    gt_spawn_sleeper();
+    gt_expect("gt_worker_alloc", "heap", 4 * KEEP, 4 * KEEP * 64);
+    gt_expect("gt_spawn_workers", "stack", 0, 0);
+    gt_expect("gt_spawn_detached", "stack", 0, 0);
+    gt_expect("gt_spawn_sleeper", "stack", 1, 512 * 1024);
+    fflush(stdout);
+    exit(0);
+}
