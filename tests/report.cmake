@@ -6,3 +6,5 @@ ms_unit_test(report_snapshot_read SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_
 ms_unit_test(report_symbolize SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize.c
   LIBS ms_analysis)
 target_compile_options(report_symbolize PRIVATE -O2 -g)
+# `memsight report` on snapshots built byte by byte by report_mksnap.py (no agent needed).
+ms_integration_test(report_cli ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_cli.py)

@@ -1,0 +1,245 @@
+/* `memsight report --format json`: the stable, documented JSON report
+ * (docs/json-report.md). Names here are a contract: add fields, never rename or
+ * remove one. Never prints anything but the document. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/export.h"
+#include "analysis/json_writer.h"
+#include "analysis/report_model.h"
+
+#define JSON_REPORT_VERSION 1
+
+static void counters(ms_json *j, const char *prefix, const ms_snap_counters *c, int cumulative)
+{
+    char k[64];
+    snprintf(k, sizeof k, "%slive_bytes", prefix);
+    ms_json_kv_u64(j, k, c->live_bytes);
+    snprintf(k, sizeof k, "%slive_blocks", prefix);
+    ms_json_kv_u64(j, k, c->live_blocks);
+    if (!cumulative)
+        return;
+    snprintf(k, sizeof k, "%sallocated_bytes", prefix);
+    ms_json_kv_u64(j, k, c->alloc_bytes);
+    snprintf(k, sizeof k, "%sallocated_blocks", prefix);
+    ms_json_kv_u64(j, k, c->alloc_blocks);
+    snprintf(k, sizeof k, "%sfreed_bytes", prefix);
+    ms_json_kv_u64(j, k, c->free_bytes);
+    snprintf(k, sizeof k, "%sfreed_blocks", prefix);
+    ms_json_kv_u64(j, k, c->free_blocks);
+}
+
+static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st)
+{
+    size_t n = 0;
+    ms_frame *f = st ? ms_report_frames(s, sym, st, &n) : NULL;
+    if (st && !f && st->depth)
+        return -1;
+    ms_json_key(j, "frames");
+    ms_json_array_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        ms_json_object_begin(j);
+        ms_json_key(j, "address");
+        ms_json_hex(j, f[i].address);
+        ms_json_kv_str(j, "module", f[i].module);
+        ms_json_key(j, "module_offset");
+        if (f[i].module)
+            ms_json_hex(j, f[i].module_offset);
+        else
+            ms_json_null(j);
+        ms_json_kv_str(j, "function", f[i].function);
+        ms_json_kv_str(j, "file", f[i].file);
+        ms_json_key(j, "line");
+        if (f[i].line > 0)
+            ms_json_i64(j, f[i].line);
+        else
+            ms_json_null(j);
+        ms_json_key(j, "inlined");
+        ms_json_bool(j, f[i].inlined);
+        ms_json_object_end(j);
+    }
+    ms_json_array_end(j);
+    free(f);
+    return 0;
+}
+
+static void meta(ms_json *j, const ms_snapshot *s)
+{
+    ms_json_key(j, "meta");
+    ms_json_object_begin(j);
+    for (size_t i = 0; i < s->nmeta; i++) {
+        /* Later duplicates win, as in ms_snapshot_meta; write each key once. */
+        int dup = 0;
+        for (size_t k = i + 1; k < s->nmeta && !dup; k++)
+            dup = !strcmp(s->meta[k].key, s->meta[i].key);
+        if (!dup)
+            ms_json_kv_str(j, s->meta[i].key, s->meta[i].value);
+    }
+    ms_json_object_end(j);
+}
+
+static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym)
+{
+    const ms_snap_leak_summary *ls = &s->leak_summary;
+    ms_json_key(j, "leaks");
+    ms_json_object_begin(j);
+    for (unsigned c = 0; c < MS_LEAK_CLASS_COUNT; c++) {
+        ms_json_key(j, ms_leak_class_name(c));
+        ms_json_object_begin(j);
+        ms_json_kv_u64(j, "blocks", ls->blocks[c]);
+        ms_json_kv_u64(j, "bytes", ls->bytes[c]);
+        ms_json_object_end(j);
+    }
+    ms_json_kv_u64(j, "pause_ns", ls->pause_ns);
+    ms_json_kv_u64(j, "scan_ns", ls->scan_ns);
+    ms_json_kv_u64(j, "flags", ls->flags);
+    ms_json_object_end(j);
+
+    ms_json_key(j, "leak_records");
+    ms_json_array_begin(j);
+    for (size_t i = 0; i < s->nleaks; i++) {
+        const ms_snap_leak_rec *r = &s->leaks[i];
+        ms_json_object_begin(j);
+        ms_json_kv_str(j, "class", ms_leak_class_name(r->leak_class));
+        ms_json_kv_u64(j, "blocks", r->blocks);
+        ms_json_kv_u64(j, "bytes", r->bytes);
+        ms_json_kv_u64(j, "stack_id", r->stack_id);
+        ms_json_key(j, "example_address");
+        ms_json_hex(j, r->example_address);
+        ms_json_kv_u64(j, "example_size", r->example_size);
+        char hex[2 * sizeof r->sample + 1];
+        size_t n = r->sample_len <= sizeof r->sample ? r->sample_len : sizeof r->sample;
+        for (size_t b = 0; b < n; b++)
+            snprintf(hex + 2 * b, 3, "%02x", r->sample[b]);
+        hex[2 * n] = 0;
+        ms_json_kv_str(j, "sample_hex", hex);
+        if (frames(j, s, sym, ms_snapshot_stack(s, r->stack_id)))
+            return -1;
+        ms_json_object_end(j);
+    }
+    ms_json_array_end(j);
+    return 0;
+}
+
+int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opts *o, FILE *out,
+                   char *err, size_t errlen)
+{
+    ms_json j;
+    ms_json_init(&j, out, 1);
+    ms_json_object_begin(&j);
+    ms_json_kv_str(&j, "format", "memsight-report");
+    ms_json_kv_i64(&j, "version", JSON_REPORT_VERSION);
+    ms_json_kv_str(&j, "file", s->path);
+    char ver[32];
+    snprintf(ver, sizeof ver, "%u.%u", s->version_major, s->version_minor);
+    ms_json_kv_str(&j, "snapshot_version", ver);
+    ms_json_key(&j, "sampled");
+    ms_json_bool(&j, (s->flags & MS_SNAP_F_SAMPLED) != 0);
+    meta(&j, s);
+
+    ms_report_totals t;
+    ms_report_totals_compute(s, &t);
+    ms_json_key(&j, "totals");
+    ms_json_object_begin(&j);
+    counters(&j, "", &t.all, 1);
+    counters(&j, "heap_", &t.kind[MS_KIND_HEAP], 1);
+    counters(&j, "mmap_", &t.kind[MS_KIND_MMAP], 1);
+    counters(&j, "stack_", &t.kind[MS_KIND_STACK], 1);
+    ms_json_kv_u64(&j, "stacks", s->nstacks);
+    if (s->has_blocks)
+        ms_json_kv_u64(&j, "blocks_recorded", s->nblocks);
+    if (s->has_peak) {
+        ms_json_kv_u64(&j, "peak_live_bytes", s->peak_live_bytes_total);
+        ms_json_kv_u64(&j, "peak_ns", s->peak_ns);
+    }
+    ms_json_object_end(&j);
+
+    ms_json_key(&j, "health");
+    ms_json_object_begin(&j);
+    for (size_t i = 0; i < s->nhealth; i++)
+        ms_json_kv_u64(&j, s->health[i].name, s->health[i].value);
+    ms_json_object_end(&j);
+
+    char lost[512];
+    uint64_t nlost = ms_report_lost(s, lost, sizeof lost);
+    ms_json_key(&j, "warnings");
+    ms_json_array_begin(&j);
+    if (nlost) {
+        char w[700];
+        snprintf(w, sizeof w, "the agent lost records (%s): totals are lower bounds", lost);
+        ms_json_str(&j, w);
+    }
+    if (s->unknown_chunks) {
+        char w[160];
+        snprintf(w, sizeof w, "%zu chunk(s) of a newer format version were skipped",
+                 s->unknown_chunks);
+        ms_json_str(&j, w);
+    }
+
+    size_t n = 0;
+    const ms_stack **ranked = ms_report_ranked(s, MS_METRIC_LIVE_BYTES, 1, &n);
+    if (!ranked) {
+        snprintf(err, errlen, "%s: out of memory", s->path);
+        return -1;
+    }
+    size_t top = (o && o->top > 0 && (size_t)o->top < n) ? (size_t)o->top : n;
+    /* Symbolize first so that symbolizer warnings (changed files) are in the list. */
+    ms_frame *probe = NULL;
+    for (size_t i = 0; i < top && sym; i++) {
+        size_t k;
+        probe = ms_report_frames(s, sym, ranked[i], &k);
+        free(probe);
+    }
+    if (sym) {
+        const char *const *lines;
+        size_t nw = ms_symbolizer_warnings(sym, &lines);
+        for (size_t i = 0; i < nw; i++)
+            ms_json_str(&j, lines[i]);
+    }
+    ms_json_array_end(&j);
+
+    if (s->nacct) {
+        ms_json_key(&j, "accounting_kb");
+        ms_json_object_begin(&j);
+        for (size_t i = 0; i < s->nacct; i++)
+            ms_json_kv_u64(&j, s->acct[i].name, s->acct[i].value);
+        ms_json_object_end(&j);
+    }
+
+    ms_json_key(&j, "stacks");
+    ms_json_array_begin(&j);
+    int rc = 0;
+    for (size_t i = 0; i < top && rc == 0; i++) {
+        const ms_stack *st = ranked[i];
+        ms_json_object_begin(&j);
+        ms_json_kv_u64(&j, "id", st->id);
+        ms_json_kv_str(&j, "kind", ms_kind_name(st->kind));
+        counters(&j, "", &st->c, 1);
+        if (s->has_peak) {
+            ms_json_kv_u64(&j, "peak_live_bytes", st->peak_live_bytes);
+            ms_json_kv_u64(&j, "peak_live_blocks", st->peak_live_blocks);
+        }
+        ms_json_key(&j, "truncated");
+        ms_json_bool(&j, (st->flags & MS_STACKF_TRUNCATED) != 0);
+        ms_json_key(&j, "unwind_failed");
+        ms_json_bool(&j, (st->flags & MS_STACKF_UNWIND_FAIL) != 0);
+        rc = frames(&j, s, sym, st);
+        ms_json_object_end(&j);
+    }
+    ms_json_array_end(&j);
+    free(ranked);
+    if (rc == 0 && s->has_leaks)
+        rc = leaks(&j, s, sym);
+    ms_json_object_end(&j);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: out of memory", s->path);
+        return -1;
+    }
+    if (ms_json_finish(&j) != 0) {
+        snprintf(err, errlen, "%s: cannot write the JSON report", s->path);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,151 @@
+/* Totals, rankings, frames and health reading shared by the reports (report_model.h).
+ * Never prints. */
+#include "analysis/report_model.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INLINE 16
+
+const char *ms_kind_name(unsigned kind)
+{
+    static const char *const names[] = {"heap", "mmap", "stack"};
+    return kind < MS_KIND_COUNT ? names[kind] : "unknown";
+}
+
+const char *ms_leak_class_name(unsigned cls)
+{
+    static const char *const names[] = {"definitely_lost", "indirectly_lost", "possibly_lost",
+                                        "still_reachable"};
+    return cls < MS_LEAK_CLASS_COUNT ? names[cls] : "unknown";
+}
+
+static void add(ms_snap_counters *a, const ms_snap_counters *b)
+{
+    a->live_blocks += b->live_blocks;
+    a->live_bytes += b->live_bytes;
+    a->alloc_blocks += b->alloc_blocks;
+    a->alloc_bytes += b->alloc_bytes;
+    a->free_blocks += b->free_blocks;
+    a->free_bytes += b->free_bytes;
+}
+
+void ms_report_totals_compute(const ms_snapshot *s, ms_report_totals *t)
+{
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const ms_stack *st = &s->stacks[i];
+        add(&t->all, &st->c);
+        if (st->kind < MS_KIND_COUNT)
+            add(&t->kind[st->kind], &st->c);
+    }
+}
+
+uint64_t ms_report_metric(const ms_stack *st, ms_metric m)
+{
+    switch (m) {
+    case MS_METRIC_LIVE_BLOCKS: return st->c.live_blocks;
+    case MS_METRIC_ALLOC_BYTES: return st->c.alloc_bytes;
+    case MS_METRIC_ALLOC_BLOCKS: return st->c.alloc_blocks;
+    case MS_METRIC_LIVE_BYTES:
+    default: return st->c.live_bytes;
+    }
+}
+
+static ms_metric sort_metric;
+
+static int cmp_ranked(const void *a, const void *b)
+{
+    const ms_stack *x = *(const ms_stack *const *)a, *y = *(const ms_stack *const *)b;
+    uint64_t vx = ms_report_metric(x, sort_metric), vy = ms_report_metric(y, sort_metric);
+    if (vx != vy)
+        return vx > vy ? -1 : 1;
+    if (x->c.alloc_bytes != y->c.alloc_bytes)
+        return x->c.alloc_bytes > y->c.alloc_bytes ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+const ms_stack **ms_report_ranked(const ms_snapshot *s, ms_metric m, int include_zero,
+                                  size_t *n)
+{
+    *n = 0;
+    const ms_stack **r = malloc((s->nstacks ? s->nstacks : 1) * sizeof *r);
+    if (!r)
+        return NULL;
+    for (size_t i = 0; i < s->nstacks; i++)
+        if (include_zero || ms_report_metric(&s->stacks[i], m) > 0)
+            r[(*n)++] = &s->stacks[i];
+    sort_metric = m;
+    qsort(r, *n, sizeof *r, cmp_ranked);
+    return r;
+}
+
+ms_frame *ms_report_frames(const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st,
+                           size_t *n)
+{
+    *n = 0;
+    size_t cap = (size_t)st->depth * 2 + 1;
+    ms_frame *out = malloc(cap * sizeof *out);
+    if (!out)
+        return NULL;
+    for (uint32_t i = 0; i < st->depth; i++) {
+        uint64_t pc = st->pcs[i];
+        int is_ret = i > 0 || !(st->flags & MS_STACKF_FIRST_IS_PC);
+        ms_frame tmp[MAX_INLINE];
+        int k;
+        if (sym) {
+            k = ms_symbolize(sym, pc, is_ret, tmp, MAX_INLINE);
+        } else {
+            k = 1;
+            tmp[0] = (ms_frame){.address = pc};
+            const ms_module *m = ms_snapshot_module_for_pc(s, is_ret && pc ? pc - 1 : pc);
+            if (m) {
+                tmp[0].module = m->path;
+                tmp[0].module_offset = pc - m->load_bias;
+            }
+        }
+        if (k >= 1 && !tmp[k - 1].function) {
+            char key[40];
+            snprintf(key, sizeof key, "sym.%" PRIx64, pc);
+            tmp[k - 1].function = ms_snapshot_meta(s, key);
+        }
+        if (*n + (size_t)k > cap) {
+            cap = (*n + (size_t)k) * 2;
+            ms_frame *g = realloc(out, cap * sizeof *out);
+            if (!g) {
+                free(out);
+                *n = 0;
+                return NULL;
+            }
+            out = g;
+        }
+        memcpy(out + *n, tmp, (size_t)k * sizeof *tmp);
+        *n += (size_t)k;
+    }
+    return out;
+}
+
+uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len)
+{
+    uint64_t sum = 0;
+    size_t o = 0;
+    if (len)
+        buf[0] = 0;
+    for (size_t i = 0; i < s->nhealth; i++) {
+        const ms_health_item *h = &s->health[i];
+        if (h->value == 0)
+            continue;
+        if (strncmp(h->name, "dropped_", 8) && strncmp(h->name, "lost_", 5) &&
+            strcmp(h->name, "snapshot_errors"))
+            continue;
+        sum += h->value;
+        if (o < len) {
+            int w = snprintf(buf + o, len - o, "%s%s=%" PRIu64, o ? ", " : "", h->name, h->value);
+            if (w > 0)
+                o += (size_t)w;
+        }
+    }
+    return sum;
+}

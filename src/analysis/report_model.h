@@ -1,0 +1,45 @@
+/* What the text and JSON reports share: totals by kind, stacks ranked by a metric,
+ * the source frames of a stack, and the plain-language reading of the health counters.
+ * Tools only; computes, never prints. */
+#ifndef MS_ANALYSIS_REPORT_MODEL_H
+#define MS_ANALYSIS_REPORT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analysis/export.h"
+#include "analysis/symbolize.h"
+#include "core/snapshot.h"
+
+typedef struct ms_report_totals {
+    ms_snap_counters all;
+    ms_snap_counters kind[MS_KIND_COUNT];
+} ms_report_totals;
+
+void ms_report_totals_compute(const ms_snapshot *s, ms_report_totals *t);
+uint64_t ms_report_metric(const ms_stack *st, ms_metric m);
+/* Stacks ranked by m, largest first (ties: cumulative bytes, then id); only those with
+ * a non-zero m unless include_zero. malloc'ed; NULL (*n = 0) on out-of-memory. */
+const ms_stack **ms_report_ranked(const ms_snapshot *s, ms_metric m, int include_zero,
+                                  size_t *n);
+
+/* Source frames of a stack, innermost first, inlined frames included; *n frames in a
+ * malloc'ed array (NULL on out-of-memory). sym may be NULL (addresses only). A name the
+ * snapshot itself carries (meta "sym.<hex pc>", from imported dumps) fills a function
+ * the symbolizer could not resolve. */
+ms_frame *ms_report_frames(const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st,
+                           size_t *n);
+
+/* Health counters that mean records were lost (dropped_*, lost_*, snapshot_errors) and
+ * their sum; the names are joined into buf as "name=value, ...". */
+uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len);
+
+/* The short summary `memsight run` prints at exit: totals and the top stacks by live
+ * bytes, a few frames each (report_text.c). 0 or -1 on a write error. */
+int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *out);
+
+const char *ms_kind_name(unsigned kind);
+const char *ms_leak_class_name(unsigned cls);
+
+#endif

@@ -1,0 +1,241 @@
+/* `memsight report` (and the summary of `memsight run`): the text report for a
+ * terminal: totals by kind, top stacks by live bytes and by count with symbolized
+ * frames, leaks, and a plain warning when data was lost. Writes only to `out`. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analysis/export.h"
+#include "analysis/report_model.h"
+
+#define DEFAULT_TOP 10
+#define MAX_FRAMES_SHOWN 16
+
+static const char *human(uint64_t v, char *buf, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double d = (double)v;
+    int u = 0;
+    while (d >= 1024 && u < 5) {
+        d /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%" PRIu64 " B", v);
+    else
+        snprintf(buf, len, "%.1f %s", d, unit[u]);
+    return buf;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = p ? strrchr(p, '/') : NULL;
+    return s ? s + 1 : p;
+}
+
+static void print_frames_max(FILE *out, const ms_snapshot *s, ms_symbolizer *sym,
+                             const ms_stack *st, size_t max_shown)
+{
+    size_t n = 0;
+    ms_frame *f = ms_report_frames(s, sym, st, &n);
+    if (!f) {
+        fprintf(out, "      (out of memory while symbolizing)\n");
+        return;
+    }
+    if (n == 0)
+        fprintf(out, "      (no frames recorded)\n");
+    for (size_t i = 0; i < n && i < max_shown; i++) {
+        fprintf(out, "      %s%s", f[i].inlined ? "(inlined) " : "",
+                f[i].function ? f[i].function : "??");
+        if (f[i].file)
+            fprintf(out, "  %s:%d", f[i].file, f[i].line);
+        else if (f[i].module)
+            fprintf(out, "  %s+0x%" PRIx64, base_name(f[i].module), f[i].module_offset);
+        else
+            fprintf(out, "  0x%" PRIx64, f[i].address);
+        fputc('\n', out);
+    }
+    if (n > max_shown)
+        fprintf(out, "      ... %zu more frames\n", n - max_shown);
+    if (st->flags & MS_STACKF_TRUNCATED)
+        fprintf(out, "      (stack truncated at the maximum depth)\n");
+    free(f);
+}
+
+static void print_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st)
+{
+    print_frames_max(out, s, sym, st, MAX_FRAMES_SHOWN);
+}
+
+static void print_ranked(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, ms_metric m,
+                         int top, const char *title)
+{
+    size_t n = 0;
+    const ms_stack **r = ms_report_ranked(s, m, 0, &n);
+    if (!r)
+        return;
+    size_t shown = (size_t)top < n ? (size_t)top : n;
+    fprintf(out, "\nTop %zu of %zu stacks by %s:\n", shown, n, title);
+    for (size_t i = 0; i < shown; i++) {
+        char a[32], b[32];
+        const ms_stack *st = r[i];
+        fprintf(out, "  #%zu  %s live in %" PRIu64 " blocks (%s)   allocated %s in %" PRIu64
+                     " blocks\n",
+                i + 1, human(st->c.live_bytes, a, sizeof a), st->c.live_blocks,
+                ms_kind_name(st->kind), human(st->c.alloc_bytes, b, sizeof b),
+                st->c.alloc_blocks);
+        print_frames(out, s, sym, st);
+    }
+    free(r);
+}
+
+static void print_header(FILE *out, const ms_snapshot *s)
+{
+    const char *exe = ms_snapshot_meta(s, "exe");
+    const char *pid = ms_snapshot_meta(s, "pid");
+    const char *reason = ms_snapshot_meta(s, "reason");
+    const char *when = ms_snapshot_meta(s, "snapshot_ns");
+    fprintf(out, "memsight report: %s\n", s->path);
+    fprintf(out, "program: %s", exe ? exe : "(unknown)");
+    if (pid)
+        fprintf(out, " (pid %s)", pid);
+    if (reason)
+        fprintf(out, ", snapshot at %s", reason);
+    if (when) {
+        time_t t = (time_t)(strtoull(when, NULL, 10) / 1000000000ull);
+        struct tm tm;
+        char buf[64];
+        if (t > 0 && gmtime_r(&t, &tm) && strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm))
+            fprintf(out, ", %s", buf);
+    }
+    fputc('\n', out);
+    const char *cmd = ms_snapshot_meta(s, "cmdline");
+    if (cmd)
+        fprintf(out, "command: %s\n", cmd);
+    if (s->flags & MS_SNAP_F_SAMPLED) {
+        const char *iv = ms_snapshot_meta(s, "sample_interval");
+        fprintf(out, "sampled: counts are estimates (mean interval %s bytes)\n", iv ? iv : "?");
+    }
+}
+
+static void print_totals(FILE *out, const ms_snapshot *s)
+{
+    ms_report_totals t;
+    ms_report_totals_compute(s, &t);
+    char a[32], b[32];
+    fprintf(out, "\nLive: %s in %" PRIu64 " blocks\n", human(t.all.live_bytes, a, sizeof a),
+            t.all.live_blocks);
+    for (unsigned k = 0; k < MS_KIND_COUNT; k++)
+        fprintf(out, "  %-6s %12s in %" PRIu64 " blocks\n", ms_kind_name(k),
+                human(t.kind[k].live_bytes, a, sizeof a), t.kind[k].live_blocks);
+    fprintf(out, "Cumulative: allocated %s in %" PRIu64 " blocks, freed %s in %" PRIu64
+                 " blocks\n",
+            human(t.all.alloc_bytes, a, sizeof a), t.all.alloc_blocks,
+            human(t.all.free_bytes, b, sizeof b), t.all.free_blocks);
+    if (s->has_peak)
+        fprintf(out, "Peak live: %s\n", human(s->peak_live_bytes_total, a, sizeof a));
+}
+
+static void print_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, int top)
+{
+    char a[32];
+    fprintf(out, "\nLeak scan:\n");
+    for (unsigned c = 0; c < MS_LEAK_CLASS_COUNT; c++)
+        fprintf(out, "  %-16s %12s in %" PRIu64 " blocks\n", ms_leak_class_name(c),
+                human(s->leak_summary.bytes[c], a, sizeof a), s->leak_summary.blocks[c]);
+    size_t shown = 0;
+    for (size_t i = 0; i < s->nleaks && shown < (size_t)top; i++) {
+        const ms_snap_leak_rec *r = &s->leaks[i];
+        if (r->leak_class == MS_LEAK_REACHABLE)
+            continue;
+        shown++;
+        fprintf(out, "  %s: %s in %" PRIu64 " blocks\n", ms_leak_class_name(r->leak_class),
+                human(r->bytes, a, sizeof a), r->blocks);
+        const ms_stack *st = ms_snapshot_stack(s, r->stack_id);
+        if (st)
+            print_frames(out, s, sym, st);
+    }
+}
+
+static void print_health(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
+{
+    if (s->nhealth) {
+        fprintf(out, "\nAgent health:");
+        int col = 0;
+        for (size_t i = 0; i < s->nhealth; i++) {
+            if (s->health[i].value == 0)
+                continue;
+            fprintf(out, "%s %s=%" PRIu64, col++ ? "," : "", s->health[i].name,
+                    s->health[i].value);
+        }
+        fprintf(out, col ? "\n" : " all counters zero\n");
+    }
+    char lost[512];
+    if (ms_report_lost(s, lost, sizeof lost))
+        fprintf(out, "warning: the agent lost records (%s): the numbers above are lower bounds\n",
+                lost);
+    if (s->unknown_chunks)
+        fprintf(out, "note: %zu chunk(s) of a newer format version were skipped\n",
+                s->unknown_chunks);
+    if (sym) {
+        const char *const *lines;
+        size_t n = ms_symbolizer_warnings(sym, &lines);
+        for (size_t i = 0; i < n; i++)
+            fprintf(out, "warning: %s\n", lines[i]);
+    }
+}
+
+int ms_export_text(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opts *o, FILE *out,
+                   char *err, size_t errlen)
+{
+    int top = o && o->top > 0 ? o->top : DEFAULT_TOP;
+    print_header(out, s);
+    print_totals(out, s);
+    print_ranked(out, s, sym, MS_METRIC_LIVE_BYTES, top, "live bytes");
+    print_ranked(out, s, sym, MS_METRIC_LIVE_BLOCKS, top, "live blocks");
+    if (s->has_leaks)
+        print_leaks(out, s, sym, top);
+    print_health(out, s, sym);
+    if (ferror(out)) {
+        snprintf(err, errlen, "%s: cannot write the report", s->path);
+        return -1;
+    }
+    return 0;
+}
+
+int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *out)
+{
+    ms_report_totals t;
+    ms_report_totals_compute(s, &t);
+    char a[32], b[32], c[32];
+    fprintf(out, "memsight: live at exit: %s in %" PRIu64 " blocks (heap %s, mmap %s, stack %s)\n",
+            human(t.all.live_bytes, a, sizeof a), t.all.live_blocks,
+            human(t.kind[MS_KIND_HEAP].live_bytes, b, sizeof b),
+            human(t.kind[MS_KIND_MMAP].live_bytes, c, sizeof c),
+            human(t.kind[MS_KIND_STACK].live_bytes, a, sizeof a));
+    fprintf(out, "memsight: allocated %s in %" PRIu64 " blocks, freed %s in %" PRIu64 " blocks\n",
+            human(t.all.alloc_bytes, a, sizeof a), t.all.alloc_blocks,
+            human(t.all.free_bytes, b, sizeof b), t.all.free_blocks);
+    size_t n = 0;
+    const ms_stack **r = ms_report_ranked(s, MS_METRIC_LIVE_BYTES, 0, &n);
+    if (r) {
+        size_t shown = (size_t)top < n ? (size_t)top : n;
+        if (shown)
+            fprintf(out, "memsight: top %zu of %zu stacks by live bytes:\n", shown, n);
+        for (size_t i = 0; i < shown; i++) {
+            fprintf(out, "  #%zu  %s in %" PRIu64 " blocks (%s)\n", i + 1,
+                    human(r[i]->c.live_bytes, a, sizeof a), r[i]->c.live_blocks,
+                    ms_kind_name(r[i]->kind));
+            print_frames_max(out, s, sym, r[i], 6);
+        }
+        free(r);
+    }
+    char lost[512];
+    if (ms_report_lost(s, lost, sizeof lost))
+        fprintf(out, "memsight: warning: the agent lost records (%s): the numbers are lower "
+                     "bounds\n",
+                lost);
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,545 @@
+/* `memsight run [options] -- CMD ARGS...`: starts a program with the agent preloaded,
+ * leaves its stdin/stdout/stderr alone, exits with its status, then summarises the exit
+ * snapshot on stderr. Never writes on the program's stdout; never hides its exit code. */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "analysis/report_model.h"
+#include "analysis/symbolize.h"
+#include "commands.h"
+#include "core/snapshot.h"
+
+#pragma weak ms_snapshot_load
+
+#define AGENT_NAME "libmemsight.so"
+#define OPTS_MAX 4096
+
+/* ===========================================================================
+ * Options. One table: a row either maps to an agent option (agent_key, written into
+ * MEMSIGHT_OPTIONS as key=value, or verbatim when the row takes no argument) or has a
+ * handler for what the command itself does. New options are new rows.
+ * ========================================================================= */
+typedef struct run_ctx {
+    char agent_opts[OPTS_MAX];
+    size_t agent_opts_len;
+    const char *out_dir;
+    int quiet;
+    int top;
+} run_ctx;
+
+typedef struct run_opt {
+    const char *name;      /* long name, without "--" */
+    char short_name;       /* 0 = none */
+    const char *arg;       /* argument placeholder for --help, NULL = a flag */
+    const char *agent_key; /* agent option key (arg) or "key=value" text (flag) */
+    int (*handler)(run_ctx *ctx, const char *arg);
+    const char *help;
+} run_opt;
+
+static int add_agent_opt(run_ctx *ctx, const char *key, const char *value)
+{
+    if (value && strchr(value, ',')) {
+        fprintf(stderr, "memsight run: option value '%s' must not contain a comma\n", value);
+        return -1;
+    }
+    int n = snprintf(ctx->agent_opts + ctx->agent_opts_len, OPTS_MAX - ctx->agent_opts_len,
+                     "%s%s%s%s", ctx->agent_opts_len ? "," : "", key, value ? "=" : "",
+                     value ? value : "");
+    if (n < 0 || (size_t)n >= OPTS_MAX - ctx->agent_opts_len) {
+        fprintf(stderr, "memsight run: agent options too long\n");
+        return -1;
+    }
+    ctx->agent_opts_len += (size_t)n;
+    return 0;
+}
+
+static int opt_output(run_ctx *ctx, const char *arg)
+{
+    ctx->out_dir = arg;
+    return 0;
+}
+
+static int opt_quiet(run_ctx *ctx, const char *arg)
+{
+    (void)arg;
+    ctx->quiet = 1;
+    return 0;
+}
+
+static int opt_top(run_ctx *ctx, const char *arg)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*end || v < 0 || v > 1000) {
+        fprintf(stderr, "memsight run: --top: '%s' is not a count\n", arg);
+        return -1;
+    }
+    ctx->top = (int)v;
+    return 0;
+}
+
+static int opt_agent(run_ctx *ctx, const char *arg)
+{
+    if (!strchr(arg, '=')) {
+        fprintf(stderr, "memsight run: --agent-option wants key=value, not '%s'\n", arg);
+        return -1;
+    }
+    return add_agent_opt(ctx, arg, NULL);
+}
+
+static const run_opt run_opts[] = {
+    {"output", 'o', "DIR", NULL, opt_output,
+     "directory for snapshots (created 0700 if missing; default: current directory)"},
+    {"quiet", 'q', NULL, NULL, opt_quiet, "print no summary at exit"},
+    {"top", 'n', "N", NULL, opt_top, "stacks shown in the exit summary (default 5)"},
+    {"max-depth", 0, "N", "max_depth", NULL, "frames kept per call stack (default 64)"},
+    {"unwind", 0, "MODE", "unwind", NULL, "auto (default), fp, dwarf or libunwind"},
+    {"capacity", 0, "N", "capacity", NULL, "live heap blocks tracked (default 16M)"},
+    {"no-blocks", 0, NULL, "blocks=0", NULL, "do not write every live block into snapshots"},
+    {"follow-exec", 0, NULL, "follow_fork=1", NULL, "keep observing programs it execs"},
+    {"agent-option", 'O', "K=V", NULL, opt_agent, "any agent option (docs/agent.md); repeatable"},
+};
+#define NRUN_OPTS (sizeof run_opts / sizeof run_opts[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: memsight run [options] [--] PROGRAM [ARGS...]\n\n"
+                 "Runs PROGRAM with the memsight agent preloaded. Its input, output and exit\n"
+                 "status are its own; at exit a summary of the memory still live (totals and\n"
+                 "top call stacks) goes to stderr, and the snapshot file is named.\n\noptions:\n");
+    for (size_t i = 0; i < NRUN_OPTS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "%s%c%s--%s%s%s", run_opts[i].short_name ? "-" : "",
+                 run_opts[i].short_name ? run_opts[i].short_name : ' ',
+                 run_opts[i].short_name ? ", " : "  ", run_opts[i].name,
+                 run_opts[i].arg ? " " : "", run_opts[i].arg ? run_opts[i].arg : "");
+        fprintf(out, "  %-24s %s\n", left + (run_opts[i].short_name ? 0 : 1), run_opts[i].help);
+    }
+    fprintf(out, "  %-24s %s\n", "-h, --help", "this help");
+    fprintf(out, "\nenvironment: MEMSIGHT_AGENT (path of %s), MEMSIGHT_OPTIONS (agent options,\n"
+                 "comma-separated key=value, applied before the ones above)\n",
+            AGENT_NAME);
+}
+
+/* Parses options up to "--" or the first non-option; returns the index of the program
+ * or -1 (message printed) / -2 (help printed). */
+static int parse_options(run_ctx *ctx, int argc, char **argv)
+{
+    int i = 1;
+    while (i < argc) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            return i + 1;
+        if (a[0] != '-' || a[1] == 0)
+            return i;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return -2;
+        }
+        const run_opt *o = NULL;
+        const char *val = NULL;
+        if (a[1] == '-') {
+            const char *eq = strchr(a + 2, '=');
+            size_t nl = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+            for (size_t k = 0; k < NRUN_OPTS && !o; k++)
+                if (strlen(run_opts[k].name) == nl && !strncmp(run_opts[k].name, a + 2, nl))
+                    o = &run_opts[k];
+            if (o && eq)
+                val = eq + 1;
+            if (o && eq && !o->arg) {
+                fprintf(stderr, "memsight run: --%s takes no value\n", o->name);
+                return -1;
+            }
+        } else {
+            for (size_t k = 0; k < NRUN_OPTS && !o; k++)
+                if (run_opts[k].short_name && run_opts[k].short_name == a[1])
+                    o = &run_opts[k];
+            if (o && a[2]) {
+                if (!o->arg) {
+                    fprintf(stderr, "memsight run: unknown option '%s'\n", a);
+                    return -1;
+                }
+                val = a + 2;
+            }
+        }
+        if (!o) {
+            fprintf(stderr, "memsight run: unknown option '%s' (see memsight run --help)\n", a);
+            return -1;
+        }
+        i++;
+        if (o->arg && !val) {
+            if (i >= argc) {
+                fprintf(stderr, "memsight run: %s needs a value (%s)\n", a, o->arg);
+                return -1;
+            }
+            val = argv[i++];
+        }
+        int rc = o->handler ? o->handler(ctx, val)
+                            : add_agent_opt(ctx, o->agent_key, o->arg ? val : NULL);
+        if (rc != 0)
+            return -1;
+    }
+    return i;
+}
+
+/* ===========================================================================
+ * Finding the agent and the program.
+ * ========================================================================= */
+static int usable_file(const char *p)
+{
+    return p && access(p, R_OK) == 0;
+}
+
+static int find_agent(char *out, size_t len)
+{
+    const char *env = getenv("MEMSIGHT_AGENT");
+    if (env && *env) {
+        if (!usable_file(env)) {
+            fprintf(stderr, "memsight run: MEMSIGHT_AGENT=%s: %s\n", env, strerror(errno));
+            return -1;
+        }
+        if (!realpath(env, out))
+            snprintf(out, len, "%s", env);
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            int w = snprintf(out, len, "%s/../lib/%s", exe, AGENT_NAME);
+            char real[PATH_MAX];
+            if (w > 0 && (size_t)w < len && usable_file(out) && realpath(out, real)) {
+                snprintf(out, len, "%s", real);
+                return 0;
+            }
+        }
+    }
+    const char *dirs[] = {getenv("MEMSIGHT_LIBDIR"), MEMSIGHT_LIBDIR};
+    for (size_t i = 0; i < 2; i++) {
+        if (!dirs[i] || !*dirs[i])
+            continue;
+        snprintf(out, len, "%s/%s", dirs[i], AGENT_NAME);
+        if (usable_file(out))
+            return 0;
+    }
+    fprintf(stderr,
+            "memsight run: cannot find %s (looked beside the memsight executable in ../lib and "
+            "in %s); set MEMSIGHT_AGENT to its path\n",
+            AGENT_NAME, MEMSIGHT_LIBDIR);
+    return -1;
+}
+
+/* Resolves a command the way execvp does. */
+static int find_program(const char *cmd, char *out, size_t len)
+{
+    if (strchr(cmd, '/')) {
+        snprintf(out, len, "%s", cmd);
+        return access(out, X_OK) == 0 ? 0 : -1;
+    }
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        const char *colon = strchr(path, ':');
+        size_t dl = colon ? (size_t)(colon - path) : strlen(path);
+        snprintf(out, len, "%.*s/%s", (int)dl, dl ? path : ".", cmd);
+        struct stat st;
+        if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return 0;
+        if (!colon)
+            break;
+        path = colon + 1;
+    }
+    return -1;
+}
+
+/* Why preloading cannot observe this file, or NULL when it can (as far as we can tell).
+ * Follows one level of "#!" to the interpreter. */
+static const char *why_unobservable(const char *file, int depth, char *why, size_t len)
+{
+    struct stat st;
+    if (stat(file, &st) != 0)
+        return NULL; /* execvp reports it */
+    if ((st.st_mode & S_ISUID) && st.st_uid != geteuid()) {
+        snprintf(why, len, "%s is setuid: the dynamic loader ignores LD_PRELOAD for it", file);
+        return why;
+    }
+    if ((st.st_mode & S_ISGID) && st.st_gid != getegid()) {
+        snprintf(why, len, "%s is setgid: the dynamic loader ignores LD_PRELOAD for it", file);
+        return why;
+    }
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    unsigned char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    if (n >= 2 && buf[0] == '#' && buf[1] == '!' && depth == 0) {
+        char interp[PATH_MAX];
+        size_t i = 2, k = 0;
+        while (i < (size_t)n && (buf[i] == ' ' || buf[i] == '\t'))
+            i++;
+        while (i < (size_t)n && buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' &&
+               k < sizeof interp - 1)
+            interp[k++] = (char)buf[i++];
+        interp[k] = 0;
+        return k ? why_unobservable(interp, 1, why, len) : NULL;
+    }
+    if (n < (ssize_t)sizeof(Elf64_Ehdr) || memcmp(buf, ELFMAG, SELFMAG) != 0 ||
+        buf[EI_CLASS] != ELFCLASS64)
+        return NULL;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
+    if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > (uint64_t)n ||
+        eh->e_phnum > ((uint64_t)n - eh->e_phoff) / sizeof(Elf64_Phdr))
+        return NULL; /* headers beyond the first page: do not guess */
+    int has_interp = 0;
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, buf + eh->e_phoff + i * sizeof ph, sizeof ph);
+        if (ph.p_type == PT_INTERP)
+            has_interp = 1;
+    }
+    if (!has_interp) {
+        snprintf(why, len,
+                 "%s is statically linked (no dynamic loader): LD_PRELOAD cannot load the agent "
+                 "into it",
+                 file);
+        return why;
+    }
+    return NULL;
+}
+
+/* Creates the output directory (0700) if needed and returns its absolute path. */
+static int prepare_out_dir(const char *dir, char *out, size_t len)
+{
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "memsight run: cannot create %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "memsight run: %s is not a directory\n", dir);
+        return -1;
+    }
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) {
+        fprintf(stderr, "memsight run: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    if (strchr(real, ',')) {
+        fprintf(stderr, "memsight run: the snapshot directory %s must not contain a comma\n",
+                real);
+        return -1;
+    }
+    snprintf(out, len, "%s", real);
+    return 0;
+}
+
+/* ===========================================================================
+ * Running: fork, exec, forward signals, wait.
+ * ========================================================================= */
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    /* A signal from the terminal reaches the whole process group, the child included;
+     * only one sent to memsight alone (kill, timeout, a supervisor) is passed on. */
+    if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE) &&
+        si->si_pid != child_pid)
+        kill(child_pid, sig);
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+static int set_env(const char *agent, const char *opts)
+{
+    if (agent) {
+        const char *old = getenv("LD_PRELOAD");
+        size_t n = strlen(agent) + (old ? strlen(old) : 0) + 2;
+        char *v = malloc(n);
+        if (!v)
+            return -1;
+        snprintf(v, n, "%s%s%s", agent, old && *old ? ":" : "", old && *old ? old : "");
+        int rc = setenv("LD_PRELOAD", v, 1);
+        free(v);
+        if (rc != 0)
+            return -1;
+    }
+    const char *old = getenv("MEMSIGHT_OPTIONS");
+    size_t n = strlen(opts) + (old ? strlen(old) : 0) + 2;
+    char *v = malloc(n);
+    if (!v)
+        return -1;
+    snprintf(v, n, "%s%s%s", old && *old ? old : "", old && *old && *opts ? "," : "", opts);
+    int rc = setenv("MEMSIGHT_OPTIONS", v, 1);
+    free(v);
+    return rc;
+}
+
+/* Runs argv; returns the exit status in shell form, or -1 when fork failed. */
+static int run_child(char **argv, pid_t *pid_out)
+{
+    struct sigaction sa, old[4];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < 4; i++)
+        sigaction(forwarded[i], &sa, &old[i]);
+
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "memsight run: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        for (size_t i = 0; i < 4; i++)
+            sigaction(forwarded[i], &old[i], NULL);
+        execvp(argv[0], argv);
+        int e = errno;
+        fprintf(stderr, "memsight run: cannot run '%s': %s\n", argv[0], strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    child_pid = pid;
+    *pid_out = pid;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "memsight run: waitpid: %s\n", strerror(errno));
+            return 1;
+        }
+    }
+    child_pid = 0;
+    for (size_t i = 0; i < 4; i++)
+        sigaction(forwarded[i], &old[i], NULL);
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+/* ===========================================================================
+ * The summary.
+ * ========================================================================= */
+/* The exit snapshot of pid: memsight-<pid>-<NNNN>-exit.msnap with the largest NNNN. */
+static int find_exit_snapshot(const char *dir, pid_t pid, char *out, size_t len)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    char prefix[64];
+    int pl = snprintf(prefix, sizeof prefix, "memsight-%ld-", (long)pid);
+    long best = -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (strncmp(n, prefix, (size_t)pl) != 0)
+            continue;
+        char *end;
+        long seq = strtol(n + pl, &end, 10);
+        if (end == n + pl || strcmp(end, "-exit.msnap") != 0)
+            continue;
+        if (seq > best) {
+            int w = snprintf(out, len, "%s/%s", dir, n);
+            if (w > 0 && (size_t)w < len)
+                best = seq;
+        }
+    }
+    closedir(d);
+    return best >= 0 ? 0 : -1;
+}
+
+static void summarise(const char *dir, pid_t pid, int top, int status)
+{
+    char path[PATH_MAX + 64];
+    if (find_exit_snapshot(dir, pid, path, sizeof path) != 0) {
+        if (status == 126 || status == 127)
+            return; /* the program did not start; the reason is already printed */
+        fprintf(stderr,
+                "memsight: no exit snapshot from pid %ld in %s (the program may have been "
+                "killed, or left through _exit or exec)\n",
+                (long)pid, dir);
+        return;
+    }
+    char err[1024];
+    ms_snapshot *s = ms_snapshot_load ? ms_snapshot_load(path, err, sizeof err)
+                                      : ms_snapshot_read(path, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "memsight: %s\n", err);
+        return;
+    }
+    ms_symbolizer *sym = ms_symbolizer_new(s);
+    ms_report_summary(s, sym, top, stderr);
+    fprintf(stderr, "memsight: snapshot %s\nmemsight: full report: memsight report %s\n", path,
+            path);
+    ms_symbolizer_free(sym);
+    ms_snapshot_free(s);
+}
+
+int ms_cmd_run(int argc, char **argv)
+{
+    run_ctx ctx = {.top = 5};
+    int first = parse_options(&ctx, argc, argv);
+    if (first == -2)
+        return 0;
+    if (first < 0)
+        return 2;
+    if (first >= argc) {
+        fprintf(stderr, "memsight run: no program given\n");
+        usage(stderr);
+        return 2;
+    }
+    char **cmd = argv + first;
+
+    char dir[PATH_MAX];
+    if (prepare_out_dir(ctx.out_dir ? ctx.out_dir : ".", dir, sizeof dir) != 0)
+        return 2;
+    char agent[PATH_MAX];
+    if (find_agent(agent, sizeof agent) != 0)
+        return 2;
+    if (strpbrk(agent, ": ")) {
+        fprintf(stderr, "memsight run: the agent path %s contains ':' or ' ', which LD_PRELOAD "
+                        "cannot carry\n",
+                agent);
+        return 2;
+    }
+
+    char prog[PATH_MAX], why[PATH_MAX + 128];
+    const char *unobservable = NULL;
+    if (find_program(cmd[0], prog, sizeof prog) == 0)
+        unobservable = why_unobservable(prog, 0, why, sizeof why);
+    if (unobservable)
+        fprintf(stderr, "memsight: %s; it runs unobserved.\n", unobservable);
+
+    char opts[OPTS_MAX + PATH_MAX + 8];
+    snprintf(opts, sizeof opts, "out=%s%s%s", dir, ctx.agent_opts_len ? "," : "", ctx.agent_opts);
+    if (!unobservable && set_env(agent, opts) != 0) {
+        fprintf(stderr, "memsight run: cannot set the environment: %s\n", strerror(errno));
+        return 2;
+    }
+    pid_t pid = 0;
+    int status = run_child(cmd, &pid);
+    if (status < 0)
+        return 2;
+    if (!ctx.quiet && !unobservable)
+        summarise(dir, pid, ctx.top, status);
+    return status;
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""`memsight report` on snapshots built by report_mksnap.py with a known ground truth:
+the JSON contract (totals, stacks, frames symbolized against the memsight binary itself,
+leaks, health), the text report, -o, --top, and clear errors on damaged files."""
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_mksnap  # noqa: E402
+
+MEMSIGHT = os.environ["MEMSIGHT"]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def report(*args):
+    p = subprocess.run([MEMSIGHT, "report", *args], capture_output=True)
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="ms-report-")
+    report_mksnap.write_set(tmp, MEMSIGHT)
+    snap, expect = report_mksnap.sample_snapshot(MEMSIGHT)
+    good = os.path.join(tmp, "good.msnap")
+
+    rc, out, err = report("--format", "json", good)
+    check(rc == 0, f"json report exit status {rc}: {err}")
+    doc = json.loads(out)
+    check(doc["totals"] == {**doc["totals"], **snap.truth()},
+          f"totals {doc['totals']} != {snap.truth()}")
+    for key in ("live_bytes", "live_blocks", "heap_live_bytes", "heap_live_blocks",
+                "mmap_live_bytes", "mmap_live_blocks", "allocated_bytes", "allocated_blocks",
+                "freed_bytes", "freed_blocks", "stack_live_bytes", "stack_live_blocks"):
+        check(key in doc["totals"], f"totals.{key} missing")
+    stacks = doc["stacks"]
+    check(len(stacks) == len(snap.stacks), f"{len(stacks)} stacks, expected {len(snap.stacks)}")
+    lb = [s["live_bytes"] for s in stacks]
+    check(lb == sorted(lb, reverse=True), f"stacks not sorted by live bytes: {lb}")
+    by_id = {s["id"]: s for s in stacks}
+    for s in snap.stacks:
+        j = by_id.get(s["id"])
+        check(j is not None, f"stack {s['id']} missing")
+        if not j:
+            continue
+        for k in ("live_bytes", "live_blocks"):
+            check(j[k] == s[k], f"stack {s['id']} {k} {j[k]} != {s[k]}")
+        check(j["allocated_bytes"] == s["alloc_bytes"], f"stack {s['id']} allocated_bytes")
+        check(j["allocated_blocks"] == s["alloc_blocks"], f"stack {s['id']} allocated_blocks")
+        check(j["kind"] == s["kind"], f"stack {s['id']} kind {j['kind']} != {s['kind']}")
+        check(len(j["frames"]) >= len(s["pcs"]), f"stack {s['id']} has too few frames")
+    # Stack 7: symbolized against the memsight binary, innermost first, then an address
+    # outside every module with every field null.
+    frames7 = by_id[7]["frames"]
+    outer = [f for f in frames7 if not f["inlined"]]
+    names = [f["function"] for f in outer[:len(expect[7])]]
+    check(names == expect[7], f"stack 7 functions {names} != {expect[7]}")
+    for f in outer[:len(expect[7])]:
+        check(f["module"] == MEMSIGHT, f"frame module {f['module']}")
+        check(isinstance(f["line"], int) and f["line"] > 0 and f["file"], f"no line for {f}")
+        check(f["address"].startswith("0x"), f"address {f['address']}")
+    last = frames7[-1]
+    check(last["address"] == "0xdead0000", f"last frame address {last['address']}")
+    for k in ("module", "function", "file", "line"):
+        check(last[k] is None, f"unknown frame {k} should be null: {last[k]}")
+    check(doc["meta"]["pid"] == "4242", "meta.pid")
+    check(doc["meta"]["cmdline"] == "example --flag x y", f"meta.cmdline {doc['meta']['cmdline']!r}")
+    check(doc["health"] == {"dropped_blocks": 0, "unwind_failures": 0}, f"health {doc['health']}")
+    check(doc["warnings"] == [], f"warnings {doc['warnings']}")
+    check(doc["leaks"]["definitely_lost"] == {"blocks": 2, "bytes": 200}, "leaks.definitely_lost")
+    check(doc["leaks"]["still_reachable"]["bytes"] == 800, "leaks.still_reachable")
+    recs = doc["leak_records"]
+    check(len(recs) == 2 and recs[0]["class"] == "definitely_lost", "leak_records")
+    check(recs[0]["sample_hex"] == "6c65616b00ff", f"sample_hex {recs[0]['sample_hex']}")
+    check(recs[0]["frames"][0]["function"] == expect[7][0], "leak record frames")
+    check(doc["totals"]["peak_live_bytes"] == 50000, "peak")
+
+    # --top, -o (0600, same content), the text report.
+    rc, out2, _ = report("--format=json", "--top", "2", good)
+    check(rc == 0 and len(json.loads(out2)["stacks"]) == 2, "--top 2")
+    dest = os.path.join(tmp, "out.json")
+    rc, o, err = report("-f", "json", "-o", dest, good)
+    check(rc == 0 and o == b"", f"-o: {rc} {err}")
+    check(stat.S_IMODE(os.stat(dest).st_mode) == 0o600, "-o file mode is not 0600")
+    with open(dest, "rb") as f:
+        check(f.read() == out, "-o content differs from stdout")
+    rc, text, err = report(good)
+    text = text.decode()
+    check(rc == 0, f"text report: {err}")
+    t = snap.truth()
+    live = f"Live: {t['live_bytes'] / 1024:.1f} KiB in {t['live_blocks']} blocks"
+    check(live in text, f"text totals line '{live}'")
+    check("Top 4 of 4 stacks by live bytes:" in text, "text ranking header")
+    check(expect[7][0] in text, "text frames symbolized")
+    check("warning" not in text, "unexpected warning in text")
+
+    # Lost records are said plainly.
+    lost = os.path.join(tmp, "lost.msnap")
+    rc, out, _ = report("--format", "json", lost)
+    warns = json.loads(out)["warnings"]
+    check(any("dropped_blocks=17" in w for w in warns), f"lost warning json: {warns}")
+    rc, text, _ = report(lost)
+    check("warning: the agent lost records (dropped_blocks=17)" in text.decode(),
+          "lost warning text")
+
+    # Damaged and newer files: clear messages naming the file, exit 1.
+    for name, msg in (("truncated.msnap", "truncated"), ("badcrc.msnap", "checksum mismatch"),
+                      ("newer-major.msnap", "newer than this memsight reads"),
+                      ("required-unknown.msnap", "required chunk type unknown")):
+        path = os.path.join(tmp, name)
+        rc, out, err = report(path)
+        check(rc == 1, f"{name}: exit status {rc}")
+        check(path in err and msg in err, f"{name}: message {err!r}")
+        check(out == b"", f"{name}: output on stdout")
+    rc, out, err = report("--format", "json", os.path.join(tmp, "newer-minor.msnap"))
+    check(rc == 0 and "newer format" in " ".join(json.loads(out)["warnings"]), "newer minor")
+    rc, out, err = report("--format", "json", os.path.join(tmp, "empty.msnap"))
+    check(rc == 0 and json.loads(out)["totals"]["live_bytes"] == 0, "empty snapshot")
+    rc, _, err = report(os.path.join(tmp, "missing.msnap"))
+    check(rc == 1 and "missing.msnap: cannot open" in err, f"missing file: {err}")
+    rc, _, err = report("--format", "nope", good)
+    check(rc == 2 and "unknown format" in err, "unknown format")
+    rc, out, err = report("--format", "collapsed", good)
+    check(rc == 0 or "not available in this build" in err, f"collapsed: {err}")
+
+    if failures:
+        print(f"{len(failures)} failure(s); files in {tmp}")
+        return 1
+    subprocess.run(["rm", "-rf", tmp])
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
