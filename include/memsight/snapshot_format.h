@@ -153,6 +153,12 @@ enum ms_leak_class {
     MS_LEAK_CLASS_COUNT
 };
 
+/* ms_snap_leak_summary.flags (docs/snapshot-format.md, "LEAK chunk details") */
+#define MS_LEAK_F_UNSTOPPED 0x1u   /* some threads did not stop: scanned without registers */
+#define MS_LEAK_F_READ_ERRORS 0x2u /* unreadable memory was skipped */
+#define MS_LEAK_F_TRUNCATED 0x4u   /* more records than the limit: the smallest were dropped */
+#define MS_LEAK_F_AT_EXIT 0x8u     /* the scan ran at process exit */
+
 typedef struct ms_snap_leak_summary {
     uint64_t blocks[MS_LEAK_CLASS_COUNT];
     uint64_t bytes[MS_LEAK_CLASS_COUNT];

@@ -1,0 +1,232 @@
+/* The ways to ask for a leak scan: memsight_leak_check() from the program, at exit
+ * (leak_check=exit), and on a signal (leak_check=signal: the handler only wakes a scanner
+ * thread); and the LEAK chunk written into the snapshot. Runs inside the target: no
+ * malloc, no stdio; the signal handler does nothing but an atomic add and a futex wake. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/leak_scan.h"
+#include "memsight/memsight.h"
+
+enum { LK_OFF = 0, LK_EXIT = 1, LK_SIGNAL = 2 };
+
+/* Option values; read from the agent's option table when it carries them. */
+static int opt_leak_check(void)
+{
+#ifdef MS_HAVE_LEAK_OPTIONS
+    return (int)ms_opt.leak_check;
+#else
+    return LK_OFF;
+#endif
+}
+
+int ms_leak_stop_signal(void)
+{
+#ifdef MS_HAVE_LEAK_OPTIONS
+    if (ms_opt.leak_stop_signal > 0 && ms_opt.leak_stop_signal <= (uint64_t)SIGRTMAX)
+        return (int)ms_opt.leak_stop_signal;
+#endif
+    return SIGRTMAX - 3;
+}
+
+static int opt_leak_signal(void)
+{
+#ifdef MS_HAVE_LEAK_OPTIONS
+    if (ms_opt.leak_signal > 0 && ms_opt.leak_signal <= (uint64_t)SIGRTMAX)
+        return (int)ms_opt.leak_signal;
+#endif
+    return SIGRTMAX - 2;
+}
+
+/* Full mode only: a scan needs every live block. */
+static int full_mode(void)
+{
+#ifdef MS_HAVE_SAMPLING_OPTION
+    return ms_opt.sample_interval == 0;
+#else
+    return 1;
+#endif
+}
+
+/* ===========================================================================
+ * The LEAK chunk: summary, records, then (name, value) statistics.
+ * ========================================================================= */
+void ms_leak_write_chunk(struct ms_snap_writer *w, void *arg)
+{
+    const ms_leak_result *r = arg;
+    if (!r)
+        return;
+    ms_sw_begin(w, MS_CHUNK_LEAK, 0);
+    for (int i = 0; i < MS_LEAK_CLASS_COUNT; i++)
+        ms_sw_u64(w, r->sum.blocks[i]);
+    for (int i = 0; i < MS_LEAK_CLASS_COUNT; i++)
+        ms_sw_u64(w, r->sum.bytes[i]);
+    ms_sw_u64(w, r->sum.pause_ns);
+    ms_sw_u64(w, r->sum.scan_ns);
+    ms_sw_u64(w, r->sum.flags);
+    ms_sw_u32(w, r->nrec);
+    for (uint32_t i = 0; i < r->nrec; i++) {
+        const ms_snap_leak_rec *x = &r->rec[i];
+        ms_sw_u32(w, x->stack_id);
+        ms_sw_u8(w, x->leak_class);
+        ms_sw_u8(w, x->sample_len);
+        ms_sw_u16(w, 0);
+        ms_sw_u64(w, x->blocks);
+        ms_sw_u64(w, x->bytes);
+        ms_sw_u64(w, x->example_address);
+        ms_sw_u64(w, x->example_size);
+        ms_sw_bytes(w, x->sample, sizeof x->sample);
+    }
+    ms_sw_u32(w, MS_LKS_COUNT);
+    for (int i = 0; i < MS_LKS_COUNT; i++) {
+        ms_sw_cstr(w, ms_leak_stat_names[i]);
+        ms_sw_u64(w, r->stat[i]);
+    }
+    ms_sw_end(w);
+}
+
+static void set_flags(ms_leak_result *r)
+{
+    uint64_t f = 0;
+    if (r->stat[MS_LKS_UNSTOPPED])
+        f |= MS_LEAK_F_UNSTOPPED;
+    if (r->stat[MS_LKS_SKIPPED_BYTES] || r->stat[MS_LKS_FAULTS])
+        f |= MS_LEAK_F_READ_ERRORS;
+    if (r->stat[MS_LKS_RECORDS_DROPPED])
+        f |= MS_LEAK_F_TRUNCATED;
+    r->sum.flags |= f;
+}
+
+int ms_leak_check_and_write(const ms_leak_caller *who, const char *reason, char *path,
+                            size_t pathlen)
+{
+    if (!ms_init())
+        return -ENOTSUP;
+    if (!full_mode())
+        return -ENOTSUP;
+    ms_leak_result *res = NULL;
+    int rc = ms_leak_scan(who, &res);
+    if (rc)
+        return rc;
+    set_flags(res);
+    return ms_snapshot_write(reason, ms_leak_write_chunk, res, path, pathlen);
+}
+
+/* ===========================================================================
+ * Public API
+ * ========================================================================= */
+__attribute__((visibility("default"), noinline)) int memsight_leak_check(char *path,
+                                                                      unsigned long pathlen)
+{
+    ms_leak_caller who;
+    memset(&who, 0, sizeof who);
+    MS_LEAK_CAPTURE(&who);
+    return ms_leak_check_and_write(&who, "leakcheck", path, pathlen);
+}
+
+/* ===========================================================================
+ * At exit: the scan's result rides in the exit snapshot through a hook.
+ * ========================================================================= */
+static ms_leak_result *g_exit_result;
+
+static void exit_hook(ms_snap_writer *w, void *arg)
+{
+    (void)arg;
+    ms_leak_result *r = __atomic_exchange_n(&g_exit_result, NULL, __ATOMIC_ACQ_REL);
+    if (r)
+        ms_leak_write_chunk(w, r);
+}
+
+__attribute__((noinline)) void ms_leak_at_exit(void)
+{
+    if (opt_leak_check() != LK_EXIT || !full_mode() || ms_state != MS_STATE_READY)
+        return;
+    ms_leak_caller who;
+    memset(&who, 0, sizeof who);
+    MS_LEAK_CAPTURE(&who);
+    ms_leak_result *res = NULL;
+    if (ms_leak_scan(&who, &res) != 0)
+        return;
+    set_flags(res);
+    res->sum.flags |= MS_LEAK_F_AT_EXIT;
+    g_exit_result = res;
+    ms_snapshot_add_hook(exit_hook, NULL);
+}
+
+/* ===========================================================================
+ * On a signal: the handler wakes the scanner thread, which scans as an agent thread
+ * (its own stack and registers are not roots).
+ * ========================================================================= */
+static uint32_t g_requests;
+static uint32_t g_scanner_tid;
+
+uint32_t ms_leak_scanner_tid(void)
+{
+    return __atomic_load_n(&g_scanner_tid, __ATOMIC_ACQUIRE);
+}
+
+static void wake_handler(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    __atomic_fetch_add(&g_requests, 1, __ATOMIC_ACQ_REL);
+    syscall(SYS_futex, &g_requests, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
+}
+
+static void *scanner_main(void *arg)
+{
+    (void)arg;
+    ms_enter(); /* nothing this thread does is the program's */
+    __atomic_store_n(&g_scanner_tid, ms_gettid(), __ATOMIC_RELEASE);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, ms_leak_stop_signal()); /* a scan asked by another thread stops it */
+    pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t now = __atomic_load_n(&g_requests, __ATOMIC_ACQUIRE);
+        if (now == seen) {
+            syscall(SYS_futex, &g_requests, FUTEX_WAIT_PRIVATE, now, NULL, NULL, 0);
+            continue;
+        }
+        seen = now;
+        ms_leak_caller who;
+        memset(&who, 0, sizeof who);
+        ms_leak_check_and_write(&who, "leakcheck", NULL, 0);
+    }
+    return NULL;
+}
+
+__attribute__((constructor(102))) static void ms_leak_constructor(void)
+{
+    if (ms_state != MS_STATE_READY || opt_leak_check() != LK_SIGNAL || !ms_real.pthread_create)
+        return;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    ms_enter();
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* the scanner takes no program signals */
+    int rc = ms_real.pthread_create(&th, &attr, scanner_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    ms_leave();
+    pthread_attr_destroy(&attr);
+    if (rc != 0)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = wake_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(opt_leak_signal(), &sa, NULL);
+}

@@ -1,0 +1,609 @@
+/* The leak scan (see leak_scan.h): module segments under the loader lock, stop the
+ * world, fork a copy-on-write child, resume; the child gathers the roots, marks,
+ * classifies, folds and sends records back through a pipe. Runs inside the target: no
+ * malloc, no stdio, no lock held across fork; the child makes raw system calls only. */
+#define _GNU_SOURCE
+#include "agent/leak_scan.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/leak_maps.h"
+#include "agent/leak_mark.h"
+#include "agent/leak_stop.h"
+
+const char *const ms_leak_stat_names[MS_LKS_COUNT] = {
+    "threads",       "threads_stopped", "threads_gone",  "threads_unstopped",
+    "blocks",        "root_bytes",      "words",         "skipped_bytes",
+    "faults",        "module_segments", "mmap_regions",  "stop_ns",
+    "fork_ns",       "records_dropped",
+};
+
+#define LK_MAX_THREADS 8192
+#define LK_MAX_SEGS 8192
+#define LK_MAX_RECORDS 16384
+#define LK_MAX_REACHABLE_RECORDS 64
+#define LK_STOP_TIMEOUT_MS 1000
+#define LK_RESULT_MAGIC 0x4b41454c4b53534dull /* "MSSKLEAK" */
+
+/* Preallocated parent-side state (mmap'ed once, never a root: agent memory). */
+typedef struct lk_seg {
+    uint64_t lo, hi;
+} lk_seg;
+
+typedef struct lk_state {
+    ms_lk_world world;
+    ms_lk_thread threads[LK_MAX_THREADS];
+    lk_seg segs[LK_MAX_SEGS];
+    size_t nsegs;
+    uint64_t tls_static; /* bytes of static TLS below the thread pointer */
+    ms_leak_result res;
+    ms_snap_leak_rec recs[LK_MAX_RECORDS];
+    /* the scan in progress */
+    const ms_leak_caller *who;
+    int sig;
+    int pipe_rd;
+    long child;
+    int done;
+    int err;
+    uint64_t fork_ns;
+    /* dl_iterate_phdr bookkeeping */
+    unsigned long long adds, subs;
+    size_t nmods, seen;
+} lk_state;
+
+static lk_state *g_lk;
+static int g_lk_busy;
+
+static long sys_ret(long r)
+{
+    return r < 0 ? -errno : r;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        long r = syscall(SYS_write, fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        long r = syscall(SYS_read, fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* ===========================================================================
+ * The child: roots, mark, classify, fold, send. Never returns.
+ * ========================================================================= */
+typedef struct lk_child {
+    ms_lk_maps maps;
+    ms_lk_scan scan;
+    ms_lk_block *blocks;
+    size_t nblocks, cap;
+    uint64_t faults;
+    uint64_t root_bytes;
+    uint64_t regions;
+} lk_child;
+
+static lk_child *g_child;
+
+static void child_fault(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    /* the child is a throwaway copy: put a zero page where the read faulted */
+    uintptr_t page = (uintptr_t)si->si_addr & ~(uintptr_t)4095;
+    long r = syscall(SYS_mmap, page, 4096, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    if (r < 0 && r > -4096)
+        syscall(SYS_exit_group, 3);
+    if (g_child)
+        g_child->faults++;
+}
+
+static void *child_mmap(size_t bytes)
+{
+    long r = syscall(SYS_mmap, 0, bytes ? bytes : 4096, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r < 0 && r > -4096)
+        return NULL;
+    return (void *)r;
+}
+
+static int collect_block(const ms_live_entry *e, unsigned kind, void *arg)
+{
+    lk_child *c = arg;
+    if (kind != MS_KIND_HEAP || !e->addr)
+        return 0;
+    if (c->nblocks >= c->cap)
+        return 1;
+    ms_lk_block *b = &c->blocks[c->nblocks++];
+    memset(b, 0, sizeof *b);
+    b->addr = e->addr;
+    b->size = e->size;
+    b->stack_id = e->stack_id;
+    b->kind = (uint8_t)kind;
+    return 0;
+}
+
+static void root_range(lk_child *c, uint64_t lo, uint64_t hi, ms_lk_view_fn view)
+{
+    if (hi <= lo)
+        return;
+    ms_lk_view_fn saved = c->scan.view;
+    c->scan.view = view;
+    ms_lk_root_range(&c->scan, lo, hi);
+    c->scan.view = saved;
+    c->root_bytes += hi - lo;
+}
+
+static int root_region(const ms_live_entry *e, unsigned kind, void *arg)
+{
+    lk_child *c = arg;
+    if (kind != MS_KIND_MMAP)
+        return 0;
+    /* only the parts mapped writable: a read-only file mapping holds no pointers the
+     * program stored, and reading it could page in a large file */
+    root_range(c, e->addr, e->addr + e->size, ms_lk_maps_view_w);
+    c->regions++;
+    return 0;
+}
+
+/* The top of the stack holding sp: the end of its mapping, or of the tracked block
+ * when the thread runs on a stack it allocated (makecontext, sigaltstack). */
+static uint64_t stack_top(lk_child *c, uint64_t sp)
+{
+    long bi = ms_lk_find(&c->scan, sp);
+    if (bi >= 0)
+        return c->blocks[bi].addr + c->blocks[bi].size;
+    const ms_lk_map *m = ms_lk_maps_find(&c->maps, sp);
+    return m ? m->hi : sp;
+}
+
+/* Static TLS and the thread control block around the thread pointer, and the DTV. */
+static void root_tls(lk_child *c, lk_state *st, uint64_t tp)
+{
+    if (!tp)
+        return;
+    uint64_t below = st->tls_static + 2048; /* + glibc's static TLS surplus */
+    uint64_t lo = tp > below ? tp - below : 0;
+    root_range(c, lo, tp + 4096, ms_lk_maps_view);
+    /* glibc x86-64: tcbhead_t { void *tcb; dtv_t *dtv; ... }: the DTV pointer points
+     * one 16-byte entry into its block, an interior pointer valgrind calls "possibly
+     * lost"; it is the DTV's real reference, so count it as a start. */
+    uint64_t avail = 0;
+    const uint64_t *p = ms_lk_maps_view(&c->maps, tp + 8, 8, &avail);
+    if (!p || avail < 8)
+        return;
+    uint64_t dtv = *p;
+    if (dtv < 16)
+        return;
+    ms_lk_root_start(&c->scan, dtv - 16);
+    if (ms_lk_find(&c->scan, dtv) < 0) {
+        /* an untracked DTV (the main thread's, from the loader): scan its entries */
+        const uint64_t *cnt = ms_lk_maps_view(&c->maps, dtv - 16, 8, &avail);
+        if (cnt && avail >= 8 && *cnt < 65536)
+            root_range(c, dtv - 16, dtv + 16 * (*cnt + 1), ms_lk_maps_view);
+    }
+}
+
+/* A thread that did not answer the stop signal: its whole registered stack. */
+static int root_unstopped(const ms_thread_slot *t, void *arg)
+{
+    lk_child *c = arg;
+    ms_lk_world *w = &g_lk->world;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->t[i].tid == t->tid && w->t[i].state == MS_LKT_TIMEOUT && t->stack_hi > t->stack_lo)
+            root_range(c, t->stack_lo, t->stack_hi, ms_lk_maps_view);
+    return 0;
+}
+
+typedef struct lk_wire {
+    uint64_t magic;
+    ms_snap_leak_summary sum;
+    uint64_t stat[MS_LKS_COUNT];
+    uint32_t nrec;
+    uint32_t pad;
+} lk_wire;
+
+/* Record order: definite, possible, reachable; by bytes within a class. */
+static int goes_before(const ms_snap_leak_rec *a, const ms_snap_leak_rec *b)
+{
+    if (a->leak_class != b->leak_class)
+        return a->leak_class < b->leak_class;
+    return a->bytes > b->bytes;
+}
+
+static void sift(ms_snap_leak_rec *r, size_t root, size_t n)
+{
+    for (;;) {
+        size_t ch = 2 * root + 1;
+        if (ch >= n)
+            return;
+        if (ch + 1 < n && goes_before(&r[ch], &r[ch + 1]))
+            ch++; /* the child that goes later */
+        if (!goes_before(&r[root], &r[ch]))
+            return;
+        ms_snap_leak_rec t = r[root];
+        r[root] = r[ch];
+        r[ch] = t;
+        root = ch;
+    }
+}
+
+/* Heap sort (no allocation, no recursion). */
+static void sort_records(ms_snap_leak_rec *r, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        sift(r, i, n);
+    for (size_t end = n; end > 1; end--) {
+        ms_snap_leak_rec t = r[0];
+        r[0] = r[end - 1];
+        r[end - 1] = t;
+        sift(r, 0, end - 1);
+    }
+}
+
+/* records: (stack, class) -> one record; definite ones fold their indirect blocks */
+static void child_records(lk_child *c, lk_wire *wire, ms_snap_leak_rec **out, uint32_t *nout)
+{
+    uint32_t max_id = ms_stack_max_id();
+    size_t nkeys = ((size_t)max_id + 1) * MS_LEAK_CLASS_COUNT;
+    uint32_t *idx = child_mmap(nkeys * sizeof(uint32_t));
+    size_t cap = c->nblocks < nkeys ? c->nblocks : nkeys;
+    ms_snap_leak_rec *rec = child_mmap((cap + 1) * sizeof *rec);
+    *out = rec;
+    *nout = 0;
+    if (!idx || !rec)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < c->nblocks; i++) {
+        ms_lk_block *b = &c->blocks[i];
+        unsigned cls = b->state;
+        wire->sum.blocks[cls]++;
+        wire->sum.bytes[cls] += b->size;
+        ms_lk_block *key = b;
+        if (cls == MS_LEAK_INDIRECT) {
+            key = &c->blocks[ms_lk_fold_root(&c->scan, i)];
+            cls = MS_LEAK_DEFINITE;
+        }
+        uint32_t sid = key->stack_id <= max_id ? key->stack_id : 0;
+        size_t k = (size_t)sid * MS_LEAK_CLASS_COUNT + cls;
+        if (!idx[k]) {
+            if (n >= cap)
+                continue;
+            ms_snap_leak_rec *r = &rec[n++];
+            memset(r, 0, sizeof *r);
+            r->stack_id = sid;
+            r->leak_class = (uint8_t)cls;
+            idx[k] = (uint32_t)n;
+        }
+        ms_snap_leak_rec *r = &rec[idx[k] - 1];
+        r->blocks++;
+        r->bytes += b->size;
+        if (b == key && !r->example_address) {
+            r->example_address = b->addr;
+            r->example_size = b->size;
+            uint64_t want = b->size < sizeof r->sample ? b->size : sizeof r->sample;
+            uint64_t avail = 0;
+            const void *p = want ? ms_lk_maps_view(&c->maps, b->addr, want, &avail) : NULL;
+            if (p && avail) {
+                memcpy(r->sample, p, avail);
+                r->sample_len = (uint8_t)avail;
+            }
+        }
+    }
+    sort_records(rec, n);
+    /* keep every lost and possible record, and the largest reachable ones */
+    size_t keep = 0, reach = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rec[i].leak_class == MS_LEAK_REACHABLE && reach++ >= LK_MAX_REACHABLE_RECORDS)
+            continue;
+        if (keep >= LK_MAX_RECORDS) {
+            wire->stat[MS_LKS_RECORDS_DROPPED]++;
+            continue;
+        }
+        rec[keep++] = rec[i];
+    }
+    *nout = (uint32_t)keep;
+}
+
+static void child_main(lk_state *st, int wfd)
+{
+    uint64_t t0 = ms_lk_mono_ns();
+    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    lk_child *c = child_mmap(sizeof *c);
+    if (!c)
+        syscall(SYS_exit_group, 2);
+    g_child = c;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = child_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+
+    c->maps.cap = 1u << 18;
+    c->maps.m = child_mmap(c->maps.cap * sizeof(ms_lk_map));
+    if (!c->maps.m || ms_lk_maps_read(&c->maps) != 0)
+        syscall(SYS_exit_group, 2);
+
+    /* blocks, sorted */
+    c->cap = ms_live_count() + 1024;
+    c->blocks = child_mmap(c->cap * sizeof(ms_lk_block));
+    ms_lk_block *tmp = child_mmap(c->cap * sizeof(ms_lk_block));
+    uint32_t *stack = child_mmap(c->cap * sizeof(uint32_t));
+    if (!c->blocks || !tmp || !stack)
+        syscall(SYS_exit_group, 2);
+    ms_live_foreach(collect_block, c, MS_ITER_NOLOCK);
+    ms_lk_sort(c->blocks, c->nblocks, tmp);
+    syscall(SYS_munmap, tmp, c->cap * sizeof(ms_lk_block));
+    ms_lk_init(&c->scan, c->blocks, c->nblocks, stack, c->cap, ms_lk_maps_view, &c->maps);
+
+    /* roots 1: writable segments of every module but the agent */
+    for (size_t i = 0; i < st->nsegs; i++)
+        root_range(c, st->segs[i].lo, st->segs[i].hi, ms_lk_maps_view);
+    /* roots 2: threads: registers, stack from sp (with the red zone), TLS */
+    ms_lk_world *w = &st->world;
+    for (size_t i = 0; i < w->n; i++) {
+        ms_lk_thread *t = &w->t[i];
+        if (t->state == MS_LKT_STOPPED && t->tid != ms_leak_scanner_tid()) {
+            for (int r = 0; r < MS_LK_NREGS; r++)
+                ms_lk_root_value(&c->scan, t->regs[r]);
+            for (int r = 0; r < MS_LK_NXMM; r++)
+                ms_lk_root_value(&c->scan, t->xmm[r]);
+            uint64_t lo = t->sp > 128 ? t->sp - 128 : t->sp;
+            root_range(c, lo, stack_top(c, t->sp), ms_lk_maps_view);
+            root_tls(c, st, t->tp);
+        }
+    }
+    /* threads that did not stop: their whole known stack, no registers */
+    if (w->timeout)
+        ms_threads_foreach(root_unstopped, c);
+    /* roots 3: the calling program thread */
+    uint64_t tp;
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+    if (st->who && st->who->program_thread) {
+        for (int r = 0; r < 8; r++)
+            ms_lk_root_value(&c->scan, st->who->regs[r]);
+        root_range(c, st->who->sp, stack_top(c, st->who->sp), ms_lk_maps_view);
+        root_tls(c, st, tp);
+    }
+    /* roots 4: mmap regions the program made itself */
+    ms_regions_foreach(root_region, c, MS_ITER_NOLOCK);
+
+    ms_lk_mark(&c->scan);
+    ms_lk_classify(&c->scan);
+
+    lk_wire wire;
+    memset(&wire, 0, sizeof wire);
+    wire.magic = LK_RESULT_MAGIC;
+    ms_snap_leak_rec *rec;
+    uint32_t nrec;
+    child_records(c, &wire, &rec, &nrec);
+    wire.nrec = nrec;
+    wire.stat[MS_LKS_BLOCKS] = c->nblocks;
+    wire.stat[MS_LKS_ROOT_BYTES] = c->root_bytes;
+    wire.stat[MS_LKS_WORDS] = c->scan.words;
+    wire.stat[MS_LKS_SKIPPED_BYTES] = c->scan.skipped_bytes;
+    wire.stat[MS_LKS_FAULTS] = c->faults;
+    wire.stat[MS_LKS_REGIONS] = c->regions;
+    wire.sum.scan_ns = ms_lk_mono_ns() - t0;
+    if (write_all(wfd, &wire, sizeof wire) || write_all(wfd, rec, (size_t)nrec * sizeof *rec))
+        syscall(SYS_exit_group, 4);
+    syscall(SYS_exit_group, 0);
+}
+
+/* ===========================================================================
+ * The parent: segments and the stop happen inside dl_iterate_phdr so that no module
+ * is loaded or unloaded meanwhile (the loader lock is held; no stopped thread can hold
+ * it, so the child never needs it either).
+ * ========================================================================= */
+static void stop_fork_resume(lk_state *st)
+{
+    int pfd[2];
+    if (syscall(SYS_pipe2, pfd, O_CLOEXEC) != 0) {
+        st->err = -errno;
+        return;
+    }
+    int rc = ms_lk_stop_world(&st->world, st->sig, LK_STOP_TIMEOUT_MS);
+    if (rc) {
+        st->err = rc;
+        syscall(SYS_close, pfd[0]);
+        syscall(SYS_close, pfd[1]);
+        return;
+    }
+    /* a child without an exit signal: the program's SIGCHLD handler and wait() never
+     * see it; we reap it with __WCLONE */
+    long pid = syscall(SYS_clone, 0, 0, 0, 0, 0);
+    if (pid == 0) {
+        syscall(SYS_close, pfd[0]);
+        child_main(st, pfd[1]);
+    }
+    uint64_t forked = ms_lk_mono_ns();
+    ms_lk_resume_world(&st->world);
+    uint64_t resumed = ms_lk_mono_ns();
+    syscall(SYS_close, pfd[1]);
+    if (pid < 0) {
+        st->err = -errno;
+        syscall(SYS_close, pfd[0]);
+        return;
+    }
+    ms_lk_world *w = &st->world;
+    st->res.sum.pause_ns = resumed - w->t0_ns;
+    st->res.stat[MS_LKS_STOP_NS] = w->stopped_ns - w->t0_ns;
+    st->res.stat[MS_LKS_FORK_NS] = forked - w->stopped_ns;
+    st->res.stat[MS_LKS_THREADS] = w->n;
+    st->res.stat[MS_LKS_STOPPED] = w->stopped;
+    st->res.stat[MS_LKS_GONE] = w->gone;
+    st->res.stat[MS_LKS_UNSTOPPED] = w->timeout;
+    st->child = pid;
+    st->pipe_rd = pfd[0];
+    st->done = 1;
+}
+
+static void add_module_segs(lk_state *st, struct dl_phdr_info *info)
+{
+    uintptr_t a = (uintptr_t)info->dlpi_addr;
+    int is_agent = 0; /* the agent's own data and bss are never roots */
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && ms_self_lo >= a + ph->p_vaddr &&
+            ms_self_lo < a + ph->p_vaddr + ph->p_memsz)
+            is_agent = 1;
+    }
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_TLS) {
+            st->tls_static += (ph->p_memsz + ph->p_align + 15) & ~(uint64_t)15;
+            continue;
+        }
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+            continue;
+        uint64_t lo = a + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (is_agent)
+            continue;
+        if (st->nsegs < LK_MAX_SEGS) {
+            st->segs[st->nsegs].lo = lo;
+            st->segs[st->nsegs].hi = hi;
+            st->nsegs++;
+        }
+    }
+}
+
+static int count_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    lk_state *st = arg;
+    (void)size;
+    st->adds = info->dlpi_adds;
+    st->subs = info->dlpi_subs;
+    st->nmods++;
+    return 0;
+}
+
+static int collect_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    add_module_segs(arg, info);
+    return 0;
+}
+
+static int stop_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    lk_state *st = arg;
+    (void)size;
+    if (info->dlpi_adds != st->adds || info->dlpi_subs != st->subs)
+        return 1; /* the module list changed between the passes: retry */
+    add_module_segs(st, info);
+    if (++st->seen < st->nmods)
+        return 0;
+    stop_fork_resume(st);
+    return 1;
+}
+
+int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
+{
+    if (!ms_init())
+        return -ENOTSUP;
+    int expect = 0;
+    if (!__atomic_compare_exchange_n(&g_lk_busy, &expect, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return -EBUSY;
+    ms_enter();
+    int rc = 0;
+    if (!g_lk) {
+        g_lk = ms_sys_mmap(sizeof *g_lk);
+        if (!g_lk) {
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    lk_state *st = g_lk;
+    st->world.t = st->threads;
+    st->world.cap = LK_MAX_THREADS;
+    st->who = who;
+    st->sig = ms_leak_stop_signal();
+    memset(&st->res, 0, sizeof st->res);
+    for (int attempt = 0; attempt < 4 && !st->done; attempt++) {
+        st->nsegs = 0;
+        st->tls_static = 0;
+        st->nmods = st->seen = 0;
+        st->err = 0;
+        dl_iterate_phdr(count_cb, st);
+        dl_iterate_phdr(stop_cb, st);
+        if (st->err)
+            break;
+    }
+    if (!st->done && !st->err) {
+        /* the module list kept changing: take it as it is now, outside the lock */
+        st->nsegs = 0;
+        st->tls_static = 0;
+        dl_iterate_phdr(collect_cb, st);
+        stop_fork_resume(st);
+    }
+    if (!st->done) {
+        rc = st->err ? st->err : -EAGAIN;
+        goto out;
+    }
+    st->done = 0;
+    /* the result */
+    lk_wire wire;
+    int bad = read_all(st->pipe_rd, &wire, sizeof wire) || wire.magic != LK_RESULT_MAGIC;
+    uint32_t n = bad ? 0 : wire.nrec;
+    uint32_t keep = n < LK_MAX_RECORDS ? n : LK_MAX_RECORDS;
+    if (!bad && keep && read_all(st->pipe_rd, st->recs, keep * sizeof(ms_snap_leak_rec)))
+        bad = 1;
+    syscall(SYS_close, st->pipe_rd);
+    int status = 0;
+    while (syscall(SYS_wait4, st->child, &status, __WCLONE, NULL) < 0 && errno == EINTR)
+        ;
+    if (bad) {
+        rc = -EIO;
+        goto out;
+    }
+    uint64_t pause = st->res.sum.pause_ns;
+    uint64_t keepstat[MS_LKS_COUNT];
+    memcpy(keepstat, st->res.stat, sizeof keepstat);
+    st->res.sum = wire.sum;
+    st->res.sum.pause_ns = pause;
+    for (int i = 0; i < MS_LKS_COUNT; i++)
+        st->res.stat[i] = wire.stat[i] ? wire.stat[i] : keepstat[i];
+    st->res.stat[MS_LKS_MODULES] = st->nsegs;
+    st->res.rec = st->recs;
+    st->res.nrec = keep;
+    st->res.cap = LK_MAX_RECORDS;
+    *res = &st->res;
+out:
+    ms_leave();
+    __atomic_store_n(&g_lk_busy, 0, __ATOMIC_RELEASE);
+    (void)sys_ret;
+    return rc;
+}

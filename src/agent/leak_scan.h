@@ -1,0 +1,82 @@
+/* The reachability leak scan of a running process: stop the other threads, fork, let
+ * the parent go on at once, mark and classify in the copy-on-write child, fold, and
+ * bring the result back through a pipe. Runs inside the target: no malloc, no stdio;
+ * the scan child uses raw system calls only. */
+#ifndef MS_AGENT_LEAK_SCAN_H
+#define MS_AGENT_LEAK_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memsight/snapshot_format.h"
+
+/* Statistics carried in the LEAK chunk's tail (name, value); see docs/snapshot-format.md. */
+enum {
+    MS_LKS_THREADS,         /* threads listed besides the caller */
+    MS_LKS_STOPPED,         /* ...stopped with their registers */
+    MS_LKS_GONE,            /* ...exited before they stopped */
+    MS_LKS_UNSTOPPED,       /* ...that did not answer (scanned without registers) */
+    MS_LKS_BLOCKS,          /* heap blocks in the scan */
+    MS_LKS_ROOT_BYTES,      /* bytes of roots read */
+    MS_LKS_WORDS,           /* words examined (roots and blocks) */
+    MS_LKS_SKIPPED_BYTES,   /* unreadable bytes skipped */
+    MS_LKS_FAULTS,          /* pages that faulted in the child and were zero-mapped */
+    MS_LKS_MODULES,         /* writable module segments scanned */
+    MS_LKS_REGIONS,         /* program mmap regions scanned */
+    MS_LKS_STOP_NS,         /* part of the pause spent stopping threads */
+    MS_LKS_FORK_NS,         /* part of the pause spent in fork */
+    MS_LKS_RECORDS_DROPPED, /* records beyond the limit */
+    MS_LKS_COUNT
+};
+extern const char *const ms_leak_stat_names[MS_LKS_COUNT];
+
+typedef struct ms_leak_result {
+    ms_snap_leak_summary sum;
+    uint64_t stat[MS_LKS_COUNT];
+    uint32_t nrec;
+    uint32_t cap;
+    ms_snap_leak_rec *rec; /* agent memory (mmap) */
+} ms_leak_result;
+
+/* Who asks: a program thread (its stack above `sp` and its callee-saved registers are
+ * roots) or an agent thread (its stack and registers are the agent's, never roots). */
+typedef struct ms_leak_caller {
+    int program_thread;
+    uint64_t sp;
+    uint64_t regs[8];
+} ms_leak_caller;
+
+/* Captures the caller's stack pointer and callee-saved registers (rbx rbp r12-r15). */
+#define MS_LEAK_CAPTURE(c)                                                              \
+    do {                                                                                \
+        (c)->program_thread = 1;                                                        \
+        __asm__ volatile("mov %%rsp, 0(%0)\n\tmov %%rbx, 8(%0)\n\tmov %%rbp, 16(%0)\n\t" \
+                         "mov %%r12, 24(%0)\n\tmov %%r13, 32(%0)\n\tmov %%r14, 40(%0)\n\t" \
+                         "mov %%r15, 48(%0)\n\t"                                         \
+                         : : "r"(&(c)->sp) : "memory");                                  \
+    } while (0)
+
+/* The signal that stops threads for a scan (option leak_stop_signal). */
+int ms_leak_stop_signal(void);
+
+/* The agent's scanner thread (leak_check=signal), 0 if none: never a root. */
+uint32_t ms_leak_scanner_tid(void);
+
+/* Runs one scan. Returns 0 with *res filled (res->rec points into agent memory valid
+ * until the next scan), or a negative errno: -ENOTSUP when the agent is not recording
+ * every block, -EBUSY when a scan is already running. One scan at a time. */
+int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res);
+
+/* Appends a LEAK chunk for `res` to an open snapshot (an ms_snapshot_extra_fn). */
+struct ms_snap_writer;
+void ms_leak_write_chunk(struct ms_snap_writer *w, void *res);
+
+/* Scans and writes a snapshot with reason `reason` holding the result. */
+int ms_leak_check_and_write(const ms_leak_caller *who, const char *reason, char *path,
+                            size_t pathlen);
+
+/* Called by the agent before its exit snapshot: with leak_check=exit, scans and makes
+ * the exit snapshot carry the result. */
+void ms_leak_at_exit(void);
+
+#endif
