@@ -1,5 +1,25 @@
 # Tests of the HPROF analysis area: dominator tree, retained sizes, paths to GC roots,
 # diff of dumps. Names start with hprof_an_.
-if(TARGET ms_hprof)
-  ms_unit_test(hprof_an_domtree SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_domtree.c LIBS ms_hprof)
+if(NOT TARGET ms_hprof)
+  return()
+endif()
+ms_unit_test(hprof_an_domtree SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_domtree.c LIBS ms_hprof)
+# Driver used by the integration tests and the benchmark: exports the graph as the
+# dominator computation sees it and runs each analysis alone.
+ms_test_program(hprof_an_tool SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/hprof_an_tool.c LIBS ms_hprof)
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  ms_integration_test(hprof_an_reference ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_reference.py)
+  find_program(MS_JCMD jcmd)
+  find_program(MS_JAVAC javac)
+  if(MS_JCMD AND MS_JAVAC)
+    ms_integration_test(hprof_an_java_truth ${Python3_EXECUTABLE}
+      ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_java_truth.py)
+  endif()
+  foreach(t hprof_an_reference hprof_an_java_truth)
+    if(TEST ${t})
+      set_tests_properties(${t} PROPERTIES DEPENDS hprof_an_domtree)
+    endif()
+  endforeach()
 endif()

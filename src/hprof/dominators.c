@@ -192,11 +192,13 @@ int ms_hprof_class_retained(const ms_hgraph *g, const ms_hprof_domresult *r, uin
     ms_hidx *kids = malloc(((size_t)r->reachable + 1) * sizeof *kids);
     uint32_t *onpath = calloc((size_t)nc + 1, sizeof *onpath);
     ms_hidx *stack = malloc(((size_t)r->reachable + 2) * sizeof *stack);
-    if (!coff || !kids || !onpath || !stack) {
+    uint32_t *pos = malloc(((size_t)r->reachable + 2) * sizeof *pos);
+    if (!coff || !kids || !onpath || !stack || !pos) {
         free(coff);
         free(kids);
         free(onpath);
         free(stack);
+        free(pos);
         set_err(err, errlen, "dominators: out of memory for the class aggregation");
         return -1;
     }
@@ -213,14 +215,15 @@ int ms_hprof_class_retained(const ms_hgraph *g, const ms_hprof_domresult *r, uin
         coff[v] = coff[v - 1];
     coff[0] = 0;
 
-    /* The cursor of each vertex on the stack is coff[v], advanced in place (it then
-     * equals coff[v+1] once v is done; the arrays are private). */
+    /* Depth-first walk: stack[] holds the path from the virtual root, pos[] the next
+     * child to visit of each vertex on it. */
     size_t sp = 0;
-    stack[sp++] = n;
+    stack[sp] = n;
+    pos[sp++] = coff[n];
     while (sp) {
         ms_hidx v = stack[sp - 1];
-        if (coff[v] < coff[v + 1]) {
-            ms_hidx c = kids[coff[v]++];
+        if (pos[sp - 1] < coff[v + 1]) {
+            ms_hidx c = kids[pos[sp - 1]++];
             uint32_t cls = g->obj_class[c] < nc ? g->obj_class[c] : nc;
             if (cls < nc && onpath[cls] == 0) {
                 bytes[cls] += r->retained[c];
@@ -228,7 +231,8 @@ int ms_hprof_class_retained(const ms_hgraph *g, const ms_hprof_domresult *r, uin
                     objects[cls] += r->dominated[c];
             }
             onpath[cls]++;
-            stack[sp++] = c;
+            stack[sp] = c;
+            pos[sp++] = coff[c];
         } else {
             sp--;
             if (v != n) {
@@ -241,6 +245,7 @@ int ms_hprof_class_retained(const ms_hgraph *g, const ms_hprof_domresult *r, uin
     free(kids);
     free(onpath);
     free(stack);
+    free(pos);
     return 0;
 }
 
