@@ -37,8 +37,15 @@ typedef struct ms_options {
     uint64_t exit_snapshot;  /* exit_snapshot=0|1: write a snapshot at exit */
     uint64_t thread_capacity;/* thread_capacity=N: threads in the registry */
     uint64_t pc_cache;       /* pc_cache=N: entries of the unwind-rule cache */
+    uint64_t leak_check;     /* leak_check=off|exit|signal: reachability scan (leak_*.c) */
+    uint64_t leak_signal;    /* leak_signal=N: wakes the scanner (leak_check=signal) */
+    uint64_t leak_stop_signal; /* leak_stop_signal=N: stops threads during a scan */
     char raw[1024];          /* the option string as given (goes into META) */
 } ms_options;
+
+#define MS_HAVE_LEAK_OPTIONS 1
+/* Leak scan at exit, before the exit snapshot (leak_api.c). */
+void ms_leak_at_exit(void) MS_INTERNAL;
 
 typedef enum ms_opt_type { MS_OPT_U64, MS_OPT_BOOL, MS_OPT_STR, MS_OPT_ENUM, MS_OPT_SIZE } ms_opt_type;
 

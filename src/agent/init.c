@@ -272,6 +272,7 @@ __attribute__((destructor(101))) static void ms_destructor(void)
 {
     if (ms_state != MS_STATE_READY || !ms_opt.exit_snapshot)
         return;
+    ms_leak_at_exit(); /* with leak_check=exit, adds its result to the exit snapshot */
     ms_snapshot_write("exit", NULL, NULL, NULL, 0);
 }
 
