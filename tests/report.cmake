@@ -8,3 +8,5 @@ ms_unit_test(report_symbolize SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symb
 target_compile_options(report_symbolize PRIVATE -O2 -g)
 # `memsight report` on snapshots built byte by byte by report_mksnap.py (no agent needed).
 ms_integration_test(report_cli ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_cli.py)
+# `memsight run`: streams, exit status, signals, exit summary, static and setuid programs.
+ms_integration_test(report_run ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_run.sh)

@@ -209,12 +209,12 @@ int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *o
 {
     ms_report_totals t;
     ms_report_totals_compute(s, &t);
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], d[32];
     fprintf(out, "memsight: live at exit: %s in %" PRIu64 " blocks (heap %s, mmap %s, stack %s)\n",
             human(t.all.live_bytes, a, sizeof a), t.all.live_blocks,
             human(t.kind[MS_KIND_HEAP].live_bytes, b, sizeof b),
             human(t.kind[MS_KIND_MMAP].live_bytes, c, sizeof c),
-            human(t.kind[MS_KIND_STACK].live_bytes, a, sizeof a));
+            human(t.kind[MS_KIND_STACK].live_bytes, d, sizeof d));
     fprintf(out, "memsight: allocated %s in %" PRIu64 " blocks, freed %s in %" PRIu64 " blocks\n",
             human(t.all.alloc_bytes, a, sizeof a), t.all.alloc_blocks,
             human(t.all.free_bytes, b, sizeof b), t.all.free_blocks);
