@@ -338,15 +338,17 @@ int ms_flame_write(const ms_agg *a, const ms_agg *base, const ms_flame_opts *o, 
     double span = W - 2 * PAD;
     char id[32];
     snprintf(id, sizeof id, "msfg%d", ++g_flame_seq);
-    char wbuf[16];
+    char wbuf[16], hbuf[32] = "";
     snprintf(wbuf, sizeof wbuf, "%d", W);
+    if (!o->embedded) /* embedded: the height follows the page width through the viewBox */
+        snprintf(hbuf, sizeof hbuf, " height=\"%d\"", H);
     if (!o->embedded)
         fputs("<?xml version=\"1.0\" standalone=\"no\"?>\n", out);
     fprintf(out,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" id=\"%s\" class=\"fg\" "
-            "width=\"%s\" height=\"%d\" viewBox=\"0 0 %d %d\" data-width=\"%d\" data-pad=\"%d\" "
+            "width=\"%s\"%s viewBox=\"0 0 %d %d\" data-width=\"%d\" data-pad=\"%d\" "
             "data-unit=\"%s\" data-metric=\"%s\" data-total=\"%" PRIu64 "\">\n",
-            id, o->embedded ? "100%" : wbuf, H, W, H, W, PAD, ms_metric_unit(m), ms_metric_name(m),
+            id, o->embedded ? "100%" : wbuf, hbuf, W, H, W, PAD, ms_metric_unit(m), ms_metric_name(m),
             ms_metric_value(&t.n[0].c, m));
     fputs("<style>\n"
           ".fg text{font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;"

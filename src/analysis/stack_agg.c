@@ -112,8 +112,14 @@ int ms_metric_parse(const char *t, ms_metric *m)
         {"alloc_blocks", MS_METRIC_ALLOC_BLOCKS}, {"alloc_count", MS_METRIC_ALLOC_BLOCKS},
         {"alloc_objects", MS_METRIC_ALLOC_BLOCKS},
     };
+    char norm[32];
+    size_t l = strlen(t);
+    if (l >= sizeof norm)
+        return -1;
+    for (size_t i = 0; i <= l; i++)
+        norm[i] = t[i] == '-' ? '_' : t[i];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(t, names[i].name)) {
+        if (!strcmp(norm, names[i].name)) {
             *m = names[i].m;
             return 0;
         }

@@ -1,0 +1,437 @@
+/* Merging snapshots of one program and writing the result as a snapshot file (see
+ * merge.h and include/memsight/snapshot_format.h). The writer here is the tools' own,
+ * small and allocating; the agent's allocation-free writer stays in the agent.
+ * Tools only; never prints. */
+#define _GNU_SOURCE
+#include "analysis/merge.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "analysis/stack_agg.h"
+#include "core/fileio.h"
+
+/* ---- merging ------------------------------------------------------------------------ */
+
+static int same_module(const ms_module *a, const ms_module *b)
+{
+    if (a->build_id_len && b->build_id_len)
+        return a->build_id_len == b->build_id_len &&
+               !memcmp(a->build_id, b->build_id, a->build_id_len);
+    return a->path && b->path && !strcmp(a->path, b->path);
+}
+
+static void module_range(const ms_module *m, uint64_t bias, uint64_t *lo, uint64_t *hi)
+{
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (uint32_t j = 0; j < m->nseg; j++) {
+        uint64_t a = m->segs[j].vaddr + bias, b = a + m->segs[j].memsz;
+        if (a < *lo)
+            *lo = a;
+        if (b > *hi)
+            *hi = b;
+    }
+    if (*lo > *hi)
+        *lo = *hi = bias;
+}
+
+static const char *base(const char *p)
+{
+    const char *b = p ? strrchr(p, '/') : NULL;
+    return b ? b + 1 : p ? p : "";
+}
+
+static int add_kv(ms_snapshot *s, const char *k, const char *v)
+{
+    ms_kv *m = realloc(s->meta, (s->nmeta + 1) * sizeof *m);
+    if (!m)
+        return -1;
+    s->meta = m;
+    m[s->nmeta].key = strdup(k);
+    m[s->nmeta].value = strdup(v ? v : "");
+    if (!m[s->nmeta].key || !m[s->nmeta].value) {
+        free(m[s->nmeta].key);
+        free(m[s->nmeta].value);
+        return -1;
+    }
+    s->nmeta++;
+    return 0;
+}
+
+ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, char *err,
+                      size_t errlen)
+{
+    if (n == 0) {
+        snprintf(err, errlen, "merge needs at least one snapshot");
+        return NULL;
+    }
+    const char *exe0 = ms_agg_meta(in[0], "exe");
+    for (size_t i = 1; i < n && !(o && o->allow_different_programs); i++) {
+        const char *e = ms_agg_meta(in[i], "exe");
+        if (exe0 && e && strcmp(base(exe0), base(e)) != 0) {
+            snprintf(err, errlen, "%s: a different program (%s) than %s (%s); "
+                     "merge snapshots of one program",
+                     in[i]->path ? in[i]->path : "?", e, in[0]->path ? in[0]->path : "?", exe0);
+            return NULL;
+        }
+    }
+    ms_snapshot *out = calloc(1, sizeof *out);
+    size_t **modmap = calloc(n, sizeof *modmap); /* per input module: output index */
+    ms_agg *keys = ms_agg_new();
+    if (!out || !modmap || !keys)
+        goto oom;
+    out->version_major = MS_SNAP_VERSION_MAJOR;
+    out->version_minor = MS_SNAP_VERSION_MINOR;
+
+    /* modules: united; the first placement wins unless it overlaps one already placed */
+    size_t capm = 0;
+    uint64_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        modmap[i] = calloc(in[i]->nmodules + 1, sizeof **modmap);
+        if (!modmap[i])
+            goto oom;
+        for (size_t j = 0; j < in[i]->nmodules; j++) {
+            const ms_module *m = &in[i]->modules[j];
+            size_t k;
+            for (k = 0; k < out->nmodules; k++)
+                if (same_module(&out->modules[k], m))
+                    break;
+            if (k == out->nmodules) {
+                if (out->nmodules == capm) {
+                    capm = capm ? capm * 2 : 16;
+                    ms_module *nm = realloc(out->modules, capm * sizeof *nm);
+                    if (!nm)
+                        goto oom;
+                    out->modules = nm;
+                }
+                ms_module *d = &out->modules[out->nmodules];
+                *d = *m;
+                d->path = strdup(m->path ? m->path : "");
+                d->segs = malloc((m->nseg ? m->nseg : 1) * sizeof *d->segs);
+                if (!d->path || !d->segs) {
+                    free(d->path);
+                    free(d->segs);
+                    goto oom;
+                }
+                memcpy(d->segs, m->segs, m->nseg * sizeof *d->segs);
+                out->nmodules++;
+                uint64_t lo, hi;
+                module_range(d, d->load_bias, &lo, &hi);
+                int overlap = 0;
+                for (size_t q = 0; q + 1 < out->nmodules; q++) {
+                    uint64_t l2, h2;
+                    module_range(&out->modules[q], out->modules[q].load_bias, &l2, &h2);
+                    if (lo < h2 && l2 < hi)
+                        overlap = 1;
+                }
+                if (overlap) {
+                    uint64_t nb = (top + 0xffffffull) & ~0xffffffull;
+                    d->load_bias = nb - (lo - d->load_bias);
+                    module_range(d, d->load_bias, &lo, &hi);
+                }
+                if (hi > top)
+                    top = hi;
+            }
+            modmap[i][j] = k;
+        }
+    }
+
+    /* stacks: key = kind, flags and (module, offset) of every pc */
+    size_t caps = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ms_snapshot *s = in[i];
+        for (size_t j = 0; j < s->nstacks; j++) {
+            const ms_stack *st = &s->stacks[j];
+            uint64_t *pcs = malloc((st->depth ? st->depth : 1) * sizeof *pcs);
+            char *key = malloc((size_t)st->depth * 34 + 16);
+            if (!pcs || !key) {
+                free(pcs);
+                free(key);
+                goto oom;
+            }
+            char *kp = key + sprintf(key, "%u/%u", st->kind, st->flags & MS_STACKF_FIRST_IS_PC);
+            for (uint32_t d = 0; d < st->depth; d++) {
+                const ms_module *m = ms_agg_module_for_pc(s, st->pcs[d]);
+                if (m) {
+                    size_t mi = modmap[i][(size_t)(m - s->modules)];
+                    uint64_t off = st->pcs[d] - m->load_bias;
+                    pcs[d] = out->modules[mi].load_bias + off;
+                    kp += sprintf(kp, ";%zx+%" PRIx64, mi, off);
+                } else {
+                    pcs[d] = st->pcs[d];
+                    kp += sprintf(kp, ";@%" PRIx64, st->pcs[d]);
+                }
+            }
+            size_t before = keys->nnames;
+            long idx = ms_agg_intern(keys, key);
+            free(key);
+            if (idx < 0) {
+                free(pcs);
+                goto oom;
+            }
+            if (keys->nnames == before) {
+                ms_counters_add(&out->stacks[idx].c, &st->c);
+                out->stacks[idx].flags |= st->flags & (MS_STACKF_TRUNCATED | MS_STACKF_UNWIND_FAIL);
+                free(pcs);
+                continue;
+            }
+            if (out->nstacks == caps) {
+                caps = caps ? caps * 2 : 64;
+                ms_stack *ns = realloc(out->stacks, caps * sizeof *ns);
+                if (!ns) {
+                    free(pcs);
+                    goto oom;
+                }
+                out->stacks = ns;
+            }
+            ms_stack *d = &out->stacks[out->nstacks];
+            memset(d, 0, sizeof *d);
+            d->id = (uint32_t)out->nstacks + 1;
+            d->kind = st->kind;
+            d->flags = st->flags;
+            d->depth = st->depth;
+            d->pcs = pcs;
+            d->c = st->c;
+            out->nstacks++;
+        }
+    }
+
+    /* health: summed by name */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < in[i]->nhealth; j++) {
+            const ms_health_item *h = &in[i]->health[j];
+            size_t k;
+            for (k = 0; k < out->nhealth; k++)
+                if (!strcmp(out->health[k].name, h->name))
+                    break;
+            if (k == out->nhealth) {
+                ms_health_item *nh = realloc(out->health, (out->nhealth + 1) * sizeof *nh);
+                if (!nh)
+                    goto oom;
+                out->health = nh;
+                nh[k].name = strdup(h->name);
+                nh[k].value = 0;
+                if (!nh[k].name)
+                    goto oom;
+                out->nhealth++;
+            }
+            out->health[k].value += h->value;
+        }
+
+    /* metadata */
+    uint64_t last_ns = 0, interval = 0;
+    int same_interval = 1, sampled = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = ms_agg_meta(in[i], "snapshot_ns");
+        uint64_t t = v ? strtoull(v, NULL, 10) : 0;
+        if (t > last_ns)
+            last_ns = t;
+        v = ms_agg_meta(in[i], "sample_interval");
+        uint64_t iv = v ? strtoull(v, NULL, 10) : 0;
+        if (i == 0)
+            interval = iv;
+        else if (iv != interval)
+            same_interval = 0;
+        sampled |= (in[i]->flags & MS_SNAP_F_SAMPLED) != 0;
+    }
+    out->flags = sampled ? MS_SNAP_F_SAMPLED : 0;
+    char num[32];
+    if (exe0 && add_kv(out, "exe", exe0) != 0)
+        goto oom;
+    snprintf(num, sizeof num, "%" PRIu64, last_ns);
+    if (last_ns && add_kv(out, "snapshot_ns", num) != 0)
+        goto oom;
+    snprintf(num, sizeof num, "%" PRIu64, interval);
+    if (same_interval && add_kv(out, "sample_interval", num) != 0)
+        goto oom;
+    snprintf(num, sizeof num, "%zu", n);
+    if (add_kv(out, "reason", "merge") != 0 || add_kv(out, "merged_from", num) != 0)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        const char *h = ms_agg_meta(in[i], "hostname");
+        if (h && !ms_agg_meta(out, "hostname") && add_kv(out, "hostname", h) != 0)
+            goto oom;
+    }
+    out->path = strdup("merged");
+    if (!out->path)
+        goto oom;
+    for (size_t i = 0; i < n; i++)
+        free(modmap[i]);
+    free(modmap);
+    ms_agg_free(keys);
+    return out;
+oom:
+    snprintf(err, errlen, "out of memory while merging");
+    if (modmap)
+        for (size_t i = 0; i < n; i++)
+            free(modmap[i]);
+    free(modmap);
+    ms_agg_free(keys);
+    ms_snapshot_free(out);
+    return NULL;
+}
+
+/* ---- writing ------------------------------------------------------------------------ */
+
+typedef struct buf {
+    uint8_t *p;
+    size_t n, cap;
+    int oom;
+} buf;
+
+static void put(buf *b, const void *d, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 4096;
+        while (nc < b->n + n)
+            nc *= 2;
+        uint8_t *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+
+static void u8(buf *b, uint8_t v) { put(b, &v, 1); }
+static void u16(buf *b, uint16_t v)
+{
+    uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+    put(b, x, 2);
+}
+static void u32(buf *b, uint32_t v)
+{
+    uint8_t x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    put(b, x, 4);
+}
+static void u64(buf *b, uint64_t v)
+{
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    put(b, x, 8);
+}
+static void str(buf *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    u32(b, (uint32_t)n);
+    put(b, s, n);
+}
+
+static int chunk(FILE *f, uint32_t type, uint32_t flags, const buf *payload, uint32_t *nchunks)
+{
+    buf h = {0};
+    u32(&h, type);
+    u32(&h, flags);
+    u64(&h, payload->n);
+    u32(&h, (uint32_t)crc32(0L, payload->p ? payload->p : (const Bytef *)"", (uInt)payload->n));
+    u32(&h, 0);
+    static const uint8_t zero[8];
+    size_t pad = (8 - payload->n % 8) % 8;
+    int rc = h.oom || fwrite(h.p, 1, h.n, f) != h.n ||
+             (payload->n && fwrite(payload->p, 1, payload->n, f) != payload->n) ||
+             (pad && fwrite(zero, 1, pad, f) != pad);
+    free(h.p);
+    (*nchunks)++;
+    return rc ? -1 : 0;
+}
+
+int ms_merge_write(const ms_snapshot *s, const char *path, char *err, size_t errlen)
+{
+    ms_outfile of;
+    if (ms_outfile_open(&of, path, err, errlen) != 0)
+        return -1;
+    buf hdr = {0}, b = {0};
+    uint32_t nchunks = 0;
+    int rc = 0;
+    put(&hdr, MS_SNAP_MAGIC, 8);
+    u16(&hdr, MS_SNAP_VERSION_MAJOR);
+    u16(&hdr, MS_SNAP_VERSION_MINOR);
+    u32(&hdr, 32);
+    u64(&hdr, s->flags);
+    u64(&hdr, 0);
+    if (hdr.oom || fwrite(hdr.p, 1, hdr.n, of.fp) != hdr.n)
+        rc = -1;
+
+    u32(&b, (uint32_t)s->nmeta);
+    for (size_t i = 0; i < s->nmeta; i++) {
+        str(&b, s->meta[i].key);
+        str(&b, s->meta[i].value);
+    }
+    rc |= b.oom || chunk(of.fp, MS_CHUNK_META, 0, &b, &nchunks);
+    b.n = 0;
+
+    u32(&b, (uint32_t)s->nmodules);
+    for (size_t i = 0; i < s->nmodules; i++) {
+        const ms_module *m = &s->modules[i];
+        u64(&b, m->load_bias);
+        str(&b, m->path);
+        u32(&b, m->build_id_len);
+        put(&b, m->build_id, m->build_id_len);
+        static const uint8_t zero[4];
+        put(&b, zero, (4 - m->build_id_len % 4) % 4);
+        u32(&b, m->nseg);
+        for (uint32_t j = 0; j < m->nseg; j++) {
+            u64(&b, m->segs[j].vaddr);
+            u64(&b, m->segs[j].memsz);
+            u64(&b, m->segs[j].offset);
+            u32(&b, m->segs[j].flags);
+            u32(&b, 0);
+        }
+    }
+    rc |= b.oom || chunk(of.fp, MS_CHUNK_MODS, 0, &b, &nchunks);
+    b.n = 0;
+
+    u32(&b, (uint32_t)s->nstacks);
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const ms_stack *st = &s->stacks[i];
+        u32(&b, st->id);
+        u8(&b, st->kind);
+        u8(&b, 0);
+        u16(&b, st->flags);
+        u32(&b, st->depth);
+        u32(&b, 0);
+        u64(&b, st->c.live_blocks);
+        u64(&b, st->c.live_bytes);
+        u64(&b, st->c.alloc_blocks);
+        u64(&b, st->c.alloc_bytes);
+        u64(&b, st->c.free_blocks);
+        u64(&b, st->c.free_bytes);
+        for (uint32_t d = 0; d < st->depth; d++)
+            u64(&b, st->pcs[d]);
+    }
+    rc |= b.oom || chunk(of.fp, MS_CHUNK_STKS, MS_CHUNKF_REQUIRED, &b, &nchunks);
+    b.n = 0;
+
+    if (s->nhealth) {
+        u32(&b, (uint32_t)s->nhealth);
+        for (size_t i = 0; i < s->nhealth; i++) {
+            str(&b, s->health[i].name);
+            u64(&b, s->health[i].value);
+        }
+        rc |= b.oom || chunk(of.fp, MS_CHUNK_HLTH, 0, &b, &nchunks);
+        b.n = 0;
+    }
+    u32(&b, nchunks);
+    uint32_t ignored = 0;
+    rc |= b.oom || chunk(of.fp, MS_CHUNK_END, 0, &b, &ignored);
+    free(hdr.p);
+    free(b.p);
+    if (rc) {
+        snprintf(err, errlen, "%s: write failed", path);
+        ms_outfile_abort(&of);
+        return -1;
+    }
+    return ms_outfile_commit(&of, err, errlen);
+}
