@@ -109,6 +109,8 @@ static const run_opt run_opts[] = {
     {"capacity", 0, "N", "capacity", NULL, "live heap blocks tracked (default 16M)"},
     {"no-blocks", 0, NULL, "blocks=0", NULL, "do not write every live block into snapshots"},
     {"follow-exec", 0, NULL, "follow_fork=1", NULL, "keep observing programs it execs"},
+    {"leak-check", 0, "WHEN", "leak_check", NULL,
+     "reachability leak scan: exit (into the exit snapshot) or signal ('memsight leaks PID')"},
     {"agent-option", 'O', "K=V", NULL, opt_agent, "any agent option (docs/agent.md); repeatable"},
 };
 #define NRUN_OPTS (sizeof run_opts / sizeof run_opts[0])
