@@ -9,7 +9,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hprof_an_lib import Graph, JavaProgram, check, cleanup, fail, run, TOOL, workdir  # noqa
+from hprof_an_lib import Graph, JavaProgram, check, cleanup, fail, run, workdir  # noqa
+
+MEMSIGHT = os.environ.get("MEMSIGHT", "memsight")
+
+
+def hprof_json(*args):
+    """Runs `memsight hprof ARGS --format json` and parses its output."""
+    return json.loads(run([MEMSIGHT, "hprof"] + list(args) + ["--format", "json"]))
 
 ITEMS, PAYLOAD, CHAIN, ENTRIES, GROW = 100, 1000, 10000, 20, 50
 P = "GtHeap$"
@@ -126,7 +133,7 @@ def main():
         check(target["idom"] == -1, "%s is strongly reachable (idom %d)" % (cls, target["idom"]))
         check(obj(refobj)["retained"] == obj(refobj)["shallow"],
               "%s reference retains its referent" % cls)
-        out = json.loads(run([TOOL, "path", first, "0x%x" % target["id"], "json"]))
+        out = hprof_json("path", first, "0x%x" % target["id"])
         check(out == [], "path to the %s object: %s" % (cls, out))
         check(obj(g.field(target["idx"], "data"))["shallow"] == prim_array(size, 1), "%s data" % cls)
 
@@ -135,7 +142,7 @@ def main():
     elems = g.field(lst, "elementData")
     e7 = g.field(elems, "[7]")
     check(obj(e7)["class"] == P + "GtEntry" and obj(e7)["shallow"] == s_entry, "entries[7]")
-    steps = json.loads(run([TOOL, "path", first, "0x%x" % obj(e7)["id"], "json"]))
+    steps = hprof_json("path", first, "0x%x" % obj(e7)["id"])
     got = [(s.get("class"), s.get("class_object_of"), s.get("root_type"), s.get("field"),
             s.get("static"), s.get("index")) for s in steps]
     want = [("java.lang.Class", "GtHeap", "sticky_class", None, None, None),
@@ -146,20 +153,28 @@ def main():
     check([int(s["object_id"], 16) for s in steps] == [obj(i)["id"] for i in (statics, lst, elems, e7)],
           "path object ids")
 
+    text = run([MEMSIGHT, "hprof", "path", first, "0x%x" % obj(e7)["id"]])
+    check(text.startswith("GC root: sticky class\n") and "static entries -> java.util.ArrayList" in text
+          and "[7] -> GtHeap$GtEntry" in text, "text path:\n" + text)
+    csv = run([MEMSIGHT, "hprof", "dominators", first, "--by-class", "--top", "5", "--format", "csv"])
+    lines = csv.splitlines()
+    check(lines[0] == "class,instances,shallow_bytes,retained_bytes,dominated_objects" and len(lines) == 6,
+          "csv by class:\n" + csv)
+
     # path to the chain's tail: CHAIN + 1 steps, no recursion
-    steps = json.loads(run([TOOL, "path", first, "0x%x" % obj(tail)["id"], "json"]))
+    steps = hprof_json("path", first, "0x%x" % obj(tail)["id"])
     check(len(steps) == CHAIN + 1, "path to the tail has %d steps" % len(steps))
     check(steps[1]["field"] == "chain" and all(s["field"] == "next" for s in steps[2:]),
           "path to the tail does not follow next")
 
     # --class: the instance with the largest retained size (all items tie: any item)
-    steps = json.loads(run([TOOL, "path", first, "--class", P + "GtItem", "json"]))
+    steps = hprof_json("path", first, "--class", P + "GtItem")
     check([s["class"] for s in steps] == ["java.lang.Class", P + "GtItem[]", P + "GtItem"],
           "path --class GtItem: %s" % steps)
     check(steps[1]["field"] == "items" and "index" in steps[2], "path --class GtItem fields")
 
     # dominators JSON contract: the top-level retainers include class GtHeap
-    top_json = json.loads(run([TOOL, "dominators", first, "0", "objects", "json"]))
+    top_json = hprof_json("dominators", first, "--top", "0")
     mine = [r for r in top_json if r.get("class_object_of") == "GtHeap"]
     check(len(mine) == 1, "class GtHeap not among the top-level retainers")
     check(int(mine[0]["object_id"], 16) == obj(statics)["id"] and
@@ -167,13 +182,13 @@ def main():
           mine[0]["shallow_bytes"] == obj(statics)["shallow"], "dominators JSON row %s" % mine[0])
     check(sum(r["retained_bytes"] for r in top_json) == g.reachable_bytes,
           "top-level retained sizes do not add up to the reachable bytes")
-    by_class = json.loads(run([TOOL, "dominators", first, "0", "class", "json"]))
+    by_class = hprof_json("dominators", first, "--top", "0", "--by-class")
     row = [r for r in by_class if r["class"] == P + "GtItem"]
     check(row and row[0]["retained_bytes"] == ITEMS * (s_item + s_bytes) and
           row[0]["instances"] == ITEMS, "by-class JSON row %s" % row)
 
     # ---- diff of the two dumps: GROW more items ----
-    rows = json.loads(run([TOOL, "diff", first, second, "json"]))
+    rows = hprof_json("diff", first, second, "--top", "0")
     row = [r for r in rows if r["class"] == P + "GtItem"]
     check(len(row) == 1, "GtItem missing from the diff")
     r = row[0]
