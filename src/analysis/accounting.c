@@ -1,0 +1,486 @@
+/* Categories of process memory from a parsed smaps, in the manner of dumpsys meminfo,
+ * and their text/JSON/CSV output. Works only on what it is given (the parsed smaps and
+ * optional hints); never reads /proc itself and never prints except to the FILE given. */
+#define _GNU_SOURCE
+#include "analysis/accounting.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const cat_names[MS_CAT_COUNT] = {
+    [MS_CAT_NATIVE_HEAP] = "native_heap", [MS_CAT_STACK] = "stack",
+    [MS_CAT_CODE] = "code",               [MS_CAT_FILE] = "file",
+    [MS_CAT_ANON] = "anon",               [MS_CAT_SHMEM] = "shmem",
+    [MS_CAT_GUARD] = "guard",             [MS_CAT_OTHER] = "other",
+};
+
+const char *ms_acct_cat_name(enum ms_acct_cat c)
+{
+    return (unsigned)c < MS_CAT_COUNT ? cat_names[c] : "?";
+}
+
+void ms_acct_add(ms_acct_counts *c, const ms_vma *v)
+{
+    c->mappings++;
+    c->size_kb = ms_sat_add(c->size_kb, (v->end - v->start) >> 10);
+    c->rss_kb = ms_sat_add(c->rss_kb, v->kb[MS_SM_RSS]);
+    c->pss_kb = ms_sat_add(c->pss_kb, v->kb[MS_SM_PSS]);
+    c->shared_clean_kb = ms_sat_add(c->shared_clean_kb, v->kb[MS_SM_SHARED_CLEAN]);
+    c->shared_dirty_kb = ms_sat_add(c->shared_dirty_kb, v->kb[MS_SM_SHARED_DIRTY]);
+    c->private_clean_kb = ms_sat_add(c->private_clean_kb, v->kb[MS_SM_PRIVATE_CLEAN]);
+    c->private_dirty_kb = ms_sat_add(c->private_dirty_kb, v->kb[MS_SM_PRIVATE_DIRTY]);
+    c->swap_kb = ms_sat_add(c->swap_kb, v->kb[MS_SM_SWAP]);
+    c->swap_pss_kb = ms_sat_add(c->swap_pss_kb, v->kb[MS_SM_SWAP_PSS]);
+}
+
+/* ---- classification by name and permissions ---- */
+
+static int starts(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+static int is_shared_object(const char *name)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *so = strstr(base, ".so");
+    return so && (so[3] == '\0' || so[3] == '.');
+}
+
+static int is_anonymous(const ms_vma *v)
+{
+    return v->name[0] == '\0' || starts(v->name, "[anon:");
+}
+
+#define ARENA_SIZE ((uint64_t)64 << 20) /* glibc HEAP_MAX_SIZE on 64-bit */
+#define GUARD_MAX ((uint64_t)1 << 20)   /* largest ---p taken for a thread's guard */
+#define STACK_MIN ((uint64_t)16 << 10)  /* PTHREAD_STACK_MIN: smaller rw regions are not stacks */
+
+static int by_name(const ms_vma *v, const char *exe, int *cat)
+{
+    const char *n = v->name;
+    if (!strcmp(n, "[heap]") || starts(n, "[anon:libc_malloc") || starts(n, "[anon:scudo:") ||
+        starts(n, "[anon:jemalloc") || starts(n, "[anon:GWP-ASan")) {
+        *cat = MS_CAT_NATIVE_HEAP;
+        return 1;
+    }
+    if (starts(n, "[stack") || starts(n, "[anon:stack_and_tls:") ||
+        starts(n, "[anon:thread stack") || starts(n, "[anon:thread signal stack")) {
+        *cat = MS_CAT_STACK;
+        return 1;
+    }
+    if (starts(n, "/dev/shm/") || starts(n, "/memfd:") || starts(n, "/SYSV") ||
+        starts(n, "[anon_shmem:") || starts(n, "/dev/ashmem") || starts(n, "[anon:shmem")) {
+        *cat = MS_CAT_SHMEM;
+        return 1;
+    }
+    if (n[0] == '[' && !starts(n, "[anon:")) {
+        *cat = MS_CAT_OTHER; /* [vdso], [vvar], [vsyscall], [uprobes]... */
+        return 1;
+    }
+    if (n[0] == '/' || (n[0] != '\0' && n[0] != '[')) {
+        if (v->perms[3] == 's' && v->inode != 0 && starts(n, "/dev/zero")) {
+            *cat = MS_CAT_SHMEM;
+            return 1;
+        }
+        if ((exe && exe[0] && !strcmp(n, exe)) || is_shared_object(n) || v->perms[2] == 'x')
+            *cat = MS_CAT_CODE;
+        else
+            *cat = MS_CAT_FILE;
+        return 1;
+    }
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Does any of the sorted ranges overlap [lo, hi)? */
+static int overlaps_sorted(const ms_addr_range *r, size_t n, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, b = n;
+    while (a < b) { /* first range with r.lo >= hi */
+        size_t m = a + (b - a) / 2;
+        if (r[m].lo < hi)
+            a = m + 1;
+        else
+            b = m;
+    }
+    /* Ranges are sorted by lo and may be of any size: scan back while they could reach. */
+    for (size_t i = a; i > 0; i--) {
+        if (r[i - 1].hi > lo && r[i - 1].lo < hi)
+            return 1;
+        if (a - i > 64)
+            break; /* heap blocks do not nest; a long run back means none reach */
+    }
+    return 0;
+}
+
+int ms_acct_build(ms_acct *a, const ms_smaps *sm, const ms_acct_hints *h, char *err,
+                  size_t errlen)
+{
+    static const ms_acct_hints none;
+    if (!h)
+        h = &none;
+    memset(a, 0, sizeof *a);
+    size_t n = sm->n;
+    a->n = n;
+    a->present = sm->present_any;
+    a->vma_cat = calloc(n ? n : 1, 1);
+    a->vma_why = calloc(n ? n : 1, 1);
+    a->vma_tid = calloc(n ? n : 1, sizeof(int));
+    uint64_t *sps = calloc(h->nthreads ? h->nthreads : 1, sizeof(uint64_t) * 2);
+    if (!a->vma_cat || !a->vma_why || !a->vma_tid || !sps) {
+        free(sps);
+        ms_acct_free(a);
+        snprintf(err, errlen, "accounting: out of memory");
+        return -1;
+    }
+    /* Sorted (sp, tid) pairs for a binary search per mapping. */
+    size_t nsp = 0;
+    for (size_t i = 0; i < h->nthreads; i++)
+        if (h->threads[i].sp) {
+            sps[2 * nsp] = h->threads[i].sp;
+            sps[2 * nsp + 1] = (uint64_t)h->threads[i].tid;
+            nsp++;
+        }
+    qsort(sps, nsp, sizeof(uint64_t) * 2, cmp_u64);
+    /* Guess stacks from guard pages only when some thread's stack is not known from its
+     * stack pointer (it was running) or no thread list was given at all. */
+    int guess_stacks = nsp < h->nthreads || h->nthreads == 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const ms_vma *v = &sm->v[i];
+        int cat = MS_CAT_ANON, why = MS_WHY_DEFAULT;
+        /* A thread's sp inside the mapping wins over everything but a file name. */
+        size_t lo = 0, hi = nsp;
+        while (lo < hi) {
+            size_t m = lo + (hi - lo) / 2;
+            if (sps[2 * m] < v->start)
+                lo = m + 1;
+            else
+                hi = m;
+        }
+        int sp_tid = 0;
+        for (size_t k = lo; k < nsp && sps[2 * k] < v->end; k++) {
+            if (!sp_tid)
+                sp_tid = (int)sps[2 * k + 1];
+            a->threads_matched++;
+        }
+        if (by_name(v, h->exe, &cat)) {
+            why = MS_WHY_NAME;
+            if (cat == MS_CAT_STACK && sp_tid)
+                a->vma_tid[i] = sp_tid;
+        } else if (v->perms[0] == '-' && v->perms[1] == '-' && v->perms[2] == '-') {
+            cat = MS_CAT_GUARD;
+            why = MS_WHY_PERMS;
+        } else if (sp_tid) {
+            cat = MS_CAT_STACK;
+            why = MS_WHY_SP;
+            a->vma_tid[i] = sp_tid;
+        } else if (h->nstacks && overlaps_sorted(h->stacks, h->nstacks, v->start, v->end)) {
+            cat = MS_CAT_STACK;
+            why = MS_WHY_HINT;
+        } else if (v->perms[3] == 's') {
+            cat = MS_CAT_SHMEM;
+            why = MS_WHY_PERMS;
+        } else if (h->nheap && overlaps_sorted(h->heap, h->nheap, v->start, v->end)) {
+            cat = MS_CAT_NATIVE_HEAP;
+            why = MS_WHY_HINT;
+        } else if (v->start % ARENA_SIZE == 0 && v->perms[0] == 'r' && v->perms[1] == 'w' &&
+                   (v->end - v->start == ARENA_SIZE ||
+                    (i + 1 < n && sm->v[i + 1].start == v->end &&
+                     !strcmp(sm->v[i + 1].perms, "---p") &&
+                     sm->v[i + 1].end - v->start == ARENA_SIZE))) {
+            cat = MS_CAT_NATIVE_HEAP;
+            why = MS_WHY_ARENA;
+        } else if (guess_stacks && v->end - v->start >= STACK_MIN && i > 0 &&
+                   sm->v[i - 1].end == v->start && !strcmp(sm->v[i - 1].perms, "---p") &&
+                   is_anonymous(&sm->v[i - 1]) &&
+                   sm->v[i - 1].end - sm->v[i - 1].start <= GUARD_MAX &&
+                   v->perms[0] == 'r' && v->perms[1] == 'w') {
+            cat = MS_CAT_STACK;
+            why = MS_WHY_GUARD_BELOW;
+        } else if (i > 0 && sm->v[i - 1].end == v->start && v->name[0] == '\0' &&
+                   a->vma_cat[i - 1] == MS_CAT_CODE && sm->v[i - 1].perms[1] == 'w') {
+            cat = MS_CAT_CODE; /* .bss past the end of an object's data segment */
+            why = MS_WHY_NEIGHBOUR;
+        }
+        a->vma_cat[i] = (uint8_t)cat;
+        a->vma_why[i] = (uint8_t)why;
+    }
+    /* A no-access mapping right below a stack is that stack's guard. */
+    for (size_t i = 0; i + 1 < n; i++)
+        if (a->vma_cat[i] == MS_CAT_GUARD && a->vma_cat[i + 1] == MS_CAT_STACK &&
+            sm->v[i].end == sm->v[i + 1].start &&
+            sm->v[i].end - sm->v[i].start <= GUARD_MAX) {
+            a->vma_cat[i] = MS_CAT_STACK;
+            a->vma_why[i] = MS_WHY_NEIGHBOUR;
+        }
+    for (size_t i = 0; i < n; i++) {
+        ms_acct_add(&a->cat[a->vma_cat[i]], &sm->v[i]);
+        ms_acct_add(&a->total, &sm->v[i]);
+    }
+    free(sps);
+    return 0;
+}
+
+void ms_acct_free(ms_acct *a)
+{
+    free(a->vma_cat);
+    free(a->vma_why);
+    free(a->vma_tid);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- output ---- */
+
+int ms_acct_parse_format(const char *s)
+{
+    if (!strcmp(s, "text"))
+        return MS_FMT_TEXT;
+    if (!strcmp(s, "json"))
+        return MS_FMT_JSON;
+    if (!strcmp(s, "csv"))
+        return MS_FMT_CSV;
+    return -1;
+}
+
+int ms_acct_parse_sort(const char *s)
+{
+    static const char *const names[] = {"pss", "rss", "uss", "swap", "size", "addr"};
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+void ms_acct_json_string(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', out);
+    while (*p) {
+        unsigned c = *p;
+        if (c == '"' || c == '\\') {
+            fputc('\\', out);
+            fputc((int)c, out);
+            p++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(out, "\\u%04x", c);
+            p++;
+        } else if (c < 0x80) {
+            fputc((int)c, out);
+            p++;
+        } else {
+            /* Copy a well-formed UTF-8 sequence; escape a stray byte. */
+            int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+            int ok = len > 0 && !(c == 0xc0 || c == 0xc1 || c > 0xf4);
+            for (int k = 1; ok && k < len; k++)
+                if ((p[k] & 0xc0) != 0x80)
+                    ok = 0;
+            if (ok) {
+                fwrite(p, 1, (size_t)len, out);
+                p += len;
+            } else {
+                fprintf(out, "\\u%04x", c);
+                p++;
+            }
+        }
+    }
+    fputc('"', out);
+}
+
+static uint64_t sort_key(const ms_vma *v, int sort)
+{
+    switch (sort) {
+    case MS_SORT_RSS: return v->kb[MS_SM_RSS];
+    case MS_SORT_USS: return v->kb[MS_SM_PRIVATE_CLEAN] + v->kb[MS_SM_PRIVATE_DIRTY];
+    case MS_SORT_SWAP: return v->kb[MS_SM_SWAP];
+    case MS_SORT_SIZE: return (v->end - v->start) >> 10;
+    default: return v->kb[MS_SM_PSS];
+    }
+}
+
+struct sort_ctx {
+    const ms_vma *v;
+    int key;
+};
+static int cmp_idx(const void *pa, const void *pb, void *arg)
+{
+    const struct sort_ctx *sc = arg;
+    const ms_vma *x = &sc->v[*(const size_t *)pa], *y = &sc->v[*(const size_t *)pb];
+    if (sc->key != MS_SORT_ADDR) {
+        uint64_t kx = sort_key(x, sc->key), ky = sort_key(y, sc->key);
+        if (kx != ky)
+            return kx > ky ? -1 : 1;
+    }
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Category indexes ordered by the sort key (largest first). */
+static void order_cats(const ms_acct *a, int sort, int *idx)
+{
+    for (int i = 0; i < MS_CAT_COUNT; i++)
+        idx[i] = i;
+    for (int i = 1; i < MS_CAT_COUNT; i++)
+        for (int j = i; j > 0; j--) {
+            const ms_acct_counts *x = &a->cat[idx[j]], *y = &a->cat[idx[j - 1]];
+            uint64_t kx, ky;
+            switch (sort) {
+            case MS_SORT_RSS: kx = x->rss_kb; ky = y->rss_kb; break;
+            case MS_SORT_USS: kx = ms_acct_uss(x); ky = ms_acct_uss(y); break;
+            case MS_SORT_SWAP: kx = x->swap_kb; ky = y->swap_kb; break;
+            case MS_SORT_SIZE: kx = x->size_kb; ky = y->size_kb; break;
+            case MS_SORT_ADDR: kx = ky = 0; break;
+            default: kx = x->pss_kb; ky = y->pss_kb; break;
+            }
+            if (kx <= ky)
+                break;
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+}
+
+static void json_counts(FILE *out, const ms_acct_counts *c)
+{
+    fprintf(out,
+            "\"mappings\":%llu,\"size_kb\":%llu,\"rss_kb\":%llu,\"pss_kb\":%llu,\"uss_kb\":%llu,"
+            "\"shared_clean_kb\":%llu,\"shared_dirty_kb\":%llu,\"private_clean_kb\":%llu,"
+            "\"private_dirty_kb\":%llu,\"swap_kb\":%llu,\"swap_pss_kb\":%llu",
+            (unsigned long long)c->mappings, (unsigned long long)c->size_kb,
+            (unsigned long long)c->rss_kb, (unsigned long long)c->pss_kb,
+            (unsigned long long)ms_acct_uss(c), (unsigned long long)c->shared_clean_kb,
+            (unsigned long long)c->shared_dirty_kb, (unsigned long long)c->private_clean_kb,
+            (unsigned long long)c->private_dirty_kb, (unsigned long long)c->swap_kb,
+            (unsigned long long)c->swap_pss_kb);
+}
+
+static const char *const why_names[] = {"name", "sp", "guard_below", "arena",
+                                        "hint", "neighbour", "perms", "default"};
+
+int ms_acct_write(FILE *out, const ms_smaps *sm, const ms_acct *a, const ms_acct_write_opts *o)
+{
+    size_t n = a->n < sm->n ? a->n : sm->n;
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!idx)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    struct sort_ctx sc = {sm->v, o->sort};
+    qsort_r(idx, n, sizeof *idx, cmp_idx, &sc);
+    size_t shown = o->limit && o->limit < n ? o->limit : n;
+    if (!o->with_mappings)
+        shown = 0;
+    int cats[MS_CAT_COUNT];
+    order_cats(a, o->sort, cats);
+    const ms_acct_counts *t = &a->total;
+
+    if (o->format == MS_FMT_JSON) {
+        fprintf(out, "{\"pid\":%d,\"totals\":{", o->pid);
+        json_counts(out, t);
+        fprintf(out, ",\"swap_pss_present\":%s},\"categories\":[",
+                (a->present & (1u << MS_SM_SWAP_PSS)) ? "true" : "false");
+        for (int k = 0; k < MS_CAT_COUNT; k++) {
+            fprintf(out, "%s{\"name\":\"%s\",", k ? "," : "", cat_names[cats[k]]);
+            json_counts(out, &a->cat[cats[k]]);
+            fputc('}', out);
+        }
+        fputs("],\"mappings\":[", out);
+        for (size_t k = 0; k < shown; k++) {
+            const ms_vma *v = &sm->v[idx[k]];
+            ms_acct_counts c = {0};
+            ms_acct_add(&c, v);
+            fprintf(out, "%s{\"start\":\"0x%llx\",\"end\":\"0x%llx\",\"perms\":\"%s\",\"offset\":%llu,"
+                    "\"inode\":%llu,\"name\":",
+                    k ? "," : "", (unsigned long long)v->start, (unsigned long long)v->end,
+                    v->perms, (unsigned long long)v->offset, (unsigned long long)v->inode);
+            ms_acct_json_string(out, v->name);
+            fprintf(out, ",\"deleted\":%s,\"category\":\"%s\",\"why\":\"%s\",",
+                    (v->flags & MS_VMA_DELETED) ? "true" : "false",
+                    cat_names[a->vma_cat[idx[k]]], why_names[a->vma_why[idx[k]]]);
+            if (a->vma_tid[idx[k]])
+                fprintf(out, "\"tid\":%d,", a->vma_tid[idx[k]]);
+            json_counts(out, &c);
+            fputc('}', out);
+        }
+        fprintf(out, "]}\n");
+    } else if (o->format == MS_FMT_CSV) {
+        fputs("kind,start,end,perms,category,size_kb,rss_kb,pss_kb,uss_kb,shared_clean_kb,"
+              "shared_dirty_kb,private_clean_kb,private_dirty_kb,swap_kb,swap_pss_kb,name\n",
+              out);
+        for (size_t k = 0; k < shown; k++) {
+            const ms_vma *v = &sm->v[idx[k]];
+            ms_acct_counts c = {0};
+            ms_acct_add(&c, v);
+            fprintf(out, "mapping,%llx,%llx,%s,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,\"",
+                    (unsigned long long)v->start, (unsigned long long)v->end, v->perms,
+                    cat_names[a->vma_cat[idx[k]]], (unsigned long long)c.size_kb,
+                    (unsigned long long)c.rss_kb, (unsigned long long)c.pss_kb,
+                    (unsigned long long)ms_acct_uss(&c), (unsigned long long)c.shared_clean_kb,
+                    (unsigned long long)c.shared_dirty_kb, (unsigned long long)c.private_clean_kb,
+                    (unsigned long long)c.private_dirty_kb, (unsigned long long)c.swap_kb,
+                    (unsigned long long)c.swap_pss_kb);
+            for (const char *s = v->name; *s; s++) {
+                if (*s == '"')
+                    fputc('"', out);
+                fputc((unsigned char)*s < 0x20 ? '?' : *s, out);
+            }
+            fputs((v->flags & MS_VMA_DELETED) ? " (deleted)\"\n" : "\"\n", out);
+        }
+        for (int k = 0; k <= MS_CAT_COUNT; k++) {
+            const ms_acct_counts *c = k < MS_CAT_COUNT ? &a->cat[cats[k]] : t;
+            const char *name = k < MS_CAT_COUNT ? cat_names[cats[k]] : "total";
+            fprintf(out, "%s,,,,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,\n",
+                    k < MS_CAT_COUNT ? "category" : "total", name,
+                    (unsigned long long)c->size_kb, (unsigned long long)c->rss_kb,
+                    (unsigned long long)c->pss_kb, (unsigned long long)ms_acct_uss(c),
+                    (unsigned long long)c->shared_clean_kb, (unsigned long long)c->shared_dirty_kb,
+                    (unsigned long long)c->private_clean_kb, (unsigned long long)c->private_dirty_kb,
+                    (unsigned long long)c->swap_kb, (unsigned long long)c->swap_pss_kb);
+        }
+    } else {
+        if (shown) {
+            fprintf(out, "%16s %9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %-11s %s\n", "address",
+                    "size", "rss", "pss", "sh_clean", "sh_dirty", "pr_clean", "pr_dirty", "swap",
+                    "swap_pss", "perm", "category", "name");
+            for (size_t k = 0; k < shown; k++) {
+                const ms_vma *v = &sm->v[idx[k]];
+                fprintf(out, "%16llx %9llu %9llu %9llu %9llu %9llu %9llu %9llu %9llu %9llu %-4s %-11s %s%s\n",
+                        (unsigned long long)v->start, (unsigned long long)((v->end - v->start) >> 10),
+                        (unsigned long long)v->kb[MS_SM_RSS], (unsigned long long)v->kb[MS_SM_PSS],
+                        (unsigned long long)v->kb[MS_SM_SHARED_CLEAN],
+                        (unsigned long long)v->kb[MS_SM_SHARED_DIRTY],
+                        (unsigned long long)v->kb[MS_SM_PRIVATE_CLEAN],
+                        (unsigned long long)v->kb[MS_SM_PRIVATE_DIRTY],
+                        (unsigned long long)v->kb[MS_SM_SWAP], (unsigned long long)v->kb[MS_SM_SWAP_PSS],
+                        v->perms, cat_names[a->vma_cat[idx[k]]], v->name,
+                        (v->flags & MS_VMA_DELETED) ? " (deleted)" : "");
+            }
+            if (shown < n)
+                fprintf(out, "... %zu more mappings\n", n - shown);
+            fputc('\n', out);
+        }
+        fprintf(out, "%-12s %8s %10s %10s %10s %10s %10s %10s\n", "category", "mappings", "rss_kB",
+                "pss_kB", "uss_kB", "pr_dirty", "swap_kB", "swap_pss");
+        for (int k = 0; k <= MS_CAT_COUNT; k++) {
+            const ms_acct_counts *c = k < MS_CAT_COUNT ? &a->cat[cats[k]] : t;
+            if (k == MS_CAT_COUNT)
+                fprintf(out, "%-12s %8s %10s %10s %10s %10s %10s %10s\n", "", "--------", "------",
+                        "------", "------", "--------", "-------", "--------");
+            fprintf(out, "%-12s %8llu %10llu %10llu %10llu %10llu %10llu %10llu\n",
+                    k < MS_CAT_COUNT ? cat_names[cats[k]] : "TOTAL", (unsigned long long)c->mappings,
+                    (unsigned long long)c->rss_kb, (unsigned long long)c->pss_kb,
+                    (unsigned long long)ms_acct_uss(c), (unsigned long long)c->private_dirty_kb,
+                    (unsigned long long)c->swap_kb, (unsigned long long)c->swap_pss_kb);
+        }
+        if (!(a->present & (1u << MS_SM_SWAP_PSS)))
+            fprintf(out, "(this kernel reports no SwapPss: swap_pss is 0)\n");
+    }
+    free(idx);
+    return ferror(out) ? -1 : 0;
+}
