@@ -78,7 +78,7 @@ int ms_hprof_dominators(const ms_hgraph *g, ms_hprof_domresult **out, char *err,
         return -1;
     }
     uint8_t *skip = ms_hprof_skip_edges(g);
-    ms_hidx *extra = ms_hprof_class_edges(g);
+    ms_hidx *extra = malloc(((size_t)g->nclass + 1) * sizeof *extra); /* class -> its object */
     ms_hidx *roots = malloc(((size_t)g->nroot + 1) * sizeof *roots);
     ms_hprof_domresult *r = calloc(1, sizeof *r);
     if (!skip || !extra || !roots || !r) {
@@ -89,13 +89,15 @@ int ms_hprof_dominators(const ms_hgraph *g, ms_hprof_domresult **out, char *err,
         set_err(err, errlen, "dominators: out of memory for %u objects", g->nobj);
         return -1;
     }
+    for (uint32_t c = 0; c < g->nclass; c++)
+        extra[c] = g->classes[c].obj;
     size_t nroots = 0;
     for (uint32_t k = 0; k < g->nroot; k++)
         if (g->roots[k].obj < g->nobj)
             roots[nroots++] = g->roots[k].obj;
 
     ms_csr c = {.n = g->nobj, .off = g->edge_off, .adj = g->edge_dst, .skip = skip,
-                .extra = extra};
+                .extra_key = g->obj_class, .extra_tab = extra, .extra_ntab = g->nclass};
     ms_domtree dt;
     int rc = ms_domtree_compute_virtual(&c, roots, nroots, &dt, err, errlen);
     free(skip);

@@ -44,7 +44,10 @@ static inline void succ_range(const view *w, uint32_t v, const uint32_t **a, uin
         *b = w->g->off[v];
         *e = w->g->off[v + 1];
         *skip = w->g->skip;
-        *x = w->g->extra && w->g->extra[v] < w->g->n ? w->g->extra[v] : MS_DOM_NONE;
+        uint32_t t = MS_DOM_NONE;
+        if (w->g->extra_key && w->g->extra_key[v] < w->g->extra_ntab)
+            t = w->g->extra_tab[w->g->extra_key[v]];
+        *x = t < w->g->n && t != v ? t : MS_DOM_NONE;
     }
 }
 
@@ -213,6 +216,8 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     for (uint32_t k = N; k > 0; k--)
         poff[k] = poff[k - 1];
     poff[0] = 0;
+    free(num); /* not needed again: the result is built from vert[] and parent[] */
+    num = NULL;
 
     /* 3. Semidominators, in reverse preorder, with link-eval on the ancestor forest. */
     anc = malloc((size_t)N * sizeof *anc);
@@ -255,12 +260,15 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     semi = NULL;
 
     /* 5. Back to vertex ids. */
-    for (uint32_t v = 0; v < n; v++)
-        num[v] = MS_DOM_NONE;
+    free(stk);
+    stk = NULL;
+    num = malloc((size_t)n * sizeof *num);
+    if (!num)
+        goto oom;
+    memset(num, 0xff, (size_t)n * sizeof *num);
     for (uint32_t k = 0; k < N; k++)
         num[vert[k]] = vert[parent[k]];
     free(parent);
-    free(stk);
     uint32_t *order = realloc(vert, (size_t)(N ? N : 1) * sizeof *vert);
     dt->n = n;
     dt->root = root;

@@ -12,15 +12,19 @@
 /* A graph in compressed sparse row form: the successors of v are
  * adj[off[v]] .. adj[off[v+1]-1]. Entries of adj that are >= n are ignored (a reader
  * may keep dangling references as an out-of-range index). Edge e is ignored too when
- * skip is not NULL and bit e of skip is set (skip[e >> 3] & (1 << (e & 7))). When extra
- * is not NULL, extra[v] is one more successor of v after its list (ignored if >= n): a
- * heap graph's implicit reference from an object to its class, without copying the CSR. */
+ * skip is not NULL and bit e of skip is set (skip[e >> 3] & (1 << (e & 7))). When
+ * extra_key is not NULL, v has one more successor after its list,
+ * extra_tab[extra_key[v]] (ignored when the key is >= extra_ntab, or the successor is >= n
+ * or v itself): a heap graph's implicit reference from an object to its class, given by
+ * the object's class index and the class table, without copying anything per object. */
 typedef struct ms_csr {
     uint32_t n;
-    const uint64_t *off;   /* n+1 entries, non-decreasing (checked) */
-    const uint32_t *adj;   /* off[n] entries */
-    const uint8_t *skip;   /* optional bitset over edge indexes */
-    const uint32_t *extra; /* optional, n entries */
+    const uint64_t *off;       /* n+1 entries, non-decreasing (checked) */
+    const uint32_t *adj;       /* off[n] entries */
+    const uint8_t *skip;       /* optional bitset over edge indexes */
+    const uint32_t *extra_key; /* optional, n entries */
+    const uint32_t *extra_tab; /* extra_ntab entries */
+    uint32_t extra_ntab;
 } ms_csr;
 
 typedef struct ms_domtree {

@@ -23,6 +23,7 @@ typedef struct graph {
     uint8_t *skip;
     uint8_t *skipflag; /* per edge in insertion order: 1 skipped, 2 held in extra[] */
     uint32_t *extra;   /* optional extra successor per vertex */
+    uint32_t *key;     /* identity keys into extra */
 } graph;
 
 static void g_init(graph *g, uint32_t n)
@@ -88,7 +89,16 @@ static ms_csr g_csr(graph *g)
             g->skip[e >> 3] |= (uint8_t)(1u << (e & 7));
     }
     free(pos);
-    ms_csr c = {.n = g->n, .off = g->off, .adj = g->adj, .skip = g->skip, .extra = g->extra};
+    ms_csr c = {.n = g->n, .off = g->off, .adj = g->adj, .skip = g->skip};
+    if (g->extra) {
+        /* one table entry per vertex, the vertex its own key (a class table in real use) */
+        g->key = malloc((size_t)g->n * sizeof *g->key);
+        for (uint32_t v = 0; v < g->n; v++)
+            g->key[v] = v;
+        c.extra_key = g->key;
+        c.extra_tab = g->extra;
+        c.extra_ntab = g->n;
+    }
     return c;
 }
 
@@ -101,6 +111,7 @@ static void g_free(graph *g)
     free(g->skip);
     free(g->skipflag);
     free(g->extra);
+    free(g->key);
 }
 
 /* ---- independent reference: Dom(v) = {v} U intersection of Dom(p) over predecessors p,
@@ -353,7 +364,7 @@ static void test_bad_input(void **state)
     (void)state;
     uint64_t off[3] = {0, 2, 1}; /* decreasing */
     uint32_t adj[2] = {1, 0};
-    ms_csr c = {.n = 2, .off = off, .adj = adj, .skip = NULL, .extra = NULL};
+    ms_csr c = {.n = 2, .off = off, .adj = adj};
     ms_domtree dt;
     char err[256] = "";
     assert_int_equal(ms_domtree_compute(&c, 0, &dt, err, sizeof err), -1);
