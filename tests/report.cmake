@@ -10,3 +10,5 @@ target_compile_options(report_symbolize PRIVATE -O2 -g)
 ms_integration_test(report_cli ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_cli.py)
 # `memsight run`: streams, exit status, signals, exit summary, static and setuid programs.
 ms_integration_test(report_run ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_run.sh)
+# `make demo` end to end, with the demo's known leaks (needs the agent and its leak scan).
+ms_integration_test(report_demo ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_demo.sh)
