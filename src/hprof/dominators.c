@@ -314,7 +314,7 @@ const char *ms_hpan_obj_class(const ms_hgraph *g, ms_hidx i, int for_json, char 
 /* ---- `memsight hprof dominators` ---- */
 
 static int print_objects(FILE *fp, const ms_hgraph *g, const ms_hprof_domresult *r,
-                         size_t top, int fmt, char *err, size_t errlen)
+                         size_t top, int all, int fmt, char *err, size_t errlen)
 {
     size_t max = top ? top : r->reachable;
     ms_hidx *idx = malloc((max ? max : 1) * sizeof *idx);
@@ -322,7 +322,7 @@ static int print_objects(FILE *fp, const ms_hgraph *g, const ms_hprof_domresult 
         set_err(err, errlen, "dominators: out of memory");
         return -1;
     }
-    size_t m = ms_hprof_dom_top(r, 0, max, idx);
+    size_t m = ms_hprof_dom_top(r, all, max, idx);
     char buf[512];
     if (fmt == MS_HPAN_TEXT) {
         fprintf(fp, "reachable: %" PRIu32 " of %" PRIu32 " objects, %" PRIu64
@@ -453,13 +453,20 @@ int ms_hprof_dominators_print(FILE *fp, const ms_hgraph *g, const ms_hprof_domre
                               size_t top, int by_class, const char *format, char *err,
                               size_t errlen)
 {
+    return ms_hprof_dominators_print_ex(fp, g, r, top, by_class, 0, format, err, errlen);
+}
+
+int ms_hprof_dominators_print_ex(FILE *fp, const ms_hgraph *g, const ms_hprof_domresult *r,
+                                 size_t top, int by_class, int all, const char *format,
+                                 char *err, size_t errlen)
+{
     int fmt = ms_hpan_format(format);
     if (fmt < 0) {
         set_err(err, errlen, "unknown format '%s' (text, json or csv)", format);
         return -1;
     }
     int rc = by_class ? print_classes(fp, g, r, top, fmt, err, errlen)
-                      : print_objects(fp, g, r, top, fmt, err, errlen);
+                      : print_objects(fp, g, r, top, all, fmt, err, errlen);
     if (rc == 0 && ferror(fp)) {
         set_err(err, errlen, "write error");
         return -1;

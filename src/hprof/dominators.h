@@ -65,6 +65,11 @@ int ms_hprof_class_retained(const ms_hgraph *g, const ms_hprof_domresult *r, uin
 int ms_hprof_dominators_print(FILE *fp, const ms_hgraph *g, const ms_hprof_domresult *r,
                               size_t top, int by_class, const char *format, char *err,
                               size_t errlen);
+/* Same, ranking every reachable object when all != 0 (`--all`: nested retainers appear
+ * next to the objects that dominate them, so their sizes overlap). */
+int ms_hprof_dominators_print_ex(FILE *fp, const ms_hgraph *g, const ms_hprof_domresult *r,
+                                 size_t top, int by_class, int all, const char *format,
+                                 char *err, size_t errlen);
 
 /* ---- output helpers shared by the analysis outputs (paths, diff) ---- */
 enum { MS_HPAN_TEXT = 0, MS_HPAN_JSON = 1, MS_HPAN_CSV = 2 };
