@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/control.h"
 #include "core/snapshot_write.h"
 #include "memsight/snapshot_format.h"
 
@@ -40,10 +41,21 @@ typedef struct ms_options {
     uint64_t leak_check;     /* leak_check=off|exit|signal: reachability scan (leak_*.c) */
     uint64_t leak_signal;    /* leak_signal=N: wakes the scanner (leak_check=signal) */
     uint64_t leak_stop_signal; /* leak_stop_signal=N: stops threads during a scan */
+    /* production mode (sampler.c, control.c) */
+    uint64_t sample_interval;/* sample=BYTES: Poisson byte sampling, mean interval (0 = all) */
+    uint64_t min_size;       /* min_size=BYTES: record only blocks at least this large */
+    uint64_t seed;           /* seed=N: sampler seed for reproducible runs (0 = random) */
+    uint64_t interval_ms;    /* interval=MS: numbered snapshot series (0 = off) */
+    uint64_t dump_at_peak;   /* dump_at_peak=0|1: per-stack counters at the peak (PEAK) */
+    uint64_t trigger_bytes;  /* trigger_bytes=N: snapshot when tracked live bytes reach N */
+    uint64_t trigger_rss;    /* trigger_rss=N: snapshot when the RSS reaches N */
+    uint64_t dump_signal;    /* dump_signal=N: request signal (0 = SIGRTMIN+13) */
+    uint64_t control;        /* control=0|1: request handler and control thread */
     char raw[1024];          /* the option string as given (goes into META) */
 } ms_options;
 
 #define MS_HAVE_LEAK_OPTIONS 1
+#define MS_HAVE_SAMPLING_OPTION 1
 /* Leak scan at exit, before the exit snapshot (leak_api.c). */
 void ms_leak_at_exit(void) MS_INTERNAL;
 
@@ -182,15 +194,27 @@ uint32_t ms_stack_max_id(void) MS_INTERNAL; /* ids are 1..max_id */
 /* Counters of a stack at a moment; live = alloc - free. */
 void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c) MS_INTERNAL;
 
+/* blocks > 1: a sampled record standing for several blocks. ms_control_note keeps the
+ * total and the peak (dump_at_peak, trigger_bytes; one predictable branch otherwise). */
+static inline void ms_stack_account_alloc_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
+{
+    __atomic_fetch_add(&r->alloc_blocks, blocks, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&r->alloc_bytes, bytes, __ATOMIC_RELAXED);
+    ms_control_note(r, (int64_t)bytes, (int64_t)blocks);
+}
+static inline void ms_stack_account_free_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
+{
+    __atomic_fetch_add(&r->free_blocks, blocks, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&r->free_bytes, bytes, __ATOMIC_RELAXED);
+    ms_control_note(r, -(int64_t)bytes, -(int64_t)blocks);
+}
 static inline void ms_stack_account_alloc(ms_stack_rec *r, uint64_t bytes)
 {
-    __atomic_fetch_add(&r->alloc_blocks, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&r->alloc_bytes, bytes, __ATOMIC_RELAXED);
+    ms_stack_account_alloc_n(r, 1, bytes);
 }
 static inline void ms_stack_account_free(ms_stack_rec *r, uint64_t bytes)
 {
-    __atomic_fetch_add(&r->free_blocks, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&r->free_bytes, bytes, __ATOMIC_RELAXED);
+    ms_stack_account_free_n(r, 1, bytes);
 }
 
 /* ===========================================================================
@@ -289,6 +313,9 @@ void ms_unwind_invalidate(void) MS_INTERNAL;
 void ms_record_heap(void *p, size_t size) MS_INTERNAL;
 /* Forgets a heap block before it is freed; returns 1 if it was tracked. */
 int ms_forget_heap(void *p) MS_INTERNAL;
+/* Takes a block just removed from the live table out of its stack's counters (its
+ * weight when it was sampled). */
+void ms_account_forget(const ms_live_entry *e) MS_INTERNAL;
 /* Unwinds the caller and returns its stack id for `kind` (0 if none). */
 uint32_t ms_current_stack(unsigned kind) MS_INTERNAL;
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/sampler.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
 
@@ -132,21 +133,16 @@ static void *ms_realloc_impl(void *old, size_t n)
     if (p == NULL && n != 0) {
         /* Failed: the old block is still live, put it back unchanged. */
         if (had && ms_live_insert(&e) != 0) {
-            ms_stack_rec *r = ms_stack_get(e.stack_id);
-            if (r)
-                ms_stack_account_free(r, e.size);
+            ms_account_forget(&e);
             MS_HEALTH_INC(dropped_blocks);
         }
         ms_leave();
         return NULL;
     }
-    if (had) {
-        ms_stack_rec *r = ms_stack_get(e.stack_id);
-        if (r)
-            ms_stack_account_free(r, e.size);
-    } else {
+    if (had)
+        ms_account_forget(&e);
+    else if (!ms_sampler_cfg.enabled) /* sampled mode: most blocks are not tracked */
         MS_HEALTH_INC(unknown_frees);
-    }
     if (p)
         ms_record_heap(p, n);
     ms_leave();

@@ -241,6 +241,7 @@ static int ms_init_slow(void)
     if (ok) {
         ms_threads_register_main();
         pthread_atfork(ms_atfork_prepare, ms_atfork_parent, ms_atfork_child);
+        ms_production_init(); /* sampler, control thread (started later), peak */
     }
     ms_leave();
     __atomic_store_n(&ms_state, ok ? MS_STATE_READY : MS_STATE_DISABLED, __ATOMIC_RELEASE);
@@ -301,5 +302,6 @@ static void ms_atfork_child(void)
     ms_regions_fork_child();
     ms_threads_fork_child();
     ms_snapshot_fork_child();
+    ms_production_fork_child();
     ms_leave();
 }

@@ -113,9 +113,7 @@ int ms_live_insert(const ms_live_entry *e)
     ms_live_entry *slots = s->slots;
     while (slots[i].addr) {
         if (slots[i].addr == e->addr) { /* stale entry (missed free): replace */
-            ms_stack_rec *old = ms_stack_get(slots[i].stack_id);
-            if (old)
-                ms_stack_account_free(old, slots[i].size);
+            ms_account_forget(&slots[i]);
             slots[i] = *e;
             stripe_unlock(s);
             return 0;

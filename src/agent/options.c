@@ -37,6 +37,25 @@ const ms_option_def ms_option_table[] = {
      "signal that asks for a leak scan with leak_check=signal (0 = SIGRTMAX-2)"},
     {"leak_stop_signal", MS_OPT_U64, OFF(leak_stop_signal), 8, "0", NULL,
      "signal that stops the threads during a leak scan (0 = SIGRTMAX-3)"},
+    /* production mode: docs/production.md */
+    {"sample", MS_OPT_SIZE, OFF(sample_interval), 8, "0", NULL,
+     "Poisson byte sampling: mean bytes between samples (0 = record every block)"},
+    {"min_size", MS_OPT_SIZE, OFF(min_size), 8, "0", NULL,
+     "record only blocks of at least this many bytes"},
+    {"seed", MS_OPT_U64, OFF(seed), 8, "0", NULL,
+     "sampler seed, for reproducible runs (0 = random)"},
+    {"interval", MS_OPT_U64, OFF(interval_ms), 8, "0", NULL,
+     "write a numbered snapshot every this many milliseconds (0 = off)"},
+    {"dump_at_peak", MS_OPT_BOOL, OFF(dump_at_peak), 8, "0", NULL,
+     "keep every stack's live counters at the peak of total live bytes (PEAK chunk)"},
+    {"trigger_bytes", MS_OPT_SIZE, OFF(trigger_bytes), 8, "0", NULL,
+     "write a snapshot when tracked live bytes reach this (0 = off)"},
+    {"trigger_rss", MS_OPT_SIZE, OFF(trigger_rss), 8, "0", NULL,
+     "write a snapshot when the process RSS reaches this (0 = off)"},
+    {"dump_signal", MS_OPT_U64, OFF(dump_signal), 8, "0", NULL,
+     "signal asking for a snapshot (0 = SIGRTMIN+13)"},
+    {"control", MS_OPT_BOOL, OFF(control), 8, "1", NULL,
+     "answer snapshot requests and run the control thread"},
 };
 const size_t ms_option_count = sizeof ms_option_table / sizeof ms_option_table[0];
 

@@ -176,5 +176,7 @@ uint64_t ms_sampler_weigh_slow(ms_sampler_state *st, uint64_t size)
         st->remaining = ms_sampler_next_distance(st);
     }
     st->remaining -= left;
+    if (n > MS_SAMPLER_MAX_SAMPLES) /* needs size > ~1000 intervals: above threshold */
+        n = MS_SAMPLER_MAX_SAMPLES;
     return n * ms_sampler_cfg.interval;
 }

@@ -56,6 +56,27 @@ static inline uint64_t ms_sampler_weigh(uint64_t size)
     return ms_sampler_weigh_slow(st, size);
 }
 
+/* A recorded block keeps its real size; how many samples it holds (its weight is
+ * n*interval) rides in the top bits of its live-table tid field (tids are < 2^22).
+ * n = 0 means "weight = size" (full mode, min_size mode, or a block above threshold). */
+#define MS_SAMPLER_TID_BITS 22
+#define MS_SAMPLER_TID_MASK ((1u << MS_SAMPLER_TID_BITS) - 1)
+#define MS_SAMPLER_MAX_SAMPLES ((1u << (32 - MS_SAMPLER_TID_BITS)) - 1)
+
+static inline uint32_t ms_sampler_tag_tid(uint32_t tid, uint64_t size, uint64_t weight)
+{
+    tid &= MS_SAMPLER_TID_MASK;
+    if (weight == size || ms_sampler_cfg.interval == 0)
+        return tid;
+    return tid | (uint32_t)((weight / ms_sampler_cfg.interval) << MS_SAMPLER_TID_BITS);
+}
+
+static inline uint64_t ms_sampler_entry_weight(uint64_t size, uint32_t tid_field)
+{
+    uint32_t n = tid_field >> MS_SAMPLER_TID_BITS;
+    return n ? (uint64_t)n * ms_sampler_cfg.interval : size;
+}
+
 /* Estimated number of blocks a record of `weight` bytes for a block of `size` bytes
  * stands for, rounded to nearest, at least 1 (bytes are unbiased; counts approximate). */
 static inline uint64_t ms_sampler_count_estimate(uint64_t size, uint64_t weight)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/sampler.h"
 
 #define MS_MAX_HOOKS 8
 #define MS_SCRATCH 65536
@@ -104,11 +105,11 @@ static void write_meta(snap_ctx *c, const char *reason, uint32_t seq)
     ms_sw_kv(w, "reason", reason); n++;
     ms_sw_kv_u64(w, "seq", seq); n++;
     ms_sw_kv(w, "options", ms_opt.raw); n++;
-    ms_sw_kv(w, "sample_interval", "0"); n++;
-    ms_sw_kv(w, "min_size", "0"); n++;
+    ms_sw_kv_u64(w, "sample_interval", ms_sampler_cfg.interval); n++;
+    ms_sw_kv_u64(w, "min_size", ms_sampler_cfg.min_size); n++;
     ms_sw_kv(w, "unwinder", ms_unwind_name()); n++;
     ms_sw_kv(w, "labels", ""); n++;
-    ms_sw_kv(w, "mode", "full"); n++;
+    ms_sw_kv(w, "mode", ms_sampler_cfg.interval ? "sampled" : ms_sampler_cfg.min_size ? "min_size" : "full"); n++;
     ms_sw_kv_u64(w, "max_depth", ms_opt.max_depth); n++;
     ms_sw_kv(w, "agent", "memsight-agent 1"); n++;
     ms_sw_patch_u32(w, at, n);
@@ -218,7 +219,7 @@ static int write_block(const ms_live_entry *e, unsigned kind, void *arg)
     b.size = e->size;
     b.time_ns = ms_ticks_to_ns(e->ticks);
     b.stack_id = e->stack_id;
-    b.tid = e->tid;
+    b.tid = e->tid & MS_SAMPLER_TID_MASK; /* the top bits count samples */
     b.kind = (uint8_t)kind;
     ms_sw_bytes(c->w, &b, sizeof b);
     c->count++;
@@ -360,7 +361,7 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
         rc = -ENAMETOOLONG;
         goto out_unmap;
     }
-    rc = ms_sw_open(w, final, 0);
+    rc = ms_sw_open(w, final, ms_sampler_cfg.interval ? MS_SNAP_F_SAMPLED : 0);
     if (rc != 0)
         goto out_unmap;
     write_meta(&c, reason, seq);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/unwind_cfi.h"
 
 static int ms_unwind_mode;
 
@@ -19,7 +20,7 @@ int ms_unwind_init(void)
     ms_unwind_mode = (int)ms_opt.unwind;
     if (ms_unwind_mode == MS_UNWIND_AUTO)
         ms_unwind_mode = MS_UNWIND_DWARF;
-    if (ms_unwind_mode == MS_UNWIND_DWARF)
+    if (ms_unwind_mode == MS_UNWIND_DWARF && ms_cfi_init(ms_opt.pc_cache) != 0)
         ms_unwind_mode = MS_UNWIND_LIBUNWIND;
     if (ms_unwind_mode == MS_UNWIND_LIBUNWIND)
         unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -37,7 +38,9 @@ const char *ms_unwind_name(void)
 
 void ms_unwind_invalidate(void)
 {
-    if (ms_unwind_mode == MS_UNWIND_LIBUNWIND)
+    if (ms_unwind_mode == MS_UNWIND_DWARF)
+        ms_cfi_invalidate();
+    else if (ms_unwind_mode == MS_UNWIND_LIBUNWIND)
         unw_flush_cache(unw_local_addr_space, 0, 0);
 }
 
@@ -102,6 +105,14 @@ unsigned ms_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
     switch (ms_unwind_mode) {
     case MS_UNWIND_FP:
         return ms_unwind_fp(pcs, max, flags);
+    case MS_UNWIND_DWARF: {
+        int r = ms_cfi_unwind(pcs, max, flags);
+        if (MS_LIKELY(r >= 0))
+            return (unsigned)r;
+        MS_HEALTH_INC(unwind_fallbacks);
+        *flags = 0;
+        return ms_unwind_libunwind(pcs, max, flags);
+    }
     default:
         return ms_unwind_libunwind(pcs, max, flags);
     }

@@ -1,0 +1,539 @@
+/* The control thread: snapshots on request (signal), every interval, on byte/RSS
+ * thresholds; the peak of total live bytes with per-stack counters as they were then.
+ * Runs inside the target: no malloc, no stdio, no lock of its own (a futex word wakes the
+ * thread); the signal handler only sets a bit and wakes; nothing is held across fork. */
+#define _GNU_SOURCE
+#include "agent/control.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/leak_scan.h"
+#include "agent/sampler.h"
+
+int ms_ctl_need_start;
+int ms_ctl_track;
+
+enum { CTL_OFF = 0, CTL_WAIT_MAIN = 1, CTL_STARTING = 2, CTL_RUNNING = 3 };
+
+static struct {
+    ms_control_config cfg;
+    int signo;
+    int state;             /* CTL_* */
+    int main_started;      /* __libc_start_main handed over to main() */
+    uint32_t word;         /* futex: bumped by every wake-up */
+    uint32_t pending;      /* bit (1 << request) per pending request */
+    ms_ctl_handler_fn handlers[MS_CTL_REQ_MAX];
+    void *handler_args[MS_CTL_REQ_MAX];
+    ms_control_stats stats;
+    /* totals and peak */
+    uint64_t live_total;   /* signed in spirit; wraps are clamped when read */
+    uint64_t peak_total;
+    uint64_t peak_ticks;   /* ms_ticks() at the peak (a coarse clock: a few ns) */
+    uint64_t epoch;        /* bumped at every new peak */
+    uint64_t trigger_at;   /* live_total >= this wakes the thread (UINT64_MAX = disarmed) */
+    int bytes_fired, rss_fired;
+    uint32_t tid;          /* the control thread's id */
+} ctl;
+
+/* Per-stack live counters and their values at the last peak. A slot whose epoch is not
+ * the current one has not changed since the peak: its current values are the peak's. */
+typedef struct ms_peak_slot {
+    int64_t cur_bytes, cur_blocks;
+    int64_t peak_bytes, peak_blocks;
+    uint64_t epoch;
+} ms_peak_slot;
+static ms_peak_slot *peak_slots;
+static uint64_t peak_nslots;
+static const ms_stack_rec *peak_rec0; /* address of the record of id 0 (ids index slots) */
+
+#define STAT_INC(f) __atomic_fetch_add(&ctl.stats.f, 1, __ATOMIC_RELAXED)
+
+/* ====================================================================================
+ * Wake-ups: a futex word, so that no file descriptor of ours can be closed or reused
+ * by the program (daemons close every fd at start-up).
+ * ================================================================================== */
+static void ctl_wake(void)
+{
+    __atomic_fetch_add(&ctl.word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &ctl.word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void ctl_wait(uint32_t seen, uint64_t timeout_ns)
+{
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns != UINT64_MAX) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000ull);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
+        tp = &ts;
+    }
+    syscall(SYS_futex, &ctl.word, FUTEX_WAIT_PRIVATE, seen, tp, NULL, 0);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ====================================================================================
+ * The request signal. The handler is async-signal-safe: two atomics and a futex wake.
+ * ================================================================================== */
+static void ctl_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    int saved = errno;
+    unsigned req = MS_CTL_REQ_DUMP;
+    if (si && si->si_code == SI_QUEUE && si->si_value.sival_int > 0 &&
+        si->si_value.sival_int < MS_CTL_REQ_MAX)
+        req = (unsigned)si->si_value.sival_int;
+    __atomic_fetch_or(&ctl.pending, 1u << req, __ATOMIC_RELEASE);
+    ctl_wake();
+    errno = saved;
+}
+
+uint32_t ms_control_tid(void)
+{
+    return __atomic_load_n(&ctl.tid, __ATOMIC_ACQUIRE);
+}
+
+int ms_control_signal(void)
+{
+    return ctl.cfg.enabled ? ctl.signo : 0;
+}
+
+int ms_control_set_handler(unsigned request, ms_ctl_handler_fn fn, void *arg)
+{
+    if (request == 0 || request >= MS_CTL_REQ_MAX)
+        return -EINVAL;
+    ctl.handler_args[request] = arg;
+    __atomic_store_n(&ctl.handlers[request], fn, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* ====================================================================================
+ * Totals and the peak
+ * ================================================================================== */
+void ms_control_note_slow(const struct ms_stack_rec *r, int64_t bytes, int64_t blocks)
+{
+    uint64_t epoch = __atomic_load_n(&ctl.epoch, __ATOMIC_ACQUIRE);
+    uint64_t stack_id = peak_rec0 && r >= peak_rec0 ? (uint64_t)(r - peak_rec0) : UINT64_MAX;
+    if (peak_slots && stack_id < peak_nslots) {
+        ms_peak_slot *s = &peak_slots[stack_id];
+        uint64_t seen = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
+        if (seen != epoch &&
+            __atomic_compare_exchange_n(&s->epoch, &seen, epoch, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            /* first change since the peak moved: its value then is its value now */
+            __atomic_store_n(&s->peak_bytes, __atomic_load_n(&s->cur_bytes, __ATOMIC_RELAXED),
+                             __ATOMIC_RELAXED);
+            __atomic_store_n(&s->peak_blocks,
+                             __atomic_load_n(&s->cur_blocks, __ATOMIC_RELAXED),
+                             __ATOMIC_RELAXED);
+        }
+        __atomic_fetch_add(&s->cur_bytes, bytes, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&s->cur_blocks, blocks, __ATOMIC_RELAXED);
+    }
+    uint64_t total = __atomic_add_fetch(&ctl.live_total, (uint64_t)bytes, __ATOMIC_ACQ_REL);
+    if (bytes <= 0 || (int64_t)total < 0)
+        return;
+    if (total >= __atomic_load_n(&ctl.trigger_at, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&ctl.trigger_at, UINT64_MAX, __ATOMIC_RELAXED);
+        ctl_wake();
+    }
+    if (!ctl.cfg.dump_at_peak)
+        return;
+    uint64_t peak = __atomic_load_n(&ctl.peak_total, __ATOMIC_RELAXED);
+    while (total > peak) {
+        if (__atomic_compare_exchange_n(&ctl.peak_total, &peak, total, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_fetch_add(&ctl.epoch, 1, __ATOMIC_ACQ_REL);
+            __atomic_store_n(&ctl.peak_ticks, ms_ticks(), __ATOMIC_RELAXED);
+            STAT_INC(peak_updates);
+            break;
+        }
+    }
+}
+
+uint64_t ms_control_live_total(void)
+{
+    int64_t t = (int64_t)__atomic_load_n(&ctl.live_total, __ATOMIC_RELAXED);
+    return t > 0 ? (uint64_t)t : 0;
+}
+
+uint64_t ms_control_peak_total(void)
+{
+    return __atomic_load_n(&ctl.peak_total, __ATOMIC_RELAXED);
+}
+
+/* Snapshot hook: the PEAK chunk (dump_at_peak) and the control/sampler counters. */
+static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
+{
+    (void)arg;
+    if (ctl.cfg.dump_at_peak && peak_slots) {
+        uint64_t epoch = __atomic_load_n(&ctl.epoch, __ATOMIC_ACQUIRE);
+        uint64_t maxid = ms_stack_max_id();
+        if (maxid >= peak_nslots)
+            maxid = peak_nslots - 1;
+        ms_sw_begin(w, MS_CHUNK_PEAK, 0);
+        ms_sw_u64(w, ms_control_peak_total());
+        uint64_t pt = __atomic_load_n(&ctl.peak_ticks, __ATOMIC_RELAXED);
+        ms_sw_u64(w, pt ? ms_ticks_to_ns(pt) : 0);
+        uint64_t count_at = ms_sw_chunk_pos(w);
+        ms_sw_u32(w, 0);
+        uint32_t n = 0;
+        for (uint64_t id = 0; id <= maxid; id++) {
+            ms_peak_slot *s = &peak_slots[id];
+            int at_peak = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) == epoch;
+            int64_t bytes = at_peak ? s->peak_bytes : s->cur_bytes;
+            int64_t blocks = at_peak ? s->peak_blocks : s->cur_blocks;
+            if (bytes <= 0 && blocks <= 0)
+                continue;
+            ms_sw_u32(w, (uint32_t)id);
+            ms_sw_u32(w, 0);
+            ms_sw_u64(w, blocks > 0 ? (uint64_t)blocks : 0);
+            ms_sw_u64(w, bytes > 0 ? (uint64_t)bytes : 0);
+            n++;
+        }
+        ms_sw_patch_u32(w, count_at, n);
+        ms_sw_end(w);
+    }
+    ms_control_stats st;
+    ms_control_get_stats(&st);
+    ms_sw_begin(w, MS_CHUNK_HLTH, 0);
+    ms_sw_u32(w, 9);
+    ms_sw_str(w, "sample_interval", 15);
+    ms_sw_u64(w, ms_sampler_cfg.interval);
+    ms_sw_str(w, "sample_min_size", 15);
+    ms_sw_u64(w, ms_sampler_cfg.min_size);
+    ms_sw_str(w, "sample_threshold", 16);
+    ms_sw_u64(w, ms_sampler_cfg.threshold);
+    ms_sw_str(w, "control_signal", 14);
+    ms_sw_u64(w, (uint64_t)ms_control_signal());
+    ms_sw_str(w, "control_requests", 16);
+    ms_sw_u64(w, st.requests);
+    ms_sw_str(w, "control_snapshots", 17);
+    ms_sw_u64(w, st.snapshots);
+    ms_sw_str(w, "control_snapshot_errors", 23);
+    ms_sw_u64(w, st.snapshot_errors);
+    ms_sw_str(w, "control_triggers", 16);
+    ms_sw_u64(w, st.triggers);
+    ms_sw_str(w, "tracked_live_bytes", 18);
+    ms_sw_u64(w, ms_control_live_total());
+    ms_sw_end(w);
+}
+
+void ms_control_get_stats(ms_control_stats *s)
+{
+    s->requests = __atomic_load_n(&ctl.stats.requests, __ATOMIC_RELAXED);
+    s->snapshots = __atomic_load_n(&ctl.stats.snapshots, __ATOMIC_RELAXED);
+    s->snapshot_errors = __atomic_load_n(&ctl.stats.snapshot_errors, __ATOMIC_RELAXED);
+    s->triggers = __atomic_load_n(&ctl.stats.triggers, __ATOMIC_RELAXED);
+    s->peak_updates = __atomic_load_n(&ctl.stats.peak_updates, __ATOMIC_RELAXED);
+    s->thread_starts = __atomic_load_n(&ctl.stats.thread_starts, __ATOMIC_RELAXED);
+}
+
+/* ====================================================================================
+ * The thread
+ * ================================================================================== */
+static void ctl_snapshot(const char *reason)
+{
+    int rc = ms_snapshot_write(reason, NULL, NULL, NULL, 0);
+    if (rc == 0)
+        STAT_INC(snapshots);
+    else
+        STAT_INC(snapshot_errors);
+}
+
+/* A leak scan asked through the control signal: the scan runs from this agent thread,
+ * whose stack and registers are not roots; the result is a "leakcheck" snapshot. */
+static void ctl_leak_scan(void)
+{
+    ms_leak_caller who;
+    memset(&who, 0, sizeof who);
+    int rc = ms_leak_check_and_write(&who, "leakcheck", NULL, 0);
+    if (rc == 0)
+        STAT_INC(snapshots);
+    else
+        STAT_INC(snapshot_errors);
+}
+
+/* Resident set size in bytes from /proc/self/statm (second field, in pages). */
+static uint64_t read_rss(void)
+{
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = buf;
+    while (*p && *p != ' ')
+        p++;
+    while (*p == ' ')
+        p++;
+    uint64_t pages = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        pages = pages * 10 + (uint64_t)(*p - '0');
+    return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+#define RSS_POLL_NS 50000000ull    /* 50 ms */
+#define REARM_POLL_NS 100000000ull /* 100 ms */
+
+static void *ctl_main(void *arg)
+{
+    (void)arg;
+    ms_self.busy = 1; /* nothing this thread does is recorded */
+    __atomic_store_n(&ctl.tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    prctl(PR_SET_NAME, "memsight-ctl", 0, 0, 0);
+    /* Block every signal but ours, so that a program whose threads all block the
+     * request signal still gets its requests answered here. */
+    sigset_t all;
+    sigfillset(&all);
+    sigdelset(&all, ctl.signo);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+    __atomic_store_n(&ctl.state, CTL_RUNNING, __ATOMIC_RELEASE);
+
+    const uint64_t interval = ctl.cfg.interval_ms * 1000000ull;
+    uint64_t now = mono_ns();
+    uint64_t next_interval = interval ? now + interval : UINT64_MAX;
+    uint64_t next_rss = ctl.cfg.trigger_rss ? now : UINT64_MAX;
+    uint64_t next_rearm = UINT64_MAX;
+    for (;;) {
+        uint32_t seen = __atomic_load_n(&ctl.word, __ATOMIC_ACQUIRE);
+        uint32_t pend = __atomic_exchange_n(&ctl.pending, 0, __ATOMIC_ACQ_REL);
+        for (unsigned r = 1; r < MS_CTL_REQ_MAX; r++) {
+            if (!(pend & (1u << r)))
+                continue;
+            STAT_INC(requests);
+            ms_ctl_handler_fn fn = __atomic_load_n(&ctl.handlers[r], __ATOMIC_ACQUIRE);
+            if (fn)
+                fn(r, ctl.handler_args[r]);
+            else if (r == MS_CTL_REQ_DUMP)
+                ctl_snapshot("signal");
+            else if (r == MS_CTL_REQ_LEAKS)
+                ctl_leak_scan();
+        }
+        now = mono_ns();
+        if (now >= next_interval) {
+            ctl_snapshot("interval");
+            next_interval += interval;
+            if (next_interval <= now)
+                next_interval = now + interval;
+        }
+        if (ctl.cfg.trigger_bytes) {
+            uint64_t live = ms_control_live_total();
+            if (!ctl.bytes_fired && live >= ctl.cfg.trigger_bytes) {
+                ctl.bytes_fired = 1;
+                STAT_INC(triggers);
+                ctl_snapshot("trigger");
+                next_rearm = now + REARM_POLL_NS;
+            } else if (ctl.bytes_fired && live < ctl.cfg.trigger_bytes - ctl.cfg.trigger_bytes / 10) {
+                /* hysteresis: fire again only after falling 10% below the threshold */
+                ctl.bytes_fired = 0;
+                next_rearm = UINT64_MAX;
+                __atomic_store_n(&ctl.trigger_at, ctl.cfg.trigger_bytes, __ATOMIC_RELAXED);
+            } else if (ctl.bytes_fired) {
+                next_rearm = now + REARM_POLL_NS;
+            }
+        }
+        if (now >= next_rss) {
+            uint64_t rss = read_rss();
+            if (!ctl.rss_fired && rss >= ctl.cfg.trigger_rss) {
+                ctl.rss_fired = 1;
+                STAT_INC(triggers);
+                ctl_snapshot("trigger");
+            } else if (ctl.rss_fired && rss && rss < ctl.cfg.trigger_rss - ctl.cfg.trigger_rss / 10) {
+                ctl.rss_fired = 0;
+            }
+            next_rss = now + RSS_POLL_NS;
+        }
+        uint64_t next = next_interval;
+        if (next_rss < next)
+            next = next_rss;
+        if (next_rearm < next)
+            next = next_rearm;
+        now = mono_ns();
+        if (__atomic_load_n(&ctl.pending, __ATOMIC_ACQUIRE))
+            continue;
+        ctl_wait(seen, next == UINT64_MAX ? UINT64_MAX : (next > now ? next - now : 0));
+    }
+    return NULL;
+}
+
+static int ctl_spawn(void)
+{
+    pthread_attr_t attr;
+    pthread_t th;
+    if (pthread_attr_init(&attr) != 0)
+        return -ENOMEM;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    /* The thread must not block the program's signals nor take them before it has set
+     * its own mask: create it with everything blocked. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+        ms_real.pthread_create ? ms_real.pthread_create : pthread_create;
+    int rc = create(&th, &attr, ctl_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc == 0)
+        STAT_INC(thread_starts);
+    return -rc;
+}
+
+void ms_control_start_slow(void)
+{
+    if (!__atomic_load_n(&ctl.main_started, __ATOMIC_ACQUIRE))
+        return; /* still in start-up (constructors): wait for main() */
+    int expected = CTL_WAIT_MAIN;
+    if (!__atomic_compare_exchange_n(&ctl.state, &expected, CTL_STARTING, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&ms_ctl_need_start, 0, __ATOMIC_RELEASE);
+    ms_enter();
+    int rc = ctl_spawn();
+    ms_leave();
+    if (rc != 0) /* cannot create threads (limits): no periodic or requested snapshots */
+        __atomic_store_n(&ctl.state, CTL_OFF, __ATOMIC_RELEASE);
+}
+
+int ms_control_start_now(void)
+{
+    __atomic_store_n(&ctl.main_started, 1, __ATOMIC_RELEASE);
+    if (!ctl.cfg.enabled)
+        return -ENOTSUP;
+    ms_control_start_slow();
+    int s = __atomic_load_n(&ctl.state, __ATOMIC_ACQUIRE);
+    return s == CTL_STARTING || s == CTL_RUNNING ? 0 : -EAGAIN;
+}
+
+/* ====================================================================================
+ * Set-up, main() detection, fork
+ * ================================================================================== */
+int ms_control_init(const ms_control_config *c)
+{
+    ctl.cfg = *c;
+    if (c->trigger_bytes || c->dump_at_peak) {
+        ctl.trigger_at = c->trigger_bytes ? c->trigger_bytes : UINT64_MAX;
+        const ms_stack_rec *r1 = ms_stack_get(1);
+        if (c->dump_at_peak && r1) {
+            peak_rec0 = r1 - 1;
+            uint64_t n = c->stack_capacity + 2;
+            peak_slots = ms_sys_mmap(n * sizeof(ms_peak_slot));
+            if (peak_slots)
+                peak_nslots = n;
+        }
+        __atomic_store_n(&ms_ctl_track, 1, __ATOMIC_RELEASE);
+    } else {
+        ctl.trigger_at = UINT64_MAX;
+    }
+    ms_snapshot_add_hook(ctl_snapshot_hook, NULL);
+    if (!c->enabled)
+        return 0;
+    ctl.signo = c->signo > 0 ? c->signo : SIGRTMIN + MS_CTL_DEFAULT_SIGNAL_OFFSET;
+    if (ctl.signo <= 0 || ctl.signo > SIGRTMAX) {
+        ctl.cfg.enabled = 0;
+        return -EINVAL;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = ctl_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(ctl.signo, &sa, NULL) != 0) {
+        ctl.cfg.enabled = 0;
+        return -errno;
+    }
+    __atomic_store_n(&ctl.state, CTL_WAIT_MAIN, __ATOMIC_RELEASE);
+    __atomic_store_n(&ms_ctl_need_start, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void ms_control_fork_child(int keep)
+{
+    /* Only the forking thread exists in the child: reset without locks. */
+    ctl.word = 0;
+    ctl.pending = 0;
+    ctl.tid = 0;
+    ctl.bytes_fired = 0;
+    ctl.rss_fired = 0;
+    if (ctl.cfg.trigger_bytes)
+        ctl.trigger_at = ctl.cfg.trigger_bytes;
+    if (ctl.cfg.enabled && keep && ctl.state != CTL_OFF) {
+        ctl.state = CTL_WAIT_MAIN;
+        ms_ctl_need_start = 1;
+    } else {
+        if (ctl.cfg.enabled) {
+            signal(ctl.signo, SIG_IGN); /* a request must not kill the child */
+        }
+        ctl.state = CTL_OFF;
+        ms_ctl_need_start = 0;
+    }
+}
+
+/* main() detection: the program's entry calls __libc_start_main through the PLT, so
+ * preloading sees it; the wrapper marks the moment constructors are done. */
+typedef int (*ms_main_fn)(int, char **, char **);
+static ms_main_fn real_main;
+
+static int ms_main_wrapper(int argc, char **argv, char **envp)
+{
+    __atomic_store_n(&ctl.main_started, 1, __ATOMIC_RELEASE);
+    return real_main(argc, argv, envp);
+}
+
+__attribute__((visibility("default"))) int __libc_start_main(
+    ms_main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+    void (*rtld_fini)(void), void *stack_end)
+{
+    int (*real)(ms_main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
+                void *);
+    *(void **)&real = dlsym(RTLD_NEXT, "__libc_start_main");
+    if (!real) /* cannot happen with glibc; give up on the wrapper rather than crash */
+        _exit(127);
+    real_main = main;
+    return real(ms_main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+/* ====================================================================================
+ * Production mode from the agent's options
+ * ================================================================================== */
+void ms_production_init(void)
+{
+    ms_sampler_configure(ms_opt.sample_interval, ms_opt.min_size, ms_opt.seed != 0, ms_opt.seed);
+    ms_control_config c;
+    memset(&c, 0, sizeof c);
+    c.enabled = ms_opt.control != 0;
+    c.signo = (int)(ms_opt.dump_signal <= 64 ? ms_opt.dump_signal : 0);
+    c.interval_ms = ms_opt.interval_ms;
+    c.dump_at_peak = ms_opt.dump_at_peak != 0;
+    c.trigger_bytes = ms_opt.trigger_bytes;
+    c.trigger_rss = ms_opt.trigger_rss;
+    c.stack_capacity = ms_opt.stack_capacity;
+    ms_control_init(&c);
+}
+
+void ms_production_fork_child(void)
+{
+    ms_sampler_after_fork_child();
+    ms_control_fork_child(1);
+}

@@ -1,0 +1,98 @@
+/* The agent's control thread and production-mode bookkeeping: snapshots on request (a
+ * signal whose handler only wakes the thread), every interval, on thresholds, and the
+ * per-stack counters at the peak of total live bytes (the PEAK chunk).
+ * Runs inside the target: no malloc, no lock of its own; nothing held across fork. */
+#ifndef MS_AGENT_CONTROL_H
+#define MS_AGENT_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Requests carried by the signal's value (sigqueue); a plain kill() means DUMP. */
+enum ms_ctl_request {
+    MS_CTL_REQ_DUMP = 1,  /* write <out>/memsight-<pid>-<NNNN>-signal.msnap */
+    MS_CTL_REQ_LEAKS = 2, /* run the reachability scan (handler registered by leak_*.c) */
+    MS_CTL_REQ_MAX = 8
+};
+
+/* Default request signal: SIGRTMIN + this. See docs/production.md for the choice. */
+#define MS_CTL_DEFAULT_SIGNAL_OFFSET 13
+
+typedef struct ms_control_config {
+    int enabled;            /* control=1: install the handler and run the thread */
+    int signo;              /* request signal; 0 = SIGRTMIN + MS_CTL_DEFAULT_SIGNAL_OFFSET */
+    uint64_t interval_ms;   /* interval=MS: periodic numbered snapshots (0 = off) */
+    int dump_at_peak;       /* keep per-stack counters at the peak; PEAK in every snapshot */
+    uint64_t trigger_bytes; /* snapshot when tracked live bytes reach this (0 = off) */
+    uint64_t trigger_rss;   /* snapshot when the process RSS reaches this (0 = off) */
+    uint64_t stack_capacity;/* stack ids 0..stack_capacity (for the peak counters) */
+} ms_control_config;
+
+/* Called once by the agent's initialisation when it is ready. Installs the request
+ * signal handler (never starts a thread). Returns 0 or a negative errno. */
+int ms_control_init(const ms_control_config *c);
+
+/* Sets up production mode from the agent's options (sampler, control thread, peak):
+ * the one call the agent's initialisation makes. */
+void ms_production_init(void);
+/* The agent's atfork child handler calls this: reseeds the sampler, forgets the
+ * parent's control thread; the child's first allocation starts its own. */
+void ms_production_fork_child(void);
+
+/* Thread id of the control thread (0 if none): an agent thread, never a root. */
+uint32_t ms_control_tid(void);
+
+/* A request handler run on the control thread (e.g. the leak scan). One per code. */
+typedef void (*ms_ctl_handler_fn)(unsigned request, void *arg);
+int ms_control_set_handler(unsigned request, ms_ctl_handler_fn fn, void *arg);
+
+/* Lazy start: the thread is created from the first top-level allocation made after
+ * main() has been entered (never from a constructor, never inside the signal handler).
+ * The allocation path calls ms_control_maybe_start(); it costs one load when started. */
+extern int ms_ctl_need_start;
+void ms_control_start_slow(void);
+static inline void ms_control_maybe_start(void)
+{
+    if (__builtin_expect(__atomic_load_n(&ms_ctl_need_start, __ATOMIC_RELAXED) != 0, 0))
+        ms_control_start_slow();
+}
+/* Starts the thread now (for memsight_start() called by the program itself). */
+int ms_control_start_now(void);
+
+/* In the forked child (from the agent's atfork child handler): forget the parent's
+ * thread; with `keep` the child's first allocation starts its own thread. */
+void ms_control_fork_child(int keep);
+
+/* Signal number in use (for messages and META), 0 when control is off. */
+int ms_control_signal(void);
+
+/* ------------------------------------------------------------------------------------
+ * Totals and the peak. Enabled by dump_at_peak or trigger_bytes; the per-stack
+ * accounting (ms_stack_account_*) calls ms_control_note() with the stack record and the
+ * signed change in bytes and blocks of every recorded allocation or free.
+ * ---------------------------------------------------------------------------------- */
+struct ms_stack_rec;
+extern int ms_ctl_track;
+void ms_control_note_slow(const struct ms_stack_rec *r, int64_t bytes, int64_t blocks);
+static inline void ms_control_note(const struct ms_stack_rec *r, int64_t bytes, int64_t blocks)
+{
+    if (__builtin_expect(ms_ctl_track, 0))
+        ms_control_note_slow(r, bytes, blocks);
+}
+
+/* Current and peak totals of tracked live bytes (0 when tracking is off). */
+uint64_t ms_control_live_total(void);
+uint64_t ms_control_peak_total(void);
+
+/* Counters for the HLTH chunk. */
+typedef struct ms_control_stats {
+    uint64_t requests;        /* signal requests received */
+    uint64_t snapshots;       /* snapshots written by the control thread */
+    uint64_t snapshot_errors;
+    uint64_t triggers;        /* threshold snapshots */
+    uint64_t peak_updates;    /* times a new peak was reached */
+    uint64_t thread_starts;
+} ms_control_stats;
+void ms_control_get_stats(ms_control_stats *s);
+
+#endif

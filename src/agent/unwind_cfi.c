@@ -1,0 +1,732 @@
+/* Cached DWARF CFI unwinder (x86-64). The first time a pc is seen, its FDE is found
+ * through the module's .eh_frame_hdr binary-search table and the CIE/FDE programs are
+ * run up to that pc; the resulting rule (how to find the CFA, where rbp was saved) is
+ * packed into 64 bits and cached in a lock-free open-addressing table, so later walks
+ * cost two table probes and two stack loads per frame.
+ * Runs inside the target: no malloc, no lock on the walk, every stack read is checked
+ * against the thread's stack bounds; rules it does not model send the walk to libunwind. */
+#define _GNU_SOURCE
+#include "agent/unwind_cfi.h"
+
+#include <link.h>
+#include <sched.h>
+#include <string.h>
+
+#include "agent/agent.h"
+
+#if defined(__x86_64__)
+
+/* ===========================================================================
+ * Rule encoding (64 bits):
+ *   bits 0..7   generation (rules of an older generation are recomputed)
+ *   bits 8..9   kind: 0 unsupported, 1 normal, 2 outermost (return address undefined)
+ *   bits 10..11 CFA base: 0 rsp+off, 1 rbp+off, 2 *(rbp+off)
+ *   bit  12     rbp saved at CFA + bp_off
+ *   bits 16..31 bp_off (int16, bytes)
+ *   bits 32..63 cfa_off (int32, bytes)
+ * ========================================================================= */
+#define R_KIND_UNSUP 0u
+#define R_KIND_NORMAL 1u
+#define R_KIND_END 2u
+#define R_CFA_SP 0u
+#define R_CFA_BP 1u
+#define R_CFA_DEREF_BP 2u
+
+static inline uint64_t rule_pack(unsigned gen, unsigned kind, unsigned base, int bp_saved, int bp_off,
+                                 int cfa_off)
+{
+    return (uint64_t)(gen & 0xff) | ((uint64_t)(kind & 3) << 8) | ((uint64_t)(base & 3) << 10) |
+           ((uint64_t)(bp_saved ? 1 : 0) << 12) | ((uint64_t)(uint16_t)(int16_t)bp_off << 16) |
+           ((uint64_t)(uint32_t)cfa_off << 32);
+}
+#define RULE_GEN(r) ((unsigned)((r) & 0xff))
+#define RULE_KIND(r) ((unsigned)(((r) >> 8) & 3))
+#define RULE_BASE(r) ((unsigned)(((r) >> 10) & 3))
+#define RULE_BPSAVED(r) ((unsigned)(((r) >> 12) & 1))
+#define RULE_BPOFF(r) ((int)(int16_t)(uint16_t)((r) >> 16))
+#define RULE_CFAOFF(r) ((int)(int32_t)(uint32_t)((r) >> 32))
+
+/* ===========================================================================
+ * Module list: text ranges and .eh_frame_hdr of every loaded object. Rebuilt (under a
+ * spinlock, into one of four rotating buffers) when a pc is in no known module or
+ * after dlclose; walkers read the current buffer without a lock.
+ * ========================================================================= */
+#define MS_CFI_MAXMOD 1024
+typedef struct cfi_mod {
+    uintptr_t lo, hi;         /* executable PT_LOAD range */
+    const uint8_t *hdr;       /* .eh_frame_hdr in memory, NULL if none */
+    const int32_t *table;     /* (initial_loc, fde) pairs, datarel sdata4 */
+    uint32_t nfde;
+} cfi_mod;
+typedef struct cfi_modlist {
+    uint32_t n;
+    cfi_mod m[MS_CFI_MAXMOD];
+} cfi_modlist;
+
+static cfi_modlist *ms_modbufs; /* 4 buffers */
+static cfi_modlist *ms_mods;    /* current */
+static unsigned ms_modbuf_next;
+static int ms_mod_lock;
+static unsigned long long ms_mod_adds, ms_mod_subs;
+static uint8_t ms_gen = 1;
+
+/* ===========================================================================
+ * Rule cache: key = pc (0 empty, 1 being filled), value = rule. A key is claimed once
+ * and never removed; a value is replaced when its generation is stale.
+ * ========================================================================= */
+typedef struct cfi_entry {
+    uint64_t pc;
+    uint64_t rule;
+} cfi_entry;
+static cfi_entry *ms_cache;
+static uint64_t ms_cache_mask;
+static uint64_t ms_cache_used_n;
+#define MS_CFI_PROBES 16
+
+static inline uint64_t pc_hash(uint64_t pc)
+{
+    uint64_t h = pc * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 31);
+}
+
+/* ---------------------------------------------------------------------------
+ * Module list
+ * ------------------------------------------------------------------------- */
+static int mod_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    cfi_modlist *l = arg;
+    if (l->n >= MS_CFI_MAXMOD)
+        return 1;
+    cfi_mod m;
+    memset(&m, 0, sizeof m);
+    m.lo = UINTPTR_MAX;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+            if (lo < m.lo)
+                m.lo = lo;
+            if (hi > m.hi)
+                m.hi = hi;
+        } else if (ph->p_type == PT_GNU_EH_FRAME) {
+            m.hdr = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        }
+    }
+    if (m.lo == UINTPTR_MAX)
+        return 0;
+    if (m.hdr && m.hdr[0] == 1 && m.hdr[3] == 0x3b) { /* version 1, table datarel|sdata4 */
+        /* eh_frame_ptr and fde_count encodings: accept the usual pcrel|sdata4 and udata4 */
+        const uint8_t *p = m.hdr + 4;
+        uint8_t enc_ptr = m.hdr[1], enc_cnt = m.hdr[2];
+        if ((enc_ptr & 0x0f) == 0x0b)
+            p += 4;
+        else if ((enc_ptr & 0x0f) == 0x03)
+            p += 4;
+        else if ((enc_ptr & 0x0f) == 0x04 || (enc_ptr & 0x0f) == 0x0c || enc_ptr == 0x00)
+            p += 8;
+        else
+            p = NULL;
+        if (p && ((enc_cnt & 0x0f) == 0x03 || (enc_cnt & 0x0f) == 0x0b)) {
+            uint32_t n;
+            memcpy(&n, p, 4);
+            m.nfde = n;
+            m.table = (const int32_t *)(p + 4);
+        }
+    }
+    l->m[l->n++] = m;
+    return 0;
+}
+
+static int mod_count_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    unsigned long long *v = arg;
+    v[0] = info->dlpi_adds;
+    v[1] = info->dlpi_subs;
+    return 1;
+}
+
+static void mods_refresh(int force)
+{
+    if (__atomic_exchange_n(&ms_mod_lock, 1, __ATOMIC_ACQUIRE))
+        return; /* someone else refreshes: use what is there */
+    unsigned long long v[2] = {0, 0};
+    dl_iterate_phdr(mod_count_cb, v);
+    if (force || v[0] != ms_mod_adds || v[1] != ms_mod_subs || !ms_mods) {
+        cfi_modlist *l = &ms_modbufs[ms_modbuf_next++ & 3];
+        l->n = 0;
+        dl_iterate_phdr(mod_cb, l);
+        ms_mod_adds = v[0];
+        ms_mod_subs = v[1];
+        __atomic_store_n(&ms_mods, l, __ATOMIC_RELEASE);
+        MS_HEALTH_INC(module_refreshes);
+    }
+    __atomic_store_n(&ms_mod_lock, 0, __ATOMIC_RELEASE);
+}
+
+static const cfi_mod *mod_find(uintptr_t pc)
+{
+    const cfi_modlist *l = __atomic_load_n(&ms_mods, __ATOMIC_ACQUIRE);
+    if (l)
+        for (uint32_t i = 0; i < l->n; i++)
+            if (pc >= l->m[i].lo && pc < l->m[i].hi)
+                return &l->m[i];
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * DWARF decoding helpers (the CFI lives in mapped, read-only module memory).
+ * ------------------------------------------------------------------------- */
+typedef struct rd {
+    const uint8_t *p, *end;
+    int bad;
+} rd;
+
+static uint64_t rd_uleb(rd *r)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    while (r->p < r->end) {
+        uint8_t b = *r->p++;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80))
+            return v;
+    }
+    r->bad = 1;
+    return 0;
+}
+
+static int64_t rd_sleb(rd *r)
+{
+    int64_t v = 0;
+    unsigned shift = 0;
+    uint8_t b = 0;
+    while (r->p < r->end) {
+        b = *r->p++;
+        if (shift < 64)
+            v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+        shift += 7;
+        if (!(b & 0x80)) {
+            if (shift < 64 && (b & 0x40))
+                v |= -((int64_t)1 << shift);
+            return v;
+        }
+    }
+    r->bad = 1;
+    return 0;
+}
+
+static uint64_t rd_fixed(rd *r, unsigned n)
+{
+    uint64_t v = 0;
+    if (r->p + n > r->end) {
+        r->bad = 1;
+        return 0;
+    }
+    memcpy(&v, r->p, n);
+    r->p += n;
+    return v;
+}
+
+/* Reads a pointer in DW_EH_PE encoding `enc`. Only absolute and pc-relative bases. */
+static uint64_t rd_enc(rd *r, uint8_t enc)
+{
+    if (enc == 0xff)
+        return 0;
+    const uint8_t *at = r->p;
+    uint64_t v;
+    switch (enc & 0x0f) {
+    case 0x00: v = rd_fixed(r, 8); break;
+    case 0x01: v = rd_uleb(r); break;
+    case 0x02: v = rd_fixed(r, 2); break;
+    case 0x03: v = rd_fixed(r, 4); break;
+    case 0x04: v = rd_fixed(r, 8); break;
+    case 0x09: v = (uint64_t)rd_sleb(r); break;
+    case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_fixed(r, 2); break;
+    case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_fixed(r, 4); break;
+    case 0x0c: v = rd_fixed(r, 8); break;
+    default: r->bad = 1; return 0;
+    }
+    switch (enc & 0x70) {
+    case 0x00: break;
+    case 0x10: v += (uint64_t)(uintptr_t)at; break;
+    default: r->bad = 1; return 0;
+    }
+    return v;
+}
+
+/* ---------------------------------------------------------------------------
+ * CFA program interpreter: only the columns that matter for the walk (CFA, rbp, RA).
+ * ------------------------------------------------------------------------- */
+enum { REG_RBP = 6, REG_RSP = 7, REG_RA = 16 };
+enum { COL_SAME = 0, COL_OFFSET = 1, COL_UNDEF = 2, COL_OTHER = 3 };
+
+typedef struct cfa_state {
+    int cfa_base;     /* R_CFA_*, or -1 for an unsupported CFA */
+    int64_t cfa_off;
+    int bp_rule;      /* COL_* */
+    int64_t bp_off;
+    int ra_rule;
+    int64_t ra_off;
+} cfa_state;
+
+typedef struct cie_info {
+    uint64_t caf;
+    int64_t daf;
+    uint64_t ra_reg;
+    uint8_t fde_enc;
+    int has_z;
+    int signal_frame;
+    const uint8_t *insns, *insns_end;
+} cie_info;
+
+static void col_set(cfa_state *s, uint64_t reg, int rule, int64_t off)
+{
+    if (reg == REG_RBP) {
+        s->bp_rule = rule;
+        s->bp_off = off;
+    } else if (reg == REG_RA) {
+        s->ra_rule = rule;
+        s->ra_off = off;
+    }
+}
+
+static void col_restore(cfa_state *s, const cfa_state *init, uint64_t reg)
+{
+    if (reg == REG_RBP) {
+        s->bp_rule = init->bp_rule;
+        s->bp_off = init->bp_off;
+    } else if (reg == REG_RA) {
+        s->ra_rule = init->ra_rule;
+        s->ra_off = init->ra_off;
+    }
+}
+
+/* Runs instructions [p, end) while loc <= target. Returns 0, or -1 on malformed input. */
+static int cfa_run(const uint8_t *p, const uint8_t *end, const cie_info *ci, uint64_t loc,
+                   uint64_t target, cfa_state *s, const cfa_state *init)
+{
+    cfa_state stack[8];
+    int sp = 0;
+    rd r = {p, end, 0};
+    while (r.p < r.end && !r.bad) {
+        uint8_t op = *r.p++;
+        uint8_t hi = op & 0xc0, lo = op & 0x3f;
+        if (hi == 0x40) {
+            loc += lo * ci->caf;
+            if (loc > target)
+                return 0;
+            continue;
+        }
+        if (hi == 0x80) {
+            col_set(s, lo, COL_OFFSET, (int64_t)rd_uleb(&r) * ci->daf);
+            continue;
+        }
+        if (hi == 0xc0) {
+            if (init)
+                col_restore(s, init, lo);
+            continue;
+        }
+        uint64_t reg, off;
+        switch (op) {
+        case 0x00: break;
+        case 0x01: loc = rd_enc(&r, ci->fde_enc); if (loc > target) return 0; break;
+        case 0x02: loc += rd_fixed(&r, 1) * ci->caf; if (loc > target) return 0; break;
+        case 0x03: loc += rd_fixed(&r, 2) * ci->caf; if (loc > target) return 0; break;
+        case 0x04: loc += rd_fixed(&r, 4) * ci->caf; if (loc > target) return 0; break;
+        case 0x05: reg = rd_uleb(&r); off = rd_uleb(&r); col_set(s, reg, COL_OFFSET, (int64_t)off * ci->daf); break;
+        case 0x06: reg = rd_uleb(&r); if (init) col_restore(s, init, reg); break;
+        case 0x07: reg = rd_uleb(&r); col_set(s, reg, COL_UNDEF, 0); break;
+        case 0x08: reg = rd_uleb(&r); col_set(s, reg, COL_SAME, 0); break;
+        case 0x09: reg = rd_uleb(&r); rd_uleb(&r); col_set(s, reg, COL_OTHER, 0); break;
+        case 0x0a:
+            if (sp == 8)
+                return -1;
+            stack[sp++] = *s;
+            break;
+        case 0x0b:
+            if (sp == 0)
+                return -1;
+            *s = stack[--sp]; /* the whole row, CFA included (as libgcc does) */
+            break;
+        case 0x0c:
+            reg = rd_uleb(&r);
+            off = rd_uleb(&r);
+            s->cfa_base = reg == REG_RSP ? (int)R_CFA_SP : reg == REG_RBP ? (int)R_CFA_BP : -1;
+            s->cfa_off = (int64_t)off;
+            break;
+        case 0x0d:
+            reg = rd_uleb(&r);
+            s->cfa_base = reg == REG_RSP ? (int)R_CFA_SP : reg == REG_RBP ? (int)R_CFA_BP : -1;
+            break;
+        case 0x0e: s->cfa_off = (int64_t)rd_uleb(&r); break;
+        case 0x0f: { /* def_cfa_expression: only DW_OP_breg6 N; DW_OP_deref */
+            uint64_t n = rd_uleb(&r);
+            const uint8_t *e = r.p;
+            if (r.p + n > r.end)
+                return -1;
+            r.p += n;
+            s->cfa_base = -1;
+            if (n >= 3 && e[0] == 0x76) {
+                rd er = {e + 1, e + n, 0};
+                int64_t o = rd_sleb(&er);
+                if (!er.bad && er.p + 1 == e + n && *er.p == 0x06) {
+                    s->cfa_base = R_CFA_DEREF_BP;
+                    s->cfa_off = o;
+                }
+            }
+            break;
+        }
+        case 0x10: { /* expression rule for a register */
+            reg = rd_uleb(&r);
+            uint64_t n = rd_uleb(&r);
+            if (r.p + n > r.end)
+                return -1;
+            r.p += n;
+            col_set(s, reg, COL_OTHER, 0);
+            break;
+        }
+        case 0x11: reg = rd_uleb(&r); col_set(s, reg, COL_OFFSET, rd_sleb(&r) * ci->daf); break;
+        case 0x12:
+            reg = rd_uleb(&r);
+            s->cfa_base = reg == REG_RSP ? (int)R_CFA_SP : reg == REG_RBP ? (int)R_CFA_BP : -1;
+            s->cfa_off = rd_sleb(&r) * ci->daf;
+            break;
+        case 0x13: s->cfa_off = rd_sleb(&r) * ci->daf; break;
+        case 0x14: reg = rd_uleb(&r); rd_uleb(&r); col_set(s, reg, COL_OTHER, 0); break;
+        case 0x15: reg = rd_uleb(&r); rd_sleb(&r); col_set(s, reg, COL_OTHER, 0); break;
+        case 0x16: {
+            reg = rd_uleb(&r);
+            uint64_t n = rd_uleb(&r);
+            if (r.p + n > r.end)
+                return -1;
+            r.p += n;
+            col_set(s, reg, COL_OTHER, 0);
+            break;
+        }
+        case 0x2e: rd_uleb(&r); break; /* GNU_args_size */
+        case 0x2f: reg = rd_uleb(&r); col_set(s, reg, COL_OFFSET, -(int64_t)rd_uleb(&r) * ci->daf); break;
+        default: return -1;
+        }
+    }
+    return r.bad ? -1 : 0;
+}
+
+static int parse_cie(const uint8_t *cie, cie_info *ci)
+{
+    uint32_t len32;
+    memcpy(&len32, cie, 4);
+    const uint8_t *p = cie + 4, *end;
+    if (len32 == 0xffffffffu) {
+        uint64_t len64;
+        memcpy(&len64, p, 8);
+        p += 8;
+        end = p + len64;
+    } else {
+        end = p + len32;
+    }
+    rd r = {p, end, 0};
+    if (rd_fixed(&r, 4) != 0) /* CIE id */
+        return -1;
+    uint8_t version = (uint8_t)rd_fixed(&r, 1);
+    const char *aug = (const char *)r.p;
+    while (r.p < r.end && *r.p)
+        r.p++;
+    if (r.p >= r.end)
+        return -1;
+    r.p++;
+    ci->caf = rd_uleb(&r);
+    ci->daf = rd_sleb(&r);
+    ci->ra_reg = version == 1 ? rd_fixed(&r, 1) : rd_uleb(&r);
+    ci->fde_enc = 0;
+    ci->has_z = 0;
+    ci->signal_frame = 0;
+    const uint8_t *aug_end = NULL;
+    for (const char *a = aug; *a; a++) {
+        switch (*a) {
+        case 'z': {
+            uint64_t n = rd_uleb(&r);
+            ci->has_z = 1;
+            aug_end = r.p + n;
+            break;
+        }
+        case 'R': ci->fde_enc = (uint8_t)rd_fixed(&r, 1); break;
+        case 'L': rd_fixed(&r, 1); break;
+        case 'P': {
+            uint8_t enc = (uint8_t)rd_fixed(&r, 1);
+            rd_enc(&r, (uint8_t)(enc & 0x7f)); /* indirect bit ignored: just skip */
+            break;
+        }
+        case 'S': ci->signal_frame = 1; break;
+        case 'B': break;
+        case 'G': break;
+        default:
+            if (!aug_end)
+                return -1;
+            goto done; /* unknown letter after 'z': aug_end skips the rest */
+        }
+    }
+done:
+    if (aug_end)
+        r.p = aug_end;
+    if (r.bad || r.p > end || ci->ra_reg != REG_RA)
+        return -1;
+    ci->insns = r.p;
+    ci->insns_end = end;
+    return 0;
+}
+
+/* Binary search in .eh_frame_hdr: the FDE whose initial location is the last <= pc. */
+static const uint8_t *fde_lookup(const cfi_mod *m, uintptr_t pc)
+{
+    if (!m->table || !m->nfde)
+        return NULL;
+    const uint8_t *base = m->hdr;
+    uint32_t lo = 0, hi = m->nfde;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uintptr_t start = (uintptr_t)(base + m->table[2 * mid]);
+        if (start <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if ((uintptr_t)(base + m->table[2 * lo]) > pc)
+        return NULL;
+    return base + m->table[2 * lo + 1];
+}
+
+/* Computes the rule for pc (a return address minus one, or an exact pc). */
+static uint64_t rule_compute(uintptr_t pc, unsigned gen)
+{
+    const cfi_mod *m = mod_find(pc);
+    if (!m) {
+        mods_refresh(0);
+        m = mod_find(pc);
+        if (!m)
+            return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    }
+    const uint8_t *fde = fde_lookup(m, pc);
+    if (!fde)
+        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    uint32_t len32;
+    memcpy(&len32, fde, 4);
+    const uint8_t *p = fde + 4, *end;
+    if (len32 == 0xffffffffu) {
+        uint64_t len64;
+        memcpy(&len64, p, 8);
+        p += 8;
+        end = p + len64;
+    } else {
+        end = p + len32;
+    }
+    int32_t cie_off;
+    memcpy(&cie_off, p, 4);
+    const uint8_t *cie = p - cie_off;
+    p += 4;
+    cie_info ci;
+    if (cie_off == 0 || parse_cie(cie, &ci) != 0)
+        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    rd r = {p, end, 0};
+    uint64_t start = rd_enc(&r, ci.fde_enc);
+    uint64_t range = rd_enc(&r, (uint8_t)(ci.fde_enc & 0x0f));
+    if (r.bad || pc < start || pc >= start + range)
+        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    if (ci.has_z) {
+        uint64_t n = rd_uleb(&r);
+        r.p += n;
+    }
+    if (r.bad || r.p > end || ci.signal_frame)
+        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    cfa_state s = {-1, 0, COL_SAME, 0, COL_UNDEF, 0};
+    if (cfa_run(ci.insns, ci.insns_end, &ci, start, UINT64_MAX, &s, NULL) != 0)
+        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    cfa_state init = s;
+    if (cfa_run(r.p, end, &ci, start, pc, &s, &init) != 0)
+        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    if (s.ra_rule == COL_UNDEF)
+        return rule_pack(gen, R_KIND_END, 0, 0, 0, 0);
+    if (s.cfa_base < 0 || s.ra_rule != COL_OFFSET || s.ra_off != -8 || s.cfa_off < INT32_MIN || s.cfa_off > INT32_MAX)
+        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    if (s.bp_rule != COL_SAME && s.bp_rule != COL_OFFSET)
+        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    if (s.bp_rule == COL_OFFSET && (s.bp_off < INT16_MIN || s.bp_off > INT16_MAX))
+        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+    return rule_pack(gen, R_KIND_NORMAL, (unsigned)s.cfa_base, s.bp_rule == COL_OFFSET,
+                     (int)s.bp_off, (int)s.cfa_off);
+}
+
+/* ---------------------------------------------------------------------------
+ * Cache
+ * ------------------------------------------------------------------------- */
+static MS_NOINLINE uint64_t rule_miss(uintptr_t pc, cfi_entry *slot, unsigned gen)
+{
+    MS_HEALTH_INC(pc_cache_misses);
+    uint64_t rule = rule_compute(pc, gen);
+    if (slot) {
+        __atomic_store_n(&slot->rule, rule, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->pc, (uint64_t)pc, __ATOMIC_RELEASE);
+    } else {
+        MS_HEALTH_INC(pc_cache_full);
+    }
+    return rule;
+}
+
+static inline uint64_t rule_get(uintptr_t pc)
+{
+    unsigned gen = __atomic_load_n(&ms_gen, __ATOMIC_RELAXED);
+    uint64_t i = pc_hash(pc) & ms_cache_mask;
+    for (unsigned probe = 0; probe < MS_CFI_PROBES; probe++, i = (i + 1) & ms_cache_mask) {
+        cfi_entry *e = &ms_cache[i];
+        uint64_t k = __atomic_load_n(&e->pc, __ATOMIC_ACQUIRE);
+        if (MS_LIKELY(k == pc)) {
+            uint64_t r = __atomic_load_n(&e->rule, __ATOMIC_RELAXED);
+            if (MS_LIKELY(RULE_GEN(r) == gen))
+                return r;
+            MS_HEALTH_INC(pc_cache_misses);
+            r = rule_compute(pc, gen);
+            __atomic_store_n(&e->rule, r, __ATOMIC_RELAXED);
+            return r;
+        }
+        if (k == 0) {
+            uint64_t zero = 0;
+            if (__atomic_compare_exchange_n(&e->pc, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                __atomic_fetch_add(&ms_cache_used_n, 1, __ATOMIC_RELAXED);
+                return rule_miss(pc, e, gen);
+            }
+            /* lost the slot to another pc (or the same one: a duplicate is harmless) */
+        }
+    }
+    return rule_miss(pc, NULL, gen);
+}
+
+uint64_t ms_cfi_rule_for(uintptr_t pc)
+{
+    return rule_compute(pc, ms_gen);
+}
+
+int ms_cfi_init(uint64_t cache_entries)
+{
+    uint64_t n = 1024;
+    while (n < cache_entries)
+        n <<= 1;
+    ms_cache = ms_sys_mmap(n * sizeof(cfi_entry));
+    ms_modbufs = ms_sys_mmap(4 * sizeof(cfi_modlist));
+    if (!ms_cache || !ms_modbufs)
+        return -1;
+    ms_cache_mask = n - 1;
+    mods_refresh(1);
+    return ms_mods ? 0 : -1;
+}
+
+void ms_cfi_invalidate(void)
+{
+    uint8_t g = __atomic_load_n(&ms_gen, __ATOMIC_RELAXED);
+    g = (uint8_t)(g + 1);
+    if (g == 0)
+        g = 1;
+    __atomic_store_n(&ms_gen, g, __ATOMIC_RELAXED);
+    mods_refresh(1);
+}
+
+uint64_t ms_cfi_cache_used(void)
+{
+    return __atomic_load_n(&ms_cache_used_n, __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------------------------
+ * The walk
+ * ------------------------------------------------------------------------- */
+int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
+{
+    uintptr_t pc, sp, bp;
+    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+                     : "=r"(pc), "=r"(sp), "=r"(bp));
+    ms_thread_bounds();
+    uintptr_t lo = sp, hi = ms_self.stack_hi;
+    if (MS_UNLIKELY(!hi || sp >= hi)) {
+        *flags |= MS_STACKF_UNWIND_FAIL;
+        MS_HEALTH_INC(unwind_failures);
+        return 0;
+    }
+    unsigned n = 0;
+    int exact = 1; /* the first pc is exact; later ones are return addresses */
+    for (;;) {
+        int self = pc >= ms_self_lo && pc < ms_self_hi;
+        if (!self && !exact) {
+            if (n == max) {
+                *flags |= MS_STACKF_TRUNCATED;
+                MS_HEALTH_INC(unwind_truncated);
+                return (int)n;
+            }
+            pcs[n++] = pc;
+        }
+        uint64_t rule = rule_get(exact ? pc : pc - 1);
+        unsigned kind = RULE_KIND(rule);
+        if (kind == R_KIND_END)
+            return (int)n;
+        if (MS_UNLIKELY(kind != R_KIND_NORMAL)) {
+            if (n > 0 && !mod_find(pc))
+                return (int)n; /* ran off the known code (e.g. JIT): keep what we have */
+            return -1;
+        }
+        uintptr_t cfa;
+        switch (RULE_BASE(rule)) {
+        case R_CFA_SP: cfa = sp + (intptr_t)RULE_CFAOFF(rule); break;
+        case R_CFA_BP: cfa = bp + (intptr_t)RULE_CFAOFF(rule); break;
+        default: {
+            uintptr_t a = bp + (intptr_t)RULE_CFAOFF(rule);
+            if (a < lo || a + 8 > hi || (a & 7))
+                goto bad;
+            cfa = *(const uintptr_t *)a;
+            break;
+        }
+        }
+        if (cfa < lo + 8 || cfa > hi || (cfa & 7))
+            goto bad;
+        uintptr_t ra = *(const uintptr_t *)(cfa - 8);
+        if (RULE_BPSAVED(rule)) {
+            uintptr_t a = cfa + (intptr_t)RULE_BPOFF(rule);
+            if (a < lo || a + 8 > hi)
+                goto bad;
+            bp = *(const uintptr_t *)a;
+        }
+        if (ra < 4096)
+            return (int)n;
+        if (cfa <= sp)
+            goto bad;
+        sp = cfa;
+        pc = ra;
+        exact = 0;
+    }
+bad:
+    *flags |= MS_STACKF_UNWIND_FAIL;
+    MS_HEALTH_INC(unwind_failures);
+    return (int)n;
+}
+
+#else /* not x86-64: the cached unwinder is not available, libunwind is used */
+
+int ms_cfi_init(uint64_t cache_entries)
+{
+    (void)cache_entries;
+    return -1;
+}
+int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
+{
+    (void)pcs;
+    (void)max;
+    (void)flags;
+    return -1;
+}
+void ms_cfi_invalidate(void) {}
+uint64_t ms_cfi_cache_used(void) { return 0; }
+uint64_t ms_cfi_rule_for(uintptr_t pc)
+{
+    (void)pc;
+    return 0;
+}
+#endif

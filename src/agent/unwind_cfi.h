@@ -1,0 +1,21 @@
+/* Cached DWARF CFI unwinder for x86-64: per-pc rules (CFA = rsp/rbp + off or
+ * *(rbp + off), return address at CFA-8, rbp saved at CFA+k) computed once from the
+ * modules' .eh_frame_hdr/.eh_frame and kept in a lock-free preallocated table.
+ * Runs inside the target: no malloc, every stack read is bounds-checked. */
+#ifndef MS_AGENT_UNWIND_CFI_H
+#define MS_AGENT_UNWIND_CFI_H
+
+#include <stdint.h>
+
+int ms_cfi_init(uint64_t cache_entries);
+/* Walks the caller's stack. Returns the depth, or -1 when a frame needs rules this
+ * unwinder does not model (the caller then falls back to libunwind). */
+int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags);
+/* Modules may have been unloaded: cached rules and the module list are refreshed. */
+void ms_cfi_invalidate(void);
+uint64_t ms_cfi_cache_used(void);
+
+/* For tests: computes the rule for pc (0 if none); see unwind_cfi.c for its layout. */
+uint64_t ms_cfi_rule_for(uintptr_t pc);
+
+#endif
