@@ -43,4 +43,10 @@ int ms_export_svg(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opts
 int ms_export_html(ms_snapshot *const *series, size_t n, ms_symbolizer *sym,
                    const ms_export_opts *o, FILE *out, char *err, size_t errlen);
 
+/* The single-snapshot exporter of a format name (text, json, pprof, collapsed, svg), or
+ * NULL. Linking this (load.c) also links every exporter, whatever the caller names. */
+typedef int (*ms_export_fn)(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opts *o,
+                            FILE *out, char *err, size_t errlen);
+ms_export_fn ms_export_find(const char *format);
+
 #endif

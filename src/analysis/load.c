@@ -27,3 +27,18 @@ ms_snapshot *ms_snapshot_load(const char *path, char *err, size_t errlen)
     free(data);
     return s;
 }
+
+ms_export_fn ms_export_find(const char *format)
+{
+    static const struct {
+        const char *name;
+        ms_export_fn fn;
+    } formats[] = {
+        {"text", ms_export_text},   {"json", ms_export_json},         {"pprof", ms_export_pprof},
+        {"collapsed", ms_export_collapsed}, {"svg", ms_export_svg},
+    };
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (!strcmp(format, formats[i].name))
+            return formats[i].fn;
+    return NULL;
+}

@@ -465,7 +465,7 @@ static int build(prof *p)
     const char *comments[] = {"exe", "pid", "reason", "hostname", "labels", "source"};
     for (size_t i = 0; i < sizeof comments / sizeof comments[0]; i++) {
         const char *v = ms_agg_meta(s, comments[i]);
-        if (!v)
+        if (!v || !*v)
             continue;
         char *c = NULL;
         if (asprintf(&c, "%s=%s", comments[i], v) < 0)

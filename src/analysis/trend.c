@@ -219,6 +219,17 @@ static void short_stack(FILE *out, const ms_agg *a, long id, int max)
         fputs(" <- ...", out);
 }
 
+/* A time in a unit fitting the whole span: ms for sub-second series. */
+static void fmt_time(double t, double span, char *buf, size_t len)
+{
+    if (span < 1)
+        snprintf(buf, len, "%.0fms", t * 1000);
+    else if (span < 100)
+        snprintf(buf, len, "%.2fs", t);
+    else
+        snprintf(buf, len, "%.0fs", t);
+}
+
 static const char *rate_unit(const ms_trend *t) { return t->have_times ? "/s" : "/snap"; }
 
 int ms_trend_write_text(const ms_trend *t, const ms_export_opts *o, FILE *out, char *err,
@@ -228,8 +239,11 @@ int ms_trend_write_text(const ms_trend *t, const ms_export_opts *o, FILE *out, c
     size_t n = t->nsnap;
     char b1[32], b2[32], b3[32];
     fprintf(out, "memsight trend: %zu snapshots", n);
-    if (t->have_times)
-        fprintf(out, " over %.1f s", t->t_s[n - 1]);
+    if (t->have_times) {
+        char d[32];
+        fmt_time(t->t_s[n - 1], t->t_s[n - 1], d, sizeof d);
+        fprintf(out, " over %s", d);
+    }
     fprintf(out, "\ntotal live: %s -> %s (%s)\n\n", ms_fmt_bytes(t->total_bytes[0], b1, sizeof b1),
             ms_fmt_bytes(t->total_bytes[n - 1], b2, sizeof b2),
             ms_fmt_sbytes(t->total_growth, b3, sizeof b3));
@@ -267,8 +281,11 @@ int ms_trend_write_text(const ms_trend *t, const ms_export_opts *o, FILE *out, c
     fprintf(out, "%4s", "#");
     for (size_t c = 0; c < ncols; c++) {
         char h[24];
-        if (t->have_times)
-            snprintf(h, sizeof h, "t=%.1fs", t->t_s[cols[c]]);
+        if (t->have_times) {
+            char d[24];
+            fmt_time(t->t_s[cols[c]], t->t_s[n - 1], d, sizeof d);
+            snprintf(h, sizeof h, "t=%s", d);
+        }
         else
             snprintf(h, sizeof h, "snap %zu", cols[c] + 1);
         fprintf(out, " %10s", h);
