@@ -280,7 +280,7 @@ int ms_trend_write_text(const ms_trend *t, const ms_export_opts *o, FILE *out, c
     fprintf(out, "\nLive bytes per stack at each snapshot%s:\n", n > 12 ? " (12 of them, evenly spaced)" : "");
     fprintf(out, "%4s", "#");
     for (size_t c = 0; c < ncols; c++) {
-        char h[24];
+        char h[40];
         if (t->have_times) {
             char d[24];
             fmt_time(t->t_s[cols[c]], t->t_s[n - 1], d, sizeof d);
