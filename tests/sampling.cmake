@@ -4,3 +4,11 @@
 ms_unit_test(sampling_sampler SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_sampler.c
   ${PROJECT_SOURCE_DIR}/src/agent/sampler.c LIBS m)
 target_include_directories(sampling_sampler PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+
+# Ground-truth programs (plain -O2, no frame pointers: the default unwinder must cope).
+foreach(p sm_mix sm_peak sm_serve sm_forks sm_scale)
+  ms_test_program(${p} SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/${p}.c FLAGS -O2 -g
+    LIBS Threads::Threads)
+endforeach()
+
+ms_integration_test(sampling_unbiased ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_unbiased.py)
