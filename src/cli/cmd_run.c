@@ -111,6 +111,18 @@ static const run_opt run_opts[] = {
     {"follow-exec", 0, NULL, "follow_fork=1", NULL, "keep observing programs it execs"},
     {"leak-check", 0, "WHEN", "leak_check", NULL,
      "reachability leak scan: exit (into the exit snapshot) or signal ('memsight leaks PID')"},
+    /* production mode (docs/production.md) */
+    {"sample", 0, "BYTES", "sample", NULL,
+     "Poisson byte sampling, mean BYTES between samples (0 = every block)"},
+    {"min-size", 0, "BYTES", "min_size", NULL, "record only blocks of at least BYTES"},
+    {"seed", 0, "N", "seed", NULL, "sampler seed, for reproducible runs (0 = random)"},
+    {"interval", 0, "MS", "interval", NULL, "also write a numbered snapshot every MS ms"},
+    {"dump-at-peak", 0, NULL, "dump_at_peak=1", NULL,
+     "keep each stack's live counters at the peak of total live bytes"},
+    {"trigger-bytes", 0, "N", "trigger_bytes", NULL,
+     "write a snapshot when tracked live bytes reach N (k/M/G suffix)"},
+    {"trigger-rss", 0, "N", "trigger_rss", NULL,
+     "write a snapshot when the process RSS reaches N (k/M/G suffix)"},
     {"agent-option", 'O', "K=V", NULL, opt_agent, "any agent option (docs/agent.md); repeatable"},
 };
 #define NRUN_OPTS (sizeof run_opts / sizeof run_opts[0])
