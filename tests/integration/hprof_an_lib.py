@@ -30,8 +30,10 @@ def data_file(name):
     return path
 
 
-def run(args, **kw):
-    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+def run(args, lenient=False, **kw):
+    """Runs a command, returns its stdout; output must be UTF-8 unless lenient."""
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       errors="replace" if lenient else "strict", **kw)
     if p.returncode != 0:
         fail("%s exited %d: %s" % (" ".join(args), p.returncode, p.stderr.strip()))
     return p.stdout
@@ -47,7 +49,7 @@ class Graph:
         self.edges = []     # (src, dst, name) followed by the dominator computation
         self.skipped = []   # (src, dst, name) referents that do not keep alive
         self.classes = {}   # name -> (dominated bytes, dominated objects), summed over loaders
-        out = run([TOOL, "graph", path])
+        out = run([TOOL, "graph", path], lenient=True)  # raw names, not always UTF-8
         for line in out.splitlines():
             f = line.split("\t")
             t = f[0]

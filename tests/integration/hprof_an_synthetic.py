@@ -64,7 +64,7 @@ class Hprof:
     def write(self, path):
         out = b"JAVA PROFILE 1.0.3\0" + struct.pack(">IQ", 4, 0)
         for s, i in self.strings.items():
-            body = struct.pack(">I", i) + s.encode()
+            body = struct.pack(">I", i) + s.encode("latin-1")
             out += struct.pack(">BII", 0x01, 0, len(body)) + body
         for body in self.load:
             out += struct.pack(">BII", 0x02, 0, len(body)) + body
@@ -88,7 +88,8 @@ def build(path):
         h.cls(cid, name, 0x102)
     h.cls(0x110, "app.Node", 0x100, fields=["a", "b"])
     h.cls(0x111, "app.Statics", 0x100, statics=[("HOLDER", 0x2000)])
-    for cid in [0x100, 0x101, 0x102, 0x110, 0x111] + list(kinds.values()):
+    h.cls(0x112, b'app.Q"uote\\\xff\xc3\xa9'.decode("latin-1"), 0x100)  # not UTF-8 at \xff
+    for cid in [0x100, 0x101, 0x102, 0x110, 0x111, 0x112] + list(kinds.values()):
         h.root(0x05, cid)
     h.heap_info(ord("A"), "app")
     # each kind of reference, held by a JNI global, referent held by nothing else
@@ -110,6 +111,8 @@ def build(path):
     h.inst(0x2060, 0x110, [0, 0])
     h.root(0x03, 0x2060)
     h.root(0x01, 0x2060)
+    h.inst(0x2070, 0x112, [])
+    h.root(0x01, 0x2070)
     h.write(path)
     return kinds
 
@@ -160,6 +163,9 @@ def main():
     heaps = {r["object_id"]: r["heap"] for r in rows}
     check(heaps.get("0x1000") == "app", "heap of an app object: %s" % heaps.get("0x1000"))
     check(heaps.get("0x100") == "zygote", "heap of a zygote class: %s" % heaps.get("0x100"))
+    # a class name with a quote, a backslash and a byte that is not UTF-8: still valid JSON
+    odd = [r["class"] for r in rows if r["object_id"] == "0x2070"]
+    check(odd == ['app.Q"uote\\\ufffd\u00e9'], "odd class name in JSON: %r" % odd)
 
     # error answers
     for args, msg in ((["0xfeed"], "no object with id"), (["zz"], "not an object id"),
