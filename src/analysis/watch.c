@@ -229,6 +229,7 @@ int ms_tracker_eval(ms_tracker *t, const ms_watch_sample *series, size_t n, int 
     }
     t->value = v;
     t->streak = t->exceeded ? t->streak + 1 : 0;
+    t->run = t->streak;
     if (allowed && t->streak >= t->consecutive &&
         (t->fire_count == 0 || now->t_ms - t->last_fire_ms >= t->cooldown_ms)) {
         t->fired = 1;
@@ -771,7 +772,7 @@ int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t
             int f = ms_tracker_eval(t, w.samples, w.n, allowed);
             ts[i].value = t->value;
             ts[i].exceeded = (uint8_t)t->exceeded;
-            ts[i].streak = t->fired ? t->consecutive : t->streak;
+            ts[i].streak = t->run;
             ts[i].fired = (uint8_t)f;
             if (f)
                 res->triggers++;

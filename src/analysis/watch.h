@@ -58,6 +58,8 @@ typedef struct ms_tracker {
     double value;           /* measured at the last evaluation */
     int exceeded;           /* last evaluation exceeded the threshold */
     int streak;             /* consecutive exceedances not yet used by a firing */
+    int run;                /* the streak as counted at the last evaluation (before a
+                             * firing reset it): what the series shows */
     int fired;              /* the last evaluation fired */
     int fire_count;
     uint64_t last_fire_ms;
