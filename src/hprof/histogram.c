@@ -91,7 +91,8 @@ void ms_hhist_sort(ms_hhist *h, const ms_hgraph *g, int key)
 {
     sort_g = g;
     sort_key = key;
-    qsort(h->rows, h->n, sizeof *h->rows, cmp_rows);
+    if (h->n)
+        qsort(h->rows, h->n, sizeof *h->rows, cmp_rows);
 }
 
 static void json_str(FILE *fp, const char *s)
@@ -144,7 +145,8 @@ static uint8_t *shared_names(const ms_hgraph *g, const ms_hhist *h)
     for (size_t i = 0; i < h->n; i++)
         v[i] = &h->rows[i];
     name_g = g;
-    qsort(v, h->n, sizeof *v, cmp_name_idx);
+    if (h->n)
+        qsort(v, h->n, sizeof *v, cmp_name_idx);
     for (size_t i = 1; i < h->n; i++)
         if (!strcmp(ms_hgraph_class_name(g, v[i]->cls), ms_hgraph_class_name(g, v[i - 1]->cls))) {
             flags[v[i] - h->rows] = 1;

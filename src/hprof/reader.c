@@ -82,6 +82,7 @@ typedef struct rd {
     uint64_t nrec;    /* pass-1 object records */
     uint8_t *dropped; /* per pass-1 object record, only when duplicates exist */
     uint64_t ord;     /* pass-2 record ordinal */
+    uint64_t dups_reported;
     uint32_t cur;     /* pass-2 object index */
     uint32_t kcls;    /* pass-2 class-dump ordinal */
     uint32_t prim_cls[16];
@@ -434,15 +435,9 @@ static int build_lookup(rd *r)
         }
         for (size_t k = 1; k < n; k++)
             if (key[k] == key[k - 1]) {
-                r->dropped[val[k]] = 1;
+                r->dropped[val[k]] = 1; /* reported with its offset by the second pass */
                 g->duplicate_ids++;
-                if (g->duplicate_ids <= 8)
-                    problem(r, 0, 0, 0, "duplicate object id 0x%llx: later record dropped",
-                            (unsigned long long)g->obj_id[val[k]]);
             }
-        if (g->duplicate_ids > 8)
-            problem(r, 0, 0, 0, "%llu duplicate object ids in all",
-                    (unsigned long long)g->duplicate_ids);
         uint32_t j = 0;
         for (size_t i = 0; i < n; i++) {
             remap[i] = j;
@@ -614,7 +609,8 @@ static int resolve_classes(rd *r)
         if (!w || r->cbi[w - 1].id != r->cbi[k].id)
             r->cbi[w++] = r->cbi[k];
     r->ncbi = w;
-    qsort(r->lc, r->nlc, sizeof *r->lc, cmp_lc);
+    if (r->nlc)
+        qsort(r->lc, r->nlc, sizeof *r->lc, cmp_lc);
 
     for (uint32_t k = 0; k < ndump; k++) {
         ms_hclass *c = &g->classes[k];
@@ -811,11 +807,15 @@ static int add_obj(rd *r, uint64_t id, uint8_t kind)
 }
 
 /* Pass 2: the object index of the next object record, or MS_HIDX_NONE if dropped. */
-static inline ms_hidx next_obj(rd *r)
+static inline ms_hidx next_obj(rd *r, uint64_t at, uint8_t rtag, uint8_t sub, uint64_t id)
 {
     uint64_t o = r->ord++;
-    if (r->dropped && r->dropped[o])
+    if (r->dropped && r->dropped[o]) {
+        if (++r->dups_reported <= 8)
+            problem(r, at, rtag, sub, "duplicate object id 0x%llx: this later record is dropped",
+                    (unsigned long long)id);
         return MS_HIDX_NONE;
+    }
     ms_hidx i = r->cur++;
     r->g->edge_off[i] = r->g->nedge;
     return i;
@@ -978,7 +978,7 @@ static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t e
 
     /* pass 2 */
     uint32_t k = r->kcls++;
-    ms_hidx i = next_obj(r);
+    ms_hidx i = next_obj(r, at, rtag, 0x20, id);
     if (i == MS_HIDX_NONE)
         return 0;
     ms_hclass *c = &g->classes[k];
@@ -1109,7 +1109,7 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                     return -1;
                 break;
             }
-            ms_hidx i = next_obj(r);
+            ms_hidx i = next_obj(r, at, rtag, t, id);
             if (i == MS_HIDX_NONE)
                 break;
             uint32_t k = class_by_id(r, cid);
@@ -1163,7 +1163,7 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                     return -1;
                 break;
             }
-            ms_hidx i = next_obj(r);
+            ms_hidx i = next_obj(r, at, rtag, t, id);
             if (i == MS_HIDX_NONE)
                 break;
             uint32_t k = class_for_array(r, cid);
@@ -1199,7 +1199,7 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                     return -1;
                 break;
             }
-            ms_hidx i = next_obj(r);
+            ms_hidx i = next_obj(r, at, rtag, t, id);
             if (i == MS_HIDX_NONE)
                 break;
             if (r->prim_cls[et] == MS_HCLASS_NONE) {
@@ -1337,7 +1337,8 @@ static int read_all(rd *r)
     r->pass = 1;
     if (walk(r))
         return -1;
-    qsort(r->str, r->nstr, sizeof *r->str, cmp_str);
+    if (r->nstr)
+        qsort(r->str, r->nstr, sizeof *r->str, cmp_str);
     if (build_lookup(r))
         return -1;
     if (resolve_classes(r))
@@ -1401,6 +1402,9 @@ static int read_all(rd *r)
     if (r->cur != g->nobj)
         return fail(r, 0, 0, 0, "internal: second pass saw %u objects, first %u", r->cur, g->nobj);
     g->edge_off[n] = g->nedge;
+    if (g->duplicate_ids > 8)
+        problem(r, 0, 0, 0, "%llu duplicate object ids in all (later records dropped)",
+                (unsigned long long)g->duplicate_ids);
     if (g->dangling_refs > 8)
         problem(r, 0, 0, 0, "%llu references to objects not in the dump in all (dropped)",
                 (unsigned long long)g->dangling_refs);

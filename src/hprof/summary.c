@@ -21,8 +21,12 @@ void ms_hsummary_compute(const ms_hgraph *g, ms_hsummary *s)
         s->heap_objects[g->obj_heap[i]]++;
         s->heap_shallow[g->obj_heap[i]] += g->obj_size[i];
     }
-    for (uint32_t r = 0; r < g->nroot; r++)
-        s->roots[g->roots[r].type]++;
+    /* root records as written (a thread-object record naming no object included, while
+     * g->roots leaves it out) */
+    static const uint8_t root_tags[] = {0xFF, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+                                        0x89, 0x8A, 0x8B, 0x8C, 0x8D, 0x8E, 0x90};
+    for (size_t t = 0; t < sizeof root_tags; t++)
+        s->roots[root_tags[t]] = g->subrecord_count[root_tags[t]];
 }
 
 static void json_str(FILE *fp, const char *s)
@@ -112,6 +116,18 @@ static int print_json(FILE *fp, const char *path, const ms_hgraph *g, const ms_h
                         (unsigned long long)g->record_count[t]);
             first = 0;
         }
+    fprintf(fp, "},\n  \"subrecords\": {");
+    first = 1;
+    for (int t = 0; t < 256; t++)
+        if (g->subrecord_count[t]) {
+            if (strcmp(ms_hprof_subrecord_name((uint8_t)t), "UNKNOWN"))
+                fprintf(fp, "%s\"%s\": %llu", first ? "" : ", ", ms_hprof_subrecord_name((uint8_t)t),
+                        (unsigned long long)g->subrecord_count[t]);
+            else
+                fprintf(fp, "%s\"UNKNOWN_0x%02x\": %llu", first ? "" : ", ", t,
+                        (unsigned long long)g->subrecord_count[t]);
+            first = 0;
+        }
     fprintf(fp, "},\n  \"dangling_references\": %llu,\n  \"duplicate_ids\": %llu,\n",
             (unsigned long long)g->dangling_refs, (unsigned long long)g->duplicate_ids);
     fprintf(fp, "  \"problem_count\": %llu,\n  \"problems\": [", (unsigned long long)g->problem_total);
@@ -155,7 +171,10 @@ static int print_text(FILE *fp, const char *path, const ms_hgraph *g, const ms_h
             (unsigned long long)s->obj_arrays, (unsigned long long)s->prim_arrays, g->nobj,
             (unsigned long long)s->shallow, h1, (unsigned long long)g->nedge,
             (unsigned long long)g->nstrings);
-    fprintf(fp, "GC roots          %u\n", g->nroot);
+    uint64_t nroots = 0;
+    for (int t = 0; t < 256; t++)
+        nroots += s->roots[t];
+    fprintf(fp, "GC roots          %llu\n", (unsigned long long)nroots);
     for (int t = 0; t < 256; t++)
         if (s->roots[t])
             fprintf(fp, "  %-18s %llu\n", ms_hroot_type_name((uint8_t)t), (unsigned long long)s->roots[t]);

@@ -1,0 +1,64 @@
+/* libFuzzer target for the HPROF reader: any input must be read or refused with a
+ * message, never crash, and a graph it returns must be consistent (indices in range,
+ * CSR monotonic); summary and histogram run over it too. Test code only. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hprof/histogram.h"
+#include "hprof/reader.h"
+#include "hprof/summary.h"
+
+static FILE *devnull;
+
+static void consistent(const ms_hgraph *g)
+{
+    for (uint32_t i = 0; i < g->nobj; i++) {
+        if (g->obj_class[i] >= g->nclass || g->obj_heap[i] >= g->nheap || g->obj_kind[i] > 3)
+            __builtin_trap();
+        if (g->edge_off[i] > g->edge_off[i + 1] || ms_hgraph_find(g, g->obj_id[i]) != i)
+            __builtin_trap();
+    }
+    if (g->edge_off[g->nobj] != g->nedge)
+        __builtin_trap();
+    for (uint64_t e = 0; e < g->nedge; e++) {
+        char name[64];
+        if (g->edge_dst[e] >= g->nobj)
+            __builtin_trap();
+        ms_hgraph_edge_name(g, e, name, sizeof name);
+    }
+    for (uint32_t r = 0; r < g->nroot; r++)
+        if (g->roots[r].obj != MS_HIDX_NONE && g->roots[r].obj >= g->nobj)
+            __builtin_trap();
+    for (uint32_t k = 0; k < g->nclass; k++) {
+        if (g->classes[k].name >= g->strs_len)
+            __builtin_trap();
+        if (g->classes[k].obj != MS_HIDX_NONE && ms_hgraph_class_object_class(g, g->classes[k].obj) != k)
+            __builtin_trap();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!devnull)
+        devnull = fopen("/dev/null", "w");
+    ms_hgraph *g = NULL;
+    char err[512];
+    if (ms_hprof_read_mem(data, size, NULL, &g, err, sizeof err)) {
+        if (!err[0] || memchr(err, '\0', sizeof err) == NULL)
+            __builtin_trap();
+        return 0;
+    }
+    consistent(g);
+    ms_hsummary s;
+    ms_hsummary_compute(g, &s);
+    ms_hsummary_print(devnull, "fuzz", g, &s, "json", err, sizeof err);
+    ms_hhist h;
+    if (!ms_hhist_build(g, NULL, &h, err, sizeof err)) {
+        ms_hhist_sort(&h, g, MS_HHIST_SORT_NAME);
+        ms_hhist_print(devnull, g, &h, 0, "text", err, sizeof err);
+        ms_hhist_free(&h);
+    }
+    ms_hgraph_free(g);
+    return 0;
+}

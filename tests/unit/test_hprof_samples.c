@@ -1,0 +1,135 @@
+/* Facts about real dumps (tests/data/hprof) that their origins' own tests assert:
+ * perflib's HprofParserTest on the Dialer dump, MAT's instance sizes on the 6u18 dumps.
+ * Located through MS_SOURCE_DIR. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hprof/reader.h"
+
+static ms_hgraph *load(const char *name)
+{
+    const char *src = getenv("MS_SOURCE_DIR");
+    char path[4096], err[512];
+    snprintf(path, sizeof path, "%s/tests/data/hprof/%s", src ? src : ".", name);
+    ms_hgraph *g = NULL;
+    if (ms_hprof_read(path, NULL, &g, err, sizeof err))
+        fail_msg("%s", err);
+    return g;
+}
+
+static uint32_t cls(const ms_hgraph *g, const char *name)
+{
+    uint32_t k = ms_hgraph_find_class(g, name, UINT64_MAX, 0);
+    if (k == MS_HCLASS_NONE)
+        fail_msg("class %s not found", name);
+    return k;
+}
+
+static uint64_t count_instances(const ms_hgraph *g, const char *name, uint64_t *shallow)
+{
+    uint64_t n = 0, s = 0;
+    for (uint32_t i = 0; i < g->nobj; i++)
+        if (!strcmp(ms_hgraph_class_name(g, g->obj_class[i]), name)) {
+            n++;
+            s += g->obj_size[i];
+        }
+    if (shallow)
+        *shallow = s;
+    return n;
+}
+
+static void test_dialer(void **state)
+{
+    (void)state;
+    ms_hgraph *g = load("adt-tools-base__dialer.android-hprof");
+    assert_string_equal(g->version, "JAVA PROFILE 1.0.3");
+    assert_int_equal(g->id_size, 4);
+    assert_int_equal(g->nobj, 43687); /* DominatorsTest: instances + classes, all heaps */
+    assert_int_equal(g->problem_total, 0);
+    /* HprofParserTest: the class hierarchy of android.app.Application */
+    uint32_t c = cls(g, "android.app.Application");
+    const char *chain[] = {"android.app.Application", "android.content.ContextWrapper",
+                           "android.content.Context", "java.lang.Object"};
+    for (int d = 0; d < 4; d++) {
+        assert_int_not_equal(c, MS_HCLASS_NONE);
+        assert_string_equal(ms_hgraph_class_name(g, c), chain[d]);
+        c = g->classes[c].super;
+    }
+    assert_int_equal(c, MS_HCLASS_NONE);
+    uint64_t sh;
+    assert_int_equal(count_instances(g, "byte[]", &sh), 1406);
+    assert_int_equal(sh, 681489);
+    assert_int_equal(count_instances(g, "int[][]", NULL), 37);
+    assert_int_equal(count_instances(g, "java.lang.String[]", NULL), 1396);
+    ms_hidx b = ms_hgraph_find(g, 0xB0D60401);
+    assert_int_not_equal(b, MS_HIDX_NONE);
+    assert_string_equal(ms_hgraph_class_name(g, g->obj_class[b]), "byte[]");
+    assert_int_equal(g->obj_size[b], 43224);
+    /* java.lang.Thread$State.$VALUES has 6 elements (perflib: n x 4 bytes) */
+    const ms_hclass *ts = &g->classes[cls(g, "java.lang.Thread$State")];
+    int found = 0;
+    for (uint32_t s = 0; s < ts->static_count; s++) {
+        const ms_hstatic *st = &g->statics[ts->static_first + s];
+        if (strcmp(g->strs + st->name, "$VALUES"))
+            continue;
+        ms_hidx v = ms_hgraph_find(g, st->value);
+        assert_int_not_equal(v, MS_HIDX_NONE);
+        assert_int_equal(g->obj_kind[v], MS_HOBJ_OBJ_ARRAY);
+        assert_int_equal(g->obj_size[v], 6 * 4);
+        assert_int_equal(g->edge_off[v + 1] - g->edge_off[v], 6);
+        for (uint64_t e = g->edge_off[v]; e < g->edge_off[v + 1]; e++)
+            assert_int_equal(g->obj_class[g->edge_dst[e]], cls(g, "java.lang.Thread$State"));
+        found = 1;
+    }
+    assert_true(found);
+    /* heaps: zygote and app only */
+    uint64_t per[256] = {0};
+    for (uint32_t i = 0; i < g->nobj; i++)
+        per[g->obj_heap[i]]++;
+    int z = 0, a = 0;
+    for (uint32_t h = 0; h < g->nheap; h++) {
+        const char *n = g->strs + g->heaps[h].name;
+        if (!strcmp(n, "zygote")) {
+            z = 1;
+            assert_int_equal(per[h], 42243);
+        } else if (!strcmp(n, "app")) {
+            a = 1;
+            assert_int_equal(per[h], 1444);
+        } else {
+            assert_int_equal(per[h], 0);
+        }
+    }
+    assert_true(z && a);
+    ms_hgraph_free(g);
+}
+
+/* MAT TestInstanceSizes: java.lang.String is 40 bytes on 6u18 x64, 32 with compressed
+ * oops (detected from array spacing, as MAT does). */
+static void test_mat_instance_sizes(void **state)
+{
+    (void)state;
+    ms_hgraph *g = load("mat__sun_jdk6_18_x64.hprof");
+    assert_int_equal(g->model.compressed_oops, 0);
+    assert_int_equal(g->classes[cls(g, "java.lang.String")].inst_shallow, 40);
+    ms_hgraph_free(g);
+    g = load("mat__sun_jdk6_30_x64_compressedOops.hprof");
+    assert_int_equal(g->model.compressed_oops, 1);
+    assert_int_equal(g->classes[cls(g, "java.lang.String")].inst_shallow, 32);
+    ms_hgraph_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dialer),
+        cmocka_unit_test(test_mat_instance_sizes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
