@@ -401,7 +401,7 @@ int ms_flame_write(const ms_agg *a, const ms_agg *base, const ms_flame_opts *o, 
             continue;
         char fill[40];
         colour(f, diff && i > 0, maxdelta, m, fill, sizeof fill);
-        if (i == 0 && !diff)
+        if (i == 0)
             snprintf(fill, sizeof fill, "rgb(200,200,210)");
         double x = PAD + f->x * span, w = f->w * span;
         int y = TOP + (int)f->depth * FRAME_H;

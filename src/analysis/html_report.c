@@ -40,6 +40,7 @@ static const char css[] =
     ".bar{display:inline-block;height:8px;background:#e4572e;border-radius:2px;vertical-align:middle;margin-right:6px}\n"
     ".kv{display:grid;grid-template-columns:max-content 1fr;gap:3px 16px;font-size:13px}\n"
     ".kv div:nth-child(odd){color:#5b6475}\n"
+    ".kv.cols{grid-template-columns:repeat(3,max-content 1fr)}\n"
     ".chart text{font-size:11px;fill:#5b6475;font-family:sans-serif}\n"
     ".chart .ctitle{font-size:14px;fill:#1d2330;font-weight:600}\n"
     ".chart .grid{stroke:#e3e6eb}\n"
@@ -177,7 +178,7 @@ static void section_overview(FILE *out, const ms_snapshot *s, const ms_agg *a)
     else
         fputs("<p class=\"ok\">No data lost: every allocation was recorded.</p>\n", out);
     if (s->nhealth || s->nacct) {
-        fputs("<div class=\"kv\">\n", out);
+        fputs("<div class=\"kv cols\">\n", out);
         for (size_t i = 0; i < s->nhealth; i++) {
             int b = s->health[i].value && health_is_bad(s->health[i].name);
             fputs("<div>", out);

@@ -61,6 +61,21 @@ static int add_kv(ms_snapshot *s, const char *k, const char *v)
     return 0;
 }
 
+/* Function names an importer stored for a pc ("sym.<hex>") follow the pc to its place
+ * in the merged address space. */
+static int carry_name(ms_snapshot *out, const ms_snapshot *s, uint64_t pc, uint64_t npc)
+{
+    char k[40];
+    snprintf(k, sizeof k, MS_AGG_SYM_PREFIX "%" PRIx64, pc);
+    const char *name = ms_agg_meta(s, k);
+    if (!name)
+        return 0;
+    snprintf(k, sizeof k, MS_AGG_SYM_PREFIX "%" PRIx64, npc);
+    if (ms_agg_meta(out, k))
+        return 0;
+    return add_kv(out, k, name);
+}
+
 ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, char *err,
                       size_t errlen)
 {
@@ -159,6 +174,11 @@ ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, 
                     size_t mi = modmap[i][(size_t)(m - s->modules)];
                     uint64_t off = st->pcs[d] - m->load_bias;
                     pcs[d] = out->modules[mi].load_bias + off;
+                    if (carry_name(out, s, st->pcs[d], pcs[d]) != 0) {
+                        free(pcs);
+                        free(key);
+                        goto oom;
+                    }
                     kp += sprintf(kp, ";%zx+%" PRIx64, mi, off);
                 } else {
                     pcs[d] = st->pcs[d];

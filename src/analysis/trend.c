@@ -363,15 +363,29 @@ int ms_trend_write_json(const ms_trend *t, const ms_export_opts *o, FILE *out, c
 static const char *palette[] = {"#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd",
                                 "#8c564b", "#e377c2", "#17becf"};
 
-static double nice_max(double v)
+/* Axis top and tick step in binary units, so ticks read 0, 512 KiB, 1 MiB, 1.5 MiB. */
+static void nice_axis(double v, double *top, double *step)
 {
-    if (v <= 0)
-        return 1;
-    double p = pow(10, floor(log10(v)));
-    for (double m = 1; m <= 10; m += (m < 2 ? 0.5 : 1))
-        if (m * p >= v)
-            return m * p;
-    return 10 * p;
+    double unit = 1;
+    while (v >= unit * 1024 && unit < 1099511627776.0)
+        unit *= 1024;
+    double x = v / unit, raw = x / 4;
+    if (raw <= 0)
+        raw = 0.25;
+    double p = pow(10, floor(log10(raw))), st = 10 * p;
+    static const double m[] = {1, 2, 2.5, 5, 10};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (m[i] * p >= raw) {
+            st = m[i] * p;
+            break;
+        }
+    if (unit == 1 && st < 1)
+        st = 1;
+    double n = ceil(x / st - 1e-9);
+    if (n < 1)
+        n = 1;
+    *step = st * unit;
+    *top = n * st * unit;
 }
 
 static void chart(const ms_trend *t, FILE *out, const char *title, const uint64_t *const *series,
@@ -379,20 +393,21 @@ static void chart(const ms_trend *t, FILE *out, const char *title, const uint64_
 {
     const int W = 900, H = 280, L = 80, R = 20, T = 34, B = 40;
     size_t n = t->nsnap;
-    double ymax = 0, xmax = t->t_s[n - 1] > 0 ? t->t_s[n - 1] : 1;
+    double ymax = 0, xmax = t->t_s[n - 1] > 0 ? t->t_s[n - 1] : 1, ystep;
     for (size_t s = 0; s < nseries; s++)
         for (size_t i = 0; i < n; i++)
             if ((double)series[s][i] > ymax)
                 ymax = (double)series[s][i];
-    ymax = nice_max(ymax);
+    nice_axis(ymax, &ymax, &ystep);
+    int nticks = (int)(ymax / ystep + 0.5);
     fprintf(out, "<svg class=\"chart %s\" viewBox=\"0 0 %d %d\" width=\"100%%\" "
             "xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">\n", cls, W, H);
     fprintf(out, "<text x=\"%d\" y=\"20\" class=\"ctitle\">", L);
     ms_xml_escape(out, title);
     fputs("</text>\n", out);
-    for (int k = 0; k <= 4; k++) {
-        double v = ymax * k / 4;
-        int y = H - B - (int)((H - T - B) * k / 4.0);
+    for (int k = 0; k <= nticks; k++) {
+        double v = ystep * k;
+        int y = H - B - (int)((H - T - B) * (double)k / nticks);
         char lb[32];
         ms_fmt_bytes((uint64_t)v, lb, sizeof lb);
         fprintf(out, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
@@ -402,8 +417,13 @@ static void chart(const ms_trend *t, FILE *out, const char *title, const uint64_
     for (int k = 0; k <= 5; k++) {
         double v = xmax * k / 5;
         int x = L + (int)((W - L - R) * k / 5.0);
-        fprintf(out, "<text x=\"%d\" y=\"%d\" class=\"axis\" text-anchor=\"middle\">%.*f%s</text>\n",
-                x, H - B + 16, t->have_times ? 1 : 0, v, t->have_times ? " s" : "");
+        char tl[32];
+        if (t->have_times)
+            fmt_time(v, xmax, tl, sizeof tl);
+        else
+            snprintf(tl, sizeof tl, "%.0f", v + 1);
+        fprintf(out, "<text x=\"%d\" y=\"%d\" class=\"axis\" text-anchor=\"middle\">%s</text>\n",
+                x, H - B + 16, tl);
     }
     fprintf(out, "<text x=\"%d\" y=\"%d\" class=\"axis\" text-anchor=\"middle\">%s</text>\n",
             L + (W - L - R) / 2, H - 6, t->have_times ? "time since the first snapshot" : "snapshot");
@@ -425,9 +445,12 @@ static void chart(const ms_trend *t, FILE *out, const char *title, const uint64_
                 ms_xml_escape(out, labels[s]);
                 fputs(": ", out);
             }
-            fprintf(out, "%s at %.*f%s</title></circle>\n",
-                    ms_fmt_bytes(series[s][i], lb, sizeof lb), t->have_times ? 2 : 0, t->t_s[i],
-                    t->have_times ? " s" : "");
+            char tl[32];
+            if (t->have_times)
+                fmt_time(t->t_s[i], xmax, tl, sizeof tl);
+            else
+                snprintf(tl, sizeof tl, "snapshot %zu", i + 1);
+            fprintf(out, "%s at %s</title></circle>\n", ms_fmt_bytes(series[s][i], lb, sizeof lb), tl);
         }
     }
     fputs("</svg>\n", out);
