@@ -69,17 +69,12 @@ void ms_hprof_path_free(ms_hprof_path *p)
     memset(p, 0, sizeof *p);
 }
 
-int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, char *err,
-                     size_t errlen)
+int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves,
+                       ms_hidx **parent_out, char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
-    if (target >= g->nobj) {
-        set_err(err, errlen, "path: object index %u outside the dump", target);
-        return -1;
-    }
-    const ms_hidx SEED = MS_HIDX_NONE - 1; /* parent mark of a root object */
+    *parent_out = NULL;
     uint8_t *skip = ms_hprof_skip_edges(g);
-    ms_hidx *parent = malloc((size_t)g->nobj * sizeof *parent);
+    ms_hidx *parent = malloc(((size_t)g->nobj + 1) * sizeof *parent);
     ms_hidx *queue = malloc(((size_t)g->nobj + 1) * sizeof *queue);
     if (!skip || !parent || !queue) {
         free(skip);
@@ -88,7 +83,7 @@ int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, cha
         set_err(err, errlen, "path: out of memory for %u objects", g->nobj);
         return -1;
     }
-    memset(parent, 0xff, (size_t)g->nobj * sizeof *parent);
+    memset(parent, 0xff, ((size_t)g->nobj + 1) * sizeof *parent);
     size_t head = 0, tail = 0;
     int found = 0;
     for (int phase = 0; phase < 2 && !found; phase++) {
@@ -97,13 +92,15 @@ int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, cha
             if (o >= g->nobj || parent[o] != MS_HIDX_NONE ||
                 low_priority_root(g->roots[k].type) != phase)
                 continue;
-            parent[o] = SEED;
+            parent[o] = MS_HPATH_ROOT;
             queue[tail++] = o;
         }
-        if (parent[target] != MS_HIDX_NONE)
+        if (target < g->nobj && parent[target] != MS_HIDX_NONE)
             found = 1;
         while (head < tail && !found) {
             ms_hidx v = queue[head++];
+            if (leaves && (leaves[v >> 3] >> (v & 7)) & 1)
+                continue; /* reached, but the search does not go through it */
             uint64_t b = g->edge_off[v], e = g->edge_off[v + 1];
             for (uint64_t i = b; i <= e; i++) {
                 ms_hidx u;
@@ -125,46 +122,76 @@ int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, cha
         }
     }
     free(queue);
-    int rc = 0;
-    if (found) {
-        size_t len = 1;
-        for (ms_hidx v = target; parent[v] != SEED; v = parent[v])
-            len++;
-        out->obj = malloc(len * sizeof *out->obj);
-        out->edge = malloc(len * sizeof *out->edge);
-        if (!out->obj || !out->edge) {
-            ms_hprof_path_free(out);
-            set_err(err, errlen, "path: out of memory");
-            rc = -1;
-        } else {
-            out->len = len;
-            size_t k = len;
-            for (ms_hidx v = target;; v = parent[v]) {
-                out->obj[--k] = v;
-                if (parent[v] == SEED)
-                    break;
-            }
-            out->edge[0] = 0;
-            for (k = 1; k < len; k++) {
-                ms_hidx p = out->obj[k - 1], c = out->obj[k];
-                uint64_t edge = MS_HPATH_CLASS_EDGE;
-                for (uint64_t i = g->edge_off[p]; i < g->edge_off[p + 1]; i++)
-                    if (g->edge_dst[i] == c && !skipped(skip, i)) {
-                        edge = i;
-                        break;
-                    }
-                out->edge[k] = edge;
-            }
-            int best = 99;
-            for (uint32_t r = 0; r < g->nroot; r++)
-                if (g->roots[r].obj == out->obj[0] && root_rank(g->roots[r].type) < best) {
-                    best = root_rank(g->roots[r].type);
-                    out->root_type = g->roots[r].type;
-                }
-        }
-    }
-    free(parent);
     free(skip);
+    *parent_out = parent;
+    return 0;
+}
+
+int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, ms_hidx target,
+                            ms_hprof_path *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (target >= g->nobj || parent[target] == MS_HIDX_NONE)
+        return 0;
+    size_t len = 1;
+    for (ms_hidx v = target; parent[v] != MS_HPATH_ROOT; v = parent[v])
+        len++;
+    out->obj = malloc(len * sizeof *out->obj);
+    out->edge = malloc(len * sizeof *out->edge);
+    if (!out->obj || !out->edge) {
+        ms_hprof_path_free(out);
+        set_err(err, errlen, "path: out of memory");
+        return -1;
+    }
+    out->len = len;
+    size_t k = len;
+    for (ms_hidx v = target;; v = parent[v]) {
+        out->obj[--k] = v;
+        if (parent[v] == MS_HPATH_ROOT)
+            break;
+    }
+    out->edge[0] = 0;
+    for (k = 1; k < len; k++) {
+        ms_hidx p = out->obj[k - 1], c = out->obj[k];
+        uint64_t edge = MS_HPATH_CLASS_EDGE;
+        for (uint64_t i = g->edge_off[p]; i < g->edge_off[p + 1]; i++) {
+            uint32_t label = g->edge_label[i];
+            if (g->edge_dst[i] != c)
+                continue;
+            /* a skipped referent never made the parent link */
+            if (ms_hedge_kind_of(label) == MS_HEDGE_REFERENT) {
+                uint32_t cl = g->obj_class[p];
+                uint8_t rk = cl < g->nclass ? g->classes[cl].ref_kind : MS_HREF_NONE;
+                if (rk != MS_HREF_NONE && rk != MS_HREF_STRONG)
+                    continue;
+            }
+            edge = i;
+            break;
+        }
+        out->edge[k] = edge;
+    }
+    int best = 99;
+    for (uint32_t r = 0; r < g->nroot; r++)
+        if (g->roots[r].obj == out->obj[0] && root_rank(g->roots[r].type) < best) {
+            best = root_rank(g->roots[r].type);
+            out->root_type = g->roots[r].type;
+        }
+    return 0;
+}
+
+int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, char *err,
+                     size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (target >= g->nobj) {
+        set_err(err, errlen, "path: object index %u outside the dump", target);
+        return -1;
+    }
+    ms_hidx *parent;
+    if (ms_hprof_path_tree(g, target, NULL, &parent, err, errlen) < 0)
+        return -1;
+    int rc = ms_hprof_path_from_tree(g, parent, target, out, err, errlen);
+    free(parent);
     return rc;
 }
 

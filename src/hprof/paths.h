@@ -33,6 +33,21 @@ int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, cha
                      size_t errlen);
 void ms_hprof_path_free(ms_hprof_path *p);
 
+/* The breadth-first search of ms_hprof_path_to as a tree, for many targets at once:
+ * *parent_out (malloc'ed, g->nobj + 1 entries) holds each reached object's parent on its
+ * shortest path, MS_HPATH_ROOT for an object a GC root holds, MS_HIDX_NONE if not
+ * reached. The search stops early once target is reached (MS_HIDX_NONE: never). Objects
+ * whose bit is set in leaves (a bitset over object indices, may be NULL) are reached but
+ * not gone through, so no path passes through one (Shark's rule for leaking objects).
+ * Returns 0, or -1 with a message. */
+#define MS_HPATH_ROOT (MS_HIDX_NONE - 1)
+int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves,
+                       ms_hidx **parent_out, char *err, size_t errlen);
+/* The path to target from a tree of ms_hprof_path_tree (len 0 if it was not reached).
+ * Returns 0, or -1 with a message. */
+int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, ms_hidx target,
+                            ms_hprof_path *out, char *err, size_t errlen);
+
 /* Object index of an id written in hex ("0x7f00a0", "7F00A0"). Returns 0, or -1 with a
  * message when the text is not an id or no object has it. */
 int ms_hprof_parse_object_id(const ms_hgraph *g, const char *text, ms_hidx *out, char *err,
