@@ -11,6 +11,11 @@ find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
   ms_integration_test(hprof_samples ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_samples.py)
   ms_integration_test(hprof_bad_input ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_bad_input.py)
+  find_program(MS_HPROF_JCMD jcmd)
+  find_program(MS_HPROF_JAVAC javac)
+  if(MS_HPROF_JCMD AND MS_HPROF_JAVAC)
+    ms_integration_test(hprof_jdk17 ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_jdk17.py)
+  endif()
 endif()
 # The libFuzzer target is built with clang by the test itself (whatever compiler builds
 # the project) and runs for a bounded time over the committed seed corpus.
