@@ -1,15 +1,11 @@
 /* The ways to ask for a leak scan: memsight_leak_check() from the program, at exit
- * (leak_check=exit), and on a signal (leak_check=signal: the handler only wakes a scanner
- * thread); and the LEAK chunk written into the snapshot. Runs inside the target: no
- * malloc, no stdio; the signal handler does nothing but an atomic add and a futex wake. */
+ * (leak_check=exit), and on request (the control thread's MS_CTL_REQ_LEAKS calls
+ * ms_leak_check_and_write); and the LEAK chunk written into the snapshot.
+ * Runs inside the target: no malloc, no stdio. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/futex.h>
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/leak_scan.h"
@@ -34,15 +30,6 @@ int ms_leak_stop_signal(void)
         return (int)ms_opt.leak_stop_signal;
 #endif
     return SIGRTMAX - 3;
-}
-
-static int opt_leak_signal(void)
-{
-#ifdef MS_HAVE_LEAK_OPTIONS
-    if (ms_opt.leak_signal > 0 && ms_opt.leak_signal <= (uint64_t)SIGRTMAX)
-        return (int)ms_opt.leak_signal;
-#endif
-    return SIGRTMAX - 2;
 }
 
 /* Full mode only: a scan needs every live block. */
@@ -158,75 +145,4 @@ __attribute__((noinline)) void ms_leak_at_exit(void)
     res->sum.flags |= MS_LEAK_F_AT_EXIT;
     g_exit_result = res;
     ms_snapshot_add_hook(exit_hook, NULL);
-}
-
-/* ===========================================================================
- * On a signal: the handler wakes the scanner thread, which scans as an agent thread
- * (its own stack and registers are not roots).
- * ========================================================================= */
-static uint32_t g_requests;
-static uint32_t g_scanner_tid;
-
-uint32_t ms_leak_scanner_tid(void)
-{
-    return __atomic_load_n(&g_scanner_tid, __ATOMIC_ACQUIRE);
-}
-
-static void wake_handler(int sig)
-{
-    (void)sig;
-    int saved = errno;
-    __atomic_fetch_add(&g_requests, 1, __ATOMIC_ACQ_REL);
-    syscall(SYS_futex, &g_requests, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-    errno = saved;
-}
-
-static void *scanner_main(void *arg)
-{
-    (void)arg;
-    ms_enter(); /* nothing this thread does is the program's */
-    __atomic_store_n(&g_scanner_tid, ms_gettid(), __ATOMIC_RELEASE);
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, ms_leak_stop_signal()); /* a scan asked by another thread stops it */
-    pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
-    uint32_t seen = 0;
-    for (;;) {
-        uint32_t now = __atomic_load_n(&g_requests, __ATOMIC_ACQUIRE);
-        if (now == seen) {
-            syscall(SYS_futex, &g_requests, FUTEX_WAIT_PRIVATE, now, NULL, NULL, 0);
-            continue;
-        }
-        seen = now;
-        ms_leak_caller who;
-        memset(&who, 0, sizeof who);
-        ms_leak_check_and_write(&who, "leakcheck", NULL, 0);
-    }
-    return NULL;
-}
-
-__attribute__((constructor(102))) static void ms_leak_constructor(void)
-{
-    if (ms_state != MS_STATE_READY || opt_leak_check() != LK_SIGNAL || !ms_real.pthread_create)
-        return;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t th;
-    ms_enter();
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old); /* the scanner takes no program signals */
-    int rc = ms_real.pthread_create(&th, &attr, scanner_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    ms_leave();
-    pthread_attr_destroy(&attr);
-    if (rc != 0)
-        return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = wake_handler;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(opt_leak_signal(), &sa, NULL);
 }

@@ -89,6 +89,21 @@ long ms_lk_find(const ms_lk_scan *s, uint64_t v)
     return -1;
 }
 
+/* The block a word refers to, or -1. One interior pointer is not a reference: a
+ * 16-byte-aligned address in the last 8 bytes of a block is where glibc's next chunk
+ * header starts (it overlaps the block's tail), and the allocator's own lists and top
+ * pointer (main_arena, in libc's data) hold exactly such addresses. */
+static inline long ref(const ms_lk_scan *s, uint64_t v)
+{
+    long i = ms_lk_find(s, v);
+    if (i >= 0) {
+        const ms_lk_block *b = &s->b[i];
+        if (v != b->addr && (v & 15) == 0 && v + 8 >= b->addr + b->size)
+            return -1;
+    }
+    return i;
+}
+
 static inline void push(ms_lk_scan *s, size_t i)
 {
     if (s->sp < s->stack_cap)
@@ -103,7 +118,7 @@ static inline void push(ms_lk_scan *s, size_t i)
  * ------------------------------------------------------------------------- */
 static inline void hit_definite(ms_lk_scan *s, uint64_t v)
 {
-    long i = ms_lk_find(s, v);
+    long i = ref(s, v);
     if (i < 0)
         return;
     ms_lk_block *b = &s->b[i];
@@ -120,7 +135,7 @@ static inline void hit_definite(ms_lk_scan *s, uint64_t v)
 /* Phase 2: anything reached from a possibly reachable block is possibly reachable. */
 static inline void hit_possible(ms_lk_scan *s, uint64_t v)
 {
-    long i = ms_lk_find(s, v);
+    long i = ref(s, v);
     if (i < 0)
         return;
     ms_lk_block *b = &s->b[i];
@@ -133,7 +148,7 @@ static inline void hit_possible(ms_lk_scan *s, uint64_t v)
 /* Phase 3: the clique of the current leader. */
 static inline void hit_clique(ms_lk_scan *s, uint64_t v, size_t leader)
 {
-    long i = ms_lk_find(s, v);
+    long i = ref(s, v);
     if (i < 0 || (size_t)i == leader)
         return;
     ms_lk_block *b = &s->b[i];

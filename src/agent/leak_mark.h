@@ -59,7 +59,8 @@ void ms_lk_sort(ms_lk_block *b, size_t n, ms_lk_block *tmp);
 void ms_lk_init(ms_lk_scan *s, ms_lk_block *b, size_t n, uint32_t *stack, size_t stack_cap,
                 ms_lk_view_fn view, void *ctx);
 
-/* Index of the block containing address v, or -1. */
+/* Index of the block containing address v, or -1. (The mark also ignores a 16-byte
+ * aligned pointer into the last 8 bytes of a block: glibc's next-chunk header.) */
 long ms_lk_find(const ms_lk_scan *s, uint64_t v);
 
 /* Roots: every aligned 8-byte word of [lo, hi), and single values (registers). */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/control.h"
 #include "agent/leak_maps.h"
 #include "agent/leak_mark.h"
 #include "agent/leak_stop.h"
@@ -26,7 +27,7 @@ const char *const ms_leak_stat_names[MS_LKS_COUNT] = {
     "threads",       "threads_stopped", "threads_gone",  "threads_unstopped",
     "blocks",        "root_bytes",      "words",         "skipped_bytes",
     "faults",        "module_segments", "mmap_regions",  "stop_ns",
-    "fork_ns",       "records_dropped",
+    "fork_ns",       "records_dropped", "loader_blocks",
 };
 
 #define LK_MAX_THREADS 8192
@@ -46,6 +47,7 @@ typedef struct lk_state {
     ms_lk_thread threads[LK_MAX_THREADS];
     lk_seg segs[LK_MAX_SEGS];
     size_t nsegs;
+    uint64_t ld_lo, ld_hi; /* the dynamic linker's code */
     uint64_t tls_static; /* bytes of static TLS below the thread pointer */
     ms_leak_result res;
     ms_snap_leak_rec recs[LK_MAX_RECORDS];
@@ -111,6 +113,7 @@ typedef struct lk_child {
     uint64_t faults;
     uint64_t root_bytes;
     uint64_t regions;
+    uint64_t loader_blocks;
 } lk_child;
 
 static lk_child *g_child;
@@ -368,6 +371,21 @@ static void child_main(lk_state *st, int wfd)
     syscall(SYS_munmap, tmp, c->cap * sizeof(ms_lk_block));
     ms_lk_init(&c->scan, c->blocks, c->nblocks, stack, c->cap, ms_lk_maps_view, &c->maps);
 
+    /* roots 0: blocks the dynamic linker allocated (DTVs, dynamic TLS, link maps): it
+     * keeps them in places that are not roots here (the stack cache of joined threads,
+     * its own mmap'ed memory); LeakSanitizer makes the same choice */
+    if (st->ld_hi > st->ld_lo) {
+        for (size_t i = 0; i < c->nblocks; i++) {
+            ms_stack_rec *sr = ms_stack_get(c->blocks[i].stack_id);
+            if (!sr || !sr->depth)
+                continue;
+            uint64_t pc = ms_stack_pcs(sr)[0];
+            if (pc >= st->ld_lo && pc < st->ld_hi) {
+                ms_lk_root_start(&c->scan, c->blocks[i].addr);
+                c->loader_blocks++;
+            }
+        }
+    }
     /* roots 1: writable segments of every module but the agent */
     for (size_t i = 0; i < st->nsegs; i++)
         root_range(c, st->segs[i].lo, st->segs[i].hi, ms_lk_maps_view);
@@ -375,11 +393,11 @@ static void child_main(lk_state *st, int wfd)
     ms_lk_world *w = &st->world;
     for (size_t i = 0; i < w->n; i++) {
         ms_lk_thread *t = &w->t[i];
-        if (t->state == MS_LKT_STOPPED && t->tid != ms_leak_scanner_tid()) {
+        if (t->state == MS_LKT_STOPPED) {
             for (int r = 0; r < MS_LK_NREGS; r++)
                 ms_lk_root_value(&c->scan, t->regs[r]);
-            for (int r = 0; r < MS_LK_NXMM; r++)
-                ms_lk_root_value(&c->scan, t->xmm[r]);
+            /* general-purpose registers only, as valgrind: SIMD registers mostly hold
+             * stale copies (memcpy of the agent's own records) and would hide leaks */
             uint64_t lo = t->sp > 128 ? t->sp - 128 : t->sp;
             root_range(c, lo, stack_top(c, t->sp), ms_lk_maps_view);
             root_tls(c, st, t->tp);
@@ -416,6 +434,7 @@ static void child_main(lk_state *st, int wfd)
     wire.stat[MS_LKS_SKIPPED_BYTES] = c->scan.skipped_bytes;
     wire.stat[MS_LKS_FAULTS] = c->faults;
     wire.stat[MS_LKS_REGIONS] = c->regions;
+    wire.stat[MS_LKS_LOADER_BLOCKS] = c->loader_blocks;
     wire.sum.scan_ns = ms_lk_mono_ns() - t0;
     if (write_all(wfd, &wire, sizeof wire) || write_all(wfd, rec, (size_t)nrec * sizeof *rec))
         syscall(SYS_exit_group, 4);
@@ -464,6 +483,13 @@ static void stop_fork_resume(lk_state *st)
     st->res.stat[MS_LKS_THREADS] = w->n;
     st->res.stat[MS_LKS_STOPPED] = w->stopped;
     st->res.stat[MS_LKS_GONE] = w->gone;
+    /* the control thread blocks every signal; it is an agent thread, not a miss */
+    uint32_t ctl = ms_control_tid();
+    for (size_t i = 0; i < w->n; i++)
+        if (ctl && w->t[i].tid == ctl && w->t[i].state == MS_LKT_TIMEOUT) {
+            w->t[i].state = MS_LKT_GONE;
+            w->timeout--;
+        }
     st->res.stat[MS_LKS_UNSTOPPED] = w->timeout;
     st->child = pid;
     st->pipe_rd = pfd[0];
@@ -480,8 +506,14 @@ static void add_module_segs(lk_state *st, struct dl_phdr_info *info)
             ms_self_lo < a + ph->p_vaddr + ph->p_memsz)
             is_agent = 1;
     }
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    int is_ld = strstr(name, "/ld-linux") != NULL || strstr(name, "/ld.so") != NULL;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (is_ld && ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            st->ld_lo = a + ph->p_vaddr;
+            st->ld_hi = a + ph->p_vaddr + ph->p_memsz;
+        }
         if (ph->p_type == PT_TLS) {
             st->tls_static += (ph->p_memsz + ph->p_align + 15) & ~(uint64_t)15;
             continue;
@@ -549,12 +581,16 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
     lk_state *st = g_lk;
     st->world.t = st->threads;
     st->world.cap = LK_MAX_THREADS;
+    memset(st->world.skip, 0, sizeof st->world.skip);
+    /* the control thread blocks every signal and holds only agent data */
+    st->world.skip[0] = ms_control_tid();
     st->who = who;
     st->sig = ms_leak_stop_signal();
     memset(&st->res, 0, sizeof st->res);
     for (int attempt = 0; attempt < 4 && !st->done; attempt++) {
         st->nsegs = 0;
         st->tls_static = 0;
+        st->ld_lo = st->ld_hi = 0;
         st->nmods = st->seen = 0;
         st->err = 0;
         dl_iterate_phdr(count_cb, st);

@@ -26,6 +26,7 @@ enum {
     MS_LKS_STOP_NS,         /* part of the pause spent stopping threads */
     MS_LKS_FORK_NS,         /* part of the pause spent in fork */
     MS_LKS_RECORDS_DROPPED, /* records beyond the limit */
+    MS_LKS_LOADER_BLOCKS,   /* blocks the dynamic linker allocated: roots */
     MS_LKS_COUNT
 };
 extern const char *const ms_leak_stat_names[MS_LKS_COUNT];
@@ -58,9 +59,6 @@ typedef struct ms_leak_caller {
 
 /* The signal that stops threads for a scan (option leak_stop_signal). */
 int ms_leak_stop_signal(void);
-
-/* The agent's scanner thread (leak_check=signal), 0 if none: never a root. */
-uint32_t ms_leak_scanner_tid(void);
 
 /* Runs one scan. Returns 0 with *res filled (res->rec points into agent memory valid
  * until the next scan), or a negative errno: -ENOTSUP when the agent is not recording

@@ -87,6 +87,60 @@ int ms_lk_stop_install(int sig)
     return 0;
 }
 
+/* 1 when thread tid blocks sig (SigBlk of /proc/self/task/TID/status): it will not
+ * answer, so waiting for it would only lengthen the pause. */
+static int sig_blocked(uint32_t tid, int sig)
+{
+    char path[64] = "/proc/self/task/";
+    size_t n = 16;
+    char digits[12];
+    size_t k = 0;
+    do {
+        digits[k++] = (char)('0' + tid % 10);
+        tid /= 10;
+    } while (tid && k < sizeof digits);
+    while (k)
+        path[n++] = digits[--k];
+    memcpy(path + n, "/status", 8);
+    long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[2048];
+    long r = syscall(SYS_read, (int)fd, buf, sizeof buf - 1);
+    syscall(SYS_close, (int)fd);
+    if (r <= 0)
+        return 0;
+    buf[r] = 0;
+    for (long i = 0; i + 8 < r; i++) {
+        if (memcmp(buf + i, "\nSigBlk:", 8) != 0)
+            continue;
+        const char *p = buf + i + 8;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        uint64_t mask = 0;
+        for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+            mask = (mask << 4) | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+        return sig >= 1 && sig <= 64 && (mask >> (sig - 1)) & 1;
+    }
+    return 0;
+}
+
+/* Threads that have not answered yet: gone (exited), or blocking the signal. */
+static void check_unanswered(ms_lk_world *w, pid_t pid, int sig)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        if (__atomic_load_n(&w->t[i].state, __ATOMIC_ACQUIRE) != MS_LKT_SIGNALLED)
+            continue;
+        if (syscall(SYS_tgkill, pid, w->t[i].tid, 0) != 0) {
+            __atomic_store_n(&w->t[i].state, MS_LKT_GONE, __ATOMIC_RELEASE);
+        } else if (sig_blocked(w->t[i].tid, sig)) {
+            uint32_t expect = MS_LKT_SIGNALLED;
+            __atomic_compare_exchange_n(&w->t[i].state, &expect, MS_LKT_TIMEOUT, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        }
+    }
+}
+
 /* Adds the tids of /proc/self/task not yet in w; returns how many were new. */
 static long list_tasks(ms_lk_world *w, uint32_t self)
 {
@@ -108,7 +162,8 @@ static long list_tasks(ms_lk_world *w, uint32_t self)
                 continue;
             for (; *p >= '0' && *p <= '9'; p++)
                 tid = tid * 10 + (uint32_t)(*p - '0');
-            if (tid == self)
+            if (tid == self || tid == w->skip[0] || tid == w->skip[1] || tid == w->skip[2] ||
+                tid == w->skip[3])
                 continue;
             int known = 0;
             for (size_t i = 0; i < w->n; i++)
@@ -179,10 +234,7 @@ int ms_lk_stop_world(ms_lk_world *w, int sig, unsigned timeout_ms)
             struct timespec ts = {0, 200000};
             futex(&g_acks, FUTEX_WAIT_PRIVATE, a, &ts);
             if (spin % 10 == 9)
-                for (size_t i = 0; i < w->n; i++)
-                    if (__atomic_load_n(&w->t[i].state, __ATOMIC_ACQUIRE) == MS_LKT_SIGNALLED &&
-                        syscall(SYS_tgkill, pid, w->t[i].tid, 0) != 0)
-                        __atomic_store_n(&w->t[i].state, MS_LKT_GONE, __ATOMIC_RELEASE);
+                check_unanswered(w, pid, sig);
         }
     }
     /* wait for the rest, checking that threads still exist */
@@ -204,10 +256,7 @@ int ms_lk_stop_world(ms_lk_world *w, int sig, unsigned timeout_ms)
         uint32_t a = __atomic_load_n(&g_acks, __ATOMIC_ACQUIRE);
         struct timespec ts = {0, 1000000};
         futex(&g_acks, FUTEX_WAIT_PRIVATE, a, &ts);
-        for (size_t i = 0; i < w->n; i++)
-            if (__atomic_load_n(&w->t[i].state, __ATOMIC_ACQUIRE) == MS_LKT_SIGNALLED &&
-                syscall(SYS_tgkill, pid, w->t[i].tid, 0) != 0)
-                __atomic_store_n(&w->t[i].state, MS_LKT_GONE, __ATOMIC_RELEASE);
+        check_unanswered(w, pid, sig);
     }
     for (size_t i = 0; i < w->n; i++) {
         uint32_t s = __atomic_load_n(&w->t[i].state, __ATOMIC_ACQUIRE);

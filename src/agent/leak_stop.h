@@ -31,6 +31,7 @@ typedef struct ms_lk_world {
     ms_lk_thread *t; /* caller-provided, capacity cap */
     size_t n, cap;
     size_t stopped, gone, timeout, overflow;
+    uint32_t skip[4]; /* agent threads that are neither stopped nor roots (0 = none) */
     uint64_t t0_ns, stopped_ns; /* CLOCK_MONOTONIC: first signal, all stopped */
 } ms_lk_world;
 

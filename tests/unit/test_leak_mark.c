@@ -323,6 +323,23 @@ static void test_long_chain_and_sort(void **state)
     assert_int_equal(root_of(BASE + 0x80000 + 8 * (N - 1)), BASE + 0x80000);
 }
 
+/* glibc's pointer to the next chunk header (16-aligned, in the block's last 8 bytes)
+ * is not a reference; other interior pointers are. */
+static void test_chunk_header_pointer_ignored(void **state)
+{
+    (void)state;
+    uint64_t a = blk(0xa0000, 200, 1); /* chunk of 208: next header at a + 192 */
+    uint64_t b = blk(0xa1000, 200, 1);
+    put(ROOT, a + 192);
+    put(ROOT + 8, b + 184); /* 8-aligned only: a real interior pointer */
+    start();
+    ms_lk_root_range(&scan, ROOT, ROOT + 16);
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+    assert_int_equal(cls_of(a), MS_LEAK_DEFINITE);
+    assert_int_equal(cls_of(b), MS_LEAK_POSSIBLE);
+}
+
 static void test_find_edges(void **state)
 {
     (void)state;
@@ -347,6 +364,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unreadable_and_stale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_register_and_forced_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_chain_and_sort, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chunk_header_pointer_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find_edges, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
