@@ -12,3 +12,6 @@ foreach(p sm_mix sm_peak sm_serve sm_forks sm_scale)
 endforeach()
 
 ms_integration_test(sampling_unbiased ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_unbiased.py)
+ms_integration_test(sampling_dump ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_dump.py)
+ms_integration_test(sampling_peak ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_peak.py)
+ms_integration_test(sampling_fork ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_fork.py)

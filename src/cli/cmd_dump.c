@@ -172,7 +172,13 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
         }
         cwd[k] = 0;
         char joined[PATH_MAX * 2];
-        snprintf(joined, sizeof joined, "%s/%s", cwd, t->out);
+        const char *rel = t->out;
+        while (rel[0] == '.' && rel[1] == '/')
+            rel += 2;
+        if (!strcmp(rel, ".") || !rel[0])
+            snprintf(joined, sizeof joined, "%s", cwd);
+        else
+            snprintf(joined, sizeof joined, "%s/%s", cwd, rel);
         if (strlen(joined) >= sizeof t->out) {
             set_err(err, errlen, "snapshot directory path too long");
             return -1;

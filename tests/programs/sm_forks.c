@@ -1,8 +1,10 @@
 /* fork() from many threads at once while others allocate: 8 threads each fork 10
- * children; every child allocates, frees and leaves with exit(0) (so an agent writes
- * its own snapshot), the parent waits for all of them. Exit status 0 only if every child
- * exited 0. A deadlock shows as a timeout of the test. */
+ * children; every child allocates, frees, sleeps argv[1] ms (default 0) while still
+ * allocating now and then, and leaves with exit(0) (so an agent writes its own snapshot);
+ * the parent waits for all of them. Exit status 0 only if every child exited 0. A
+ * deadlock shows as a timeout of the test. */
 #include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #define NFORKS 10
 static void *volatile sink;
 static volatile int done;
+static long child_ms;
 
 static void *allocator(void *arg)
 {
@@ -36,6 +39,11 @@ static void *forker(void *arg)
                 free(sink = malloc(64));
             sink = malloc(4096); /* live at the child's exit */
             free(p);
+            for (long t = 0; t < child_ms; t += 10) {
+                struct timespec ts = {0, 10 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+                free(malloc(100));
+            }
             exit(0);
         }
         free(p);
@@ -46,8 +54,9 @@ static void *forker(void *arg)
     return (void *)bad;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    child_ms = argc > 1 ? atol(argv[1]) : 0;
     pthread_t a[2], f[NTHREADS];
     for (int i = 0; i < 2; i++)
         pthread_create(&a[i], NULL, allocator, NULL);
