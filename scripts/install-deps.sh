@@ -3,7 +3,7 @@
 # Runs as root (or through sudo when available); does nothing when all are present.
 set -eu
 PKGS="build-essential cmake pkg-config clang libunwind-dev libdw-dev libelf-dev zlib1g-dev
-libzstd-dev libcmocka-dev python3 python3-networkx valgrind sqlite3 xz-utils git
+libzstd-dev libcmocka-dev libclang-rt-dev python3 python3-networkx valgrind sqlite3 xz-utils git
 openjdk-17-jdk-headless golang-go chromium heaptrack liblsan0 linux-perf procps"
 missing=""
 for p in $PKGS; do
