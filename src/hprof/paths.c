@@ -258,14 +258,9 @@ int ms_hprof_largest_instance(const ms_hgraph *g, const ms_hprof_domresult *r,
 
 /* ---- output ---- */
 
-/* How obj[k] was reached: a name for text, and for JSON either a field or an index. */
-typedef struct step_ref {
-    const char *field; /* NULL for an array element */
-    uint32_t index;
-    int is_static;
-} step_ref;
+typedef ms_hprof_edge_ref step_ref;
 
-static step_ref describe_edge(const ms_hgraph *g, uint64_t e)
+ms_hprof_edge_ref ms_hprof_edge_describe(const ms_hgraph *g, uint64_t e)
 {
     step_ref s = {NULL, 0, 0};
     if (e == MS_HPATH_CLASS_EDGE) {
@@ -295,6 +290,35 @@ static step_ref describe_edge(const ms_hgraph *g, uint64_t e)
     return s;
 }
 
+void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p, size_t k)
+{
+    char buf[512];
+    ms_hidx v = p->obj[k];
+    fprintf(fp, "{\"object_id\": \"0x%" PRIx64 "\", \"class\": ", g->obj_id[v]);
+    ms_hpan_json_str(fp, ms_hpan_obj_class(g, v, 1, buf, sizeof buf));
+    if (g->obj_kind[v] == MS_HOBJ_CLASS) {
+        fputs(", \"class_object_of\": ", fp);
+        ms_hpan_json_str(fp, ms_hgraph_class_name(g, ms_hgraph_class_object_class(g, v)));
+    }
+    fprintf(fp, ", \"shallow_bytes\": %" PRIu32, g->obj_size[v]);
+    if (k == 0) {
+        fputs(", \"root_type\": ", fp);
+        ms_hpan_json_str(fp, ms_hroot_type_key(p->root_type));
+        fputs("}", fp);
+        return;
+    }
+    ms_hprof_edge_ref s = ms_hprof_edge_describe(g, p->edge[k]);
+    if (s.field) {
+        fputs(", \"field\": ", fp);
+        ms_hpan_json_str(fp, s.field);
+        if (s.is_static)
+            fputs(", \"static\": true", fp);
+    } else {
+        fprintf(fp, ", \"index\": %" PRIu32, s.index);
+    }
+    fputs("}", fp);
+}
+
 int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
                         const char *format, char *err, size_t errlen)
 {
@@ -314,7 +338,7 @@ int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
         fputs("step,object_id,class,shallow_bytes,field,index,root_type\n", fp);
     for (size_t k = 0; k < p->len; k++) {
         ms_hidx v = p->obj[k];
-        step_ref s = k ? describe_edge(g, p->edge[k]) : (step_ref){NULL, 0, 0};
+        step_ref s = k ? ms_hprof_edge_describe(g, p->edge[k]) : (step_ref){NULL, 0, 0};
         if (fmt == MS_HPAN_TEXT) {
             if (k == 0)
                 fprintf(fp, "  %s  0x%" PRIx64 "  (%" PRIu32 " bytes)\n",
@@ -328,26 +352,8 @@ int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
                         (int)(k < 40 ? k : 40), "", s.index,
                         ms_hpan_obj_class(g, v, 0, buf, sizeof buf), g->obj_id[v], g->obj_size[v]);
         } else if (fmt == MS_HPAN_JSON) {
-            fprintf(fp, "%s\n  {\"object_id\": \"0x%" PRIx64 "\", \"class\": ", k ? "," : "",
-                    g->obj_id[v]);
-            ms_hpan_json_str(fp, ms_hpan_obj_class(g, v, 1, buf, sizeof buf));
-            if (g->obj_kind[v] == MS_HOBJ_CLASS) {
-                fputs(", \"class_object_of\": ", fp);
-                ms_hpan_json_str(fp, ms_hgraph_class_name(g, ms_hgraph_class_object_class(g, v)));
-            }
-            fprintf(fp, ", \"shallow_bytes\": %" PRIu32, g->obj_size[v]);
-            if (k == 0) {
-                fputs(", \"root_type\": ", fp);
-                ms_hpan_json_str(fp, ms_hroot_type_key(p->root_type));
-            } else if (s.field) {
-                fputs(", \"field\": ", fp);
-                ms_hpan_json_str(fp, s.field);
-                if (s.is_static)
-                    fputs(", \"static\": true", fp);
-            } else {
-                fprintf(fp, ", \"index\": %" PRIu32, s.index);
-            }
-            fputs("}", fp);
+            fputs(k ? ",\n  " : "\n  ", fp);
+            ms_hprof_path_step_json(fp, g, p, k);
         } else {
             fprintf(fp, "%zu,0x%" PRIx64 ",", k, g->obj_id[v]);
             ms_hpan_csv_str(fp, ms_hpan_obj_class(g, v, 0, buf, sizeof buf));

@@ -69,4 +69,16 @@ int ms_hprof_largest_instance(const ms_hgraph *g, const ms_hprof_domresult *r,
 int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
                         const char *format, char *err, size_t errlen);
 
+/* How a path step was reached through edge e (or MS_HPATH_CLASS_EDGE): a field name
+ * ("<class>", "<super>"... for class links), or for an array element field == NULL and
+ * index. */
+typedef struct ms_hprof_edge_ref {
+    const char *field;
+    uint32_t index;
+    int is_static;
+} ms_hprof_edge_ref;
+ms_hprof_edge_ref ms_hprof_edge_describe(const ms_hgraph *g, uint64_t e);
+/* Writes step k of p as the JSON object documented above (no separator). */
+void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p, size_t k);
+
 #endif
