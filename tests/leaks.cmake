@@ -11,3 +11,16 @@ foreach(p stack register global tls thread_stack cycle tree interior freed mmap 
   ms_test_program(lk_${p} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lk_${p}.c
     FLAGS -O2 -g LIBS Threads::Threads)
 endforeach()
+
+# Each case: the mid-run scan through memsight_leak_check() (api), and the same program
+# under valgrind --leak-check=full (valgrind). The exit scan for the cases whose answer
+# does not depend on live frames.
+set(LK_GT ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_ground_truth.py)
+foreach(p stack register global tls thread_stack cycle tree interior freed mmap)
+  ms_integration_test(leaks_api_${p} ${LK_GT} lk_${p} api)
+  ms_integration_test(leaks_valgrind_${p} ${LK_GT} lk_${p} valgrind)
+endforeach()
+foreach(p global cycle tree interior freed)
+  ms_integration_test(leaks_exit_${p} ${LK_GT} lk_${p} exit)
+endforeach()
+ms_integration_test(leaks_api_threads64 ${LK_GT} lk_threads64 api)
