@@ -44,3 +44,5 @@ else()
   add_test(NAME report_fuzz_snapshot COMMAND sh -c
     "echo 'skip: clang with libFuzzer (Debian: clang, libclang-rt-dev) is not available'")
 endif()
+# Real programs under `memsight run`: python3, sqlite3, git --version.
+ms_integration_test(report_real ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_real.sh)
