@@ -6,6 +6,8 @@ foreach(t android formats diff_trend)
       LIBS ms_analysis)
   endif()
 endforeach()
+# The formats test resolves an inlined frame of its own code: optimised, with debug info.
+target_compile_options(export_unit_formats PRIVATE -O2 -g)
 # Ground-truth programs: frame pointers and no inlining, so their stacks are exact.
 ms_test_program(ex_trend SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/ex_trend.c
   FLAGS -O1 -g -fno-omit-frame-pointer -fno-inline LIBS dl)
