@@ -349,11 +349,11 @@ static void test_collapsed_and_svg(void **state)
     assert_non_null(strstr(svg, "data-n=\"inlined_helper\""));
     assert_non_null(strstr(svg, "live: 2.93 KiB (3000 bytes) in 3 blocks"));
     assert_null(strstr(svg, "href=\"http"));
-    /* frames: all, [mmap], 0x10, outer x2, inlined = 6 */
+    /* frames: all, [mmap], 0x10, and two (outer_function, inlined_helper) levels = 7 */
     int frames = 0;
     for (const char *p = svg; (p = strstr(p, "<g class=\"fg-f\"")); p++)
         frames++;
-    assert_int_equal(frames, 6);
+    assert_int_equal(frames, 7);
     free(svg);
     ms_symbolizer_free(sym);
     ms_snapshot_free(s);
