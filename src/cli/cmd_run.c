@@ -134,12 +134,12 @@ static void usage(FILE *out)
                  "status are its own; at exit a summary of the memory still live (totals and\n"
                  "top call stacks) goes to stderr, and the snapshot file is named.\n\noptions:\n");
     for (size_t i = 0; i < NRUN_OPTS; i++) {
-        char left[64];
-        snprintf(left, sizeof left, "%s%c%s--%s%s%s", run_opts[i].short_name ? "-" : "",
-                 run_opts[i].short_name ? run_opts[i].short_name : ' ',
-                 run_opts[i].short_name ? ", " : "  ", run_opts[i].name,
+        char left[64], shortname[8] = "    ";
+        if (run_opts[i].short_name)
+            snprintf(shortname, sizeof shortname, "-%c, ", run_opts[i].short_name);
+        snprintf(left, sizeof left, "%s--%s%s%s", shortname, run_opts[i].name,
                  run_opts[i].arg ? " " : "", run_opts[i].arg ? run_opts[i].arg : "");
-        fprintf(out, "  %-24s %s\n", left + (run_opts[i].short_name ? 0 : 1), run_opts[i].help);
+        fprintf(out, "  %-24s %s\n", left, run_opts[i].help);
     }
     fprintf(out, "  %-24s %s\n", "-h, --help", "this help");
     fprintf(out, "\nenvironment: MEMSIGHT_AGENT (path of %s), MEMSIGHT_OPTIONS (agent options,\n"
