@@ -484,3 +484,317 @@ int ms_acct_write(FILE *out, const ms_smaps *sm, const ms_acct *a, const ms_acct
     free(idx);
     return ferror(out) ? -1 : 0;
 }
+
+/* ---- RSS explained ---- */
+
+#include "analysis/symbolize.h"
+#include "core/snapshot.h"
+
+static const char *const part_names[MS_EX_COUNT] = {
+    [MS_EX_HEAP_TRACKED] = "heap_tracked", [MS_EX_HEAP_OVERHEAD] = "heap_overhead",
+    [MS_EX_HEAP_FREE] = "heap_free",       [MS_EX_MMAP_TRACKED] = "mmap_tracked",
+    [MS_EX_STACKS] = "stacks",             [MS_EX_CODE] = "code",
+    [MS_EX_FILE] = "file",                 [MS_EX_SHMEM] = "shmem",
+    [MS_EX_OTHER] = "other",               [MS_EX_UNEXPLAINED] = "unexplained",
+};
+
+const char *ms_explain_part_name(enum ms_explain_part p)
+{
+    return (unsigned)p < MS_EX_COUNT ? part_names[p] : "?";
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const ms_addr_range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+typedef struct mmap_blk {
+    uint64_t lo, hi;
+    uint32_t stack_id;
+} mmap_blk;
+
+static int cmp_mblk(const void *a, const void *b)
+{
+    const mmap_blk *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int cmp_estack(const void *a, const void *b)
+{
+    const ms_explain_stack *x = a, *y = b;
+    if (x->rss_kb != y->rss_kb)
+        return x->rss_kb > y->rss_kb ? -1 : 1;
+    return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+/* glibc's chunk for a request of n bytes: 8 bytes of header, 16-byte alignment, 32 at
+ * least; large requests are mmapped whole pages (16 bytes of header). */
+static uint64_t glibc_chunk(uint64_t n)
+{
+    if (n >= 128 * 1024)
+        return (n + 16 + 4095) & ~(uint64_t)4095;
+    uint64_t c = (n + 8 + 15) & ~(uint64_t)15;
+    return c < 32 ? 32 : c;
+}
+
+int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, const char *exe,
+                     const ms_thread_sp *threads, size_t nthreads, char *err, size_t errlen)
+{
+    memset(ex, 0, sizeof *ex);
+    ex->sampled = (s->flags & MS_SNAP_F_SAMPLED) != 0;
+    ex->has_blocks = s->has_blocks;
+    ex->threads_in_snapshot = s->nthreads;
+    size_t nheap = 0, nmm = 0, nst = 0;
+    for (size_t i = 0; i < s->nblocks; i++) {
+        if (s->blocks[i].kind == MS_KIND_HEAP)
+            nheap++;
+        else if (s->blocks[i].kind == MS_KIND_MMAP)
+            nmm++;
+        else if (s->blocks[i].kind == MS_KIND_STACK)
+            nst++;
+    }
+    ms_addr_range *heap = calloc(nheap + 1, sizeof *heap);
+    ms_addr_range *stk = calloc(nst + s->nthreads + 1, sizeof *stk);
+    mmap_blk *mm = calloc(nmm + 1, sizeof *mm);
+    ms_acct a = {0};
+    int rc = -1;
+    if (!heap || !stk || !mm) {
+        snprintf(err, errlen, "explain: out of memory");
+        goto out;
+    }
+    nheap = nmm = nst = 0;
+    for (size_t i = 0; i < s->nblocks; i++) {
+        const ms_snap_block *b = &s->blocks[i];
+        uint64_t hi = b->address + b->size < b->address ? UINT64_MAX : b->address + b->size;
+        if (b->kind == MS_KIND_HEAP) {
+            heap[nheap++] = (ms_addr_range){b->address, hi};
+            ex->heap_tracked_bytes += b->size;
+            ex->heap_tracked_blocks++;
+            ex->heap_chunk_bytes += glibc_chunk(b->size);
+        } else if (b->kind == MS_KIND_MMAP) {
+            mm[nmm++] = (mmap_blk){b->address, hi, b->stack_id};
+        } else if (b->kind == MS_KIND_STACK) {
+            stk[nst++] = (ms_addr_range){b->address, hi};
+        }
+    }
+    /* Thread stack ranges as the agent saw them; the main thread's may be open below
+     * (lo 0) and a range larger than 1 GiB is not a stack: the [stack] name covers it. */
+    for (size_t i = 0; i < s->nthreads; i++) {
+        uint64_t lo = s->threads[i].stack_lo, hi = s->threads[i].stack_hi;
+        if (lo && hi > lo && hi - lo <= ((uint64_t)1 << 30))
+            stk[nst++] = (ms_addr_range){lo, hi};
+    }
+    if (!s->has_blocks) {
+        /* Sampled or block-less snapshots: the per-stack counters are all there is. */
+        for (size_t i = 0; i < s->nstacks; i++)
+            if (s->stacks[i].kind == MS_KIND_HEAP) {
+                ex->heap_tracked_bytes += s->stacks[i].c.live_bytes;
+                ex->heap_tracked_blocks += s->stacks[i].c.live_blocks;
+            }
+    }
+    qsort(heap, nheap, sizeof *heap, cmp_range);
+    qsort(stk, nst, sizeof *stk, cmp_range);
+    qsort(mm, nmm, sizeof *mm, cmp_mblk);
+
+    ms_acct_hints h = {.exe = exe, .threads = threads, .nthreads = nthreads, .stacks = stk,
+                       .nstacks = nst, .heap = heap, .nheap = nheap};
+    if (ms_acct_build(&a, sm, &h, err, errlen) != 0)
+        goto out;
+    ex->rss_kb = a.total.rss_kb;
+
+    /* Per stack id: tracked mmap regions and the RSS they cover. */
+    ms_explain_stack *es = calloc(nmm + 1, sizeof *es);
+    if (!es) {
+        snprintf(err, errlen, "explain: out of memory");
+        goto out;
+    }
+    size_t nes = 0;
+    for (size_t k = 0; k < nmm; k++) {
+        size_t j;
+        for (j = 0; j < nes; j++)
+            if (es[j].stack_id == mm[k].stack_id)
+                break;
+        if (j == nes)
+            es[nes++].stack_id = mm[k].stack_id;
+        es[j].bytes += mm[k].hi - mm[k].lo;
+        es[j].regions++;
+    }
+    for (size_t i = 0; i < sm->n; i++) {
+        const ms_vma *v = &sm->v[i];
+        uint64_t rss = v->kb[MS_SM_RSS], size = v->end - v->start;
+        uint64_t claimed = 0;
+        if (nmm && size) {
+            /* Live regions do not overlap, so sorted by start they are sorted by end
+             * too: the first that ends after this mapping starts. */
+            size_t lo = 0, hi = nmm;
+            while (lo < hi) {
+                size_t m = lo + (hi - lo) / 2;
+                if (mm[m].hi <= v->start)
+                    lo = m + 1;
+                else
+                    hi = m;
+            }
+            uint64_t covered_total = 0;
+            for (size_t k = lo; k < nmm && mm[k].lo < v->end; k++) {
+                uint64_t a0 = mm[k].lo > v->start ? mm[k].lo : v->start;
+                uint64_t a1 = mm[k].hi < v->end ? mm[k].hi : v->end;
+                if (a1 <= a0)
+                    continue;
+                uint64_t cov = a1 - a0;
+                if (covered_total + cov > size)
+                    cov = size - covered_total;
+                covered_total += cov;
+                uint64_t part = (uint64_t)((double)rss * (double)cov / (double)size);
+                if (claimed + part > rss)
+                    part = rss - claimed;
+                claimed += part;
+                for (size_t j = 0; j < nes; j++)
+                    if (es[j].stack_id == mm[k].stack_id) {
+                        es[j].rss_kb += part;
+                        break;
+                    }
+            }
+        }
+        ex->part_kb[MS_EX_MMAP_TRACKED] += claimed;
+        uint64_t rest = rss - claimed;
+        switch (a.vma_cat[i]) {
+        case MS_CAT_NATIVE_HEAP: ex->heap_rss_kb += rest; break;
+        case MS_CAT_STACK: ex->part_kb[MS_EX_STACKS] += rest; break;
+        case MS_CAT_CODE: ex->part_kb[MS_EX_CODE] += rest; break;
+        case MS_CAT_FILE: ex->part_kb[MS_EX_FILE] += rest; break;
+        case MS_CAT_SHMEM: ex->part_kb[MS_EX_SHMEM] += rest; break;
+        case MS_CAT_ANON: ex->part_kb[MS_EX_UNEXPLAINED] += rest; break;
+        default: ex->part_kb[MS_EX_OTHER] += rest; break;
+        }
+    }
+    qsort(es, nes, sizeof *es, cmp_estack);
+    ex->mmap_stacks = es;
+    ex->nmmap_stacks = nes;
+
+    /* The heap's RSS: tracked bytes, then the allocator's per-block overhead, then the
+     * free space it keeps. mallinfo2 would separate the last two exactly; without it,
+     * the overhead follows glibc's chunk layout when every block is known, and overhead
+     * and free space stay together otherwise. */
+    uint64_t tracked_kb = ex->heap_tracked_bytes >> 10;
+    uint64_t t = tracked_kb < ex->heap_rss_kb ? tracked_kb : ex->heap_rss_kb;
+    ex->heap_untouched_kb = tracked_kb - t;
+    ex->part_kb[MS_EX_HEAP_TRACKED] = t;
+    uint64_t left = ex->heap_rss_kb - t;
+    if (s->has_blocks) {
+        uint64_t ov = (ex->heap_chunk_bytes - ex->heap_tracked_bytes) >> 10;
+        if (ov > left)
+            ov = left;
+        ex->part_kb[MS_EX_HEAP_OVERHEAD] = ov;
+        ex->part_kb[MS_EX_HEAP_FREE] = left - ov;
+        ex->heap_method = "glibc chunk layout over every live block";
+    } else {
+        ex->part_kb[MS_EX_HEAP_OVERHEAD] = 0;
+        ex->part_kb[MS_EX_HEAP_FREE] = left;
+        ex->heap_method = "heap RSS minus tracked bytes (overhead and free space together)";
+    }
+    uint64_t v;
+    if (ms_snapshot_health(s, "live_table_bytes", &v) == 0)
+        ex->agent_tables_bytes = v;
+    rc = 0;
+out:
+    ms_acct_free(&a);
+    free(heap);
+    free(stk);
+    free(mm);
+    return rc;
+}
+
+void ms_explain_free(ms_explain *ex)
+{
+    free(ex->mmap_stacks);
+    memset(ex, 0, sizeof *ex);
+}
+
+/* The first frame of a stack that resolves to a function, as "func file:line". */
+static void stack_label(char *buf, size_t cap, const ms_snapshot *s, ms_symbolizer *sym,
+                        uint32_t id)
+{
+    const ms_stack *st = ms_snapshot_stack(s, id);
+    snprintf(buf, cap, "stack %u", id);
+    if (!st || !st->depth)
+        return;
+    for (uint32_t d = 0; d < st->depth && d < 8; d++) {
+        ms_frame f[8];
+        int n = sym ? ms_symbolize(sym, st->pcs[d], !(d == 0 && (st->flags & MS_STACKF_FIRST_IS_PC)),
+                                   f, 8)
+                    : 0;
+        if (n > 0 && f[n - 1].function) {
+            const char *file = f[n - 1].file ? strrchr(f[n - 1].file, '/') : NULL;
+            file = file ? file + 1 : f[n - 1].file;
+            if (file)
+                snprintf(buf, cap, "%s %s:%d", f[n - 1].function, file, f[n - 1].line);
+            else
+                snprintf(buf, cap, "%s", f[n - 1].function);
+            return;
+        }
+    }
+    snprintf(buf, cap, "0x%llx", (unsigned long long)st->pcs[0]);
+}
+
+int ms_explain_write(FILE *out, const ms_explain *ex, const ms_snapshot *s, ms_symbolizer *sym,
+                     int format, int pid, const char *snapshot_path)
+{
+    char label[512];
+    if (format == MS_FMT_JSON) {
+        fprintf(out, "{\"pid\":%d,\"snapshot\":", pid);
+        ms_acct_json_string(out, snapshot_path ? snapshot_path : "");
+        fprintf(out, ",\"sampled\":%s,\"rss_kb\":%llu,\"parts\":[", ex->sampled ? "true" : "false",
+                (unsigned long long)ex->rss_kb);
+        for (int p = 0; p < MS_EX_COUNT; p++)
+            fprintf(out, "%s{\"name\":\"%s\",\"kb\":%llu}", p ? "," : "", part_names[p],
+                    (unsigned long long)ex->part_kb[p]);
+        fprintf(out,
+                "],\"heap\":{\"rss_kb\":%llu,\"tracked_bytes\":%llu,\"tracked_blocks\":%llu,"
+                "\"chunk_bytes\":%llu,\"untouched_kb\":%llu,\"method\":",
+                (unsigned long long)ex->heap_rss_kb, (unsigned long long)ex->heap_tracked_bytes,
+                (unsigned long long)ex->heap_tracked_blocks,
+                (unsigned long long)ex->heap_chunk_bytes, (unsigned long long)ex->heap_untouched_kb);
+        ms_acct_json_string(out, ex->heap_method);
+        fputs("},\"mmap_stacks\":[", out);
+        for (size_t i = 0; i < ex->nmmap_stacks; i++) {
+            const ms_explain_stack *e = &ex->mmap_stacks[i];
+            stack_label(label, sizeof label, s, sym, e->stack_id);
+            fprintf(out, "%s{\"stack_id\":%u,\"bytes\":%llu,\"regions\":%llu,\"rss_kb\":%llu,\"frame\":",
+                    i ? "," : "", e->stack_id, (unsigned long long)e->bytes,
+                    (unsigned long long)e->regions, (unsigned long long)e->rss_kb);
+            ms_acct_json_string(out, label);
+            fputc('}', out);
+        }
+        fprintf(out, "],\"agent_tables_bytes\":%llu}\n", (unsigned long long)ex->agent_tables_bytes);
+        return ferror(out) ? -1 : 0;
+    }
+    fprintf(out, "RSS of pid %d explained (snapshot %s%s)\n\n", pid, snapshot_path ? snapshot_path : "",
+            ex->sampled ? ", sampled: heap and mmap figures are estimates" : "");
+    for (int p = 0; p < MS_EX_COUNT; p++) {
+        double pct = ex->rss_kb ? 100.0 * (double)ex->part_kb[p] / (double)ex->rss_kb : 0;
+        fprintf(out, "  %-14s %10llu kB  %5.1f%%\n", part_names[p],
+                (unsigned long long)ex->part_kb[p], pct);
+    }
+    fprintf(out, "  %-14s %10llu kB\n\n", "RSS", (unsigned long long)ex->rss_kb);
+    fprintf(out, "native heap: %llu kB resident; %llu live blocks of %llu bytes tracked",
+            (unsigned long long)ex->heap_rss_kb, (unsigned long long)ex->heap_tracked_blocks,
+            (unsigned long long)ex->heap_tracked_bytes);
+    if (ex->heap_untouched_kb)
+        fprintf(out, " (%llu kB of them not resident)", (unsigned long long)ex->heap_untouched_kb);
+    fprintf(out, "\n  overhead/free split: %s\n", ex->heap_method);
+    if (ex->nmmap_stacks) {
+        fprintf(out, "\ntracked mmap by call stack:\n");
+        for (size_t i = 0; i < ex->nmmap_stacks && i < 20; i++) {
+            const ms_explain_stack *e = &ex->mmap_stacks[i];
+            stack_label(label, sizeof label, s, sym, e->stack_id);
+            fprintf(out, "  %10llu kB resident of %10llu kB in %llu region(s)  %s\n",
+                    (unsigned long long)e->rss_kb, (unsigned long long)(e->bytes >> 10),
+                    (unsigned long long)e->regions, label);
+        }
+    }
+    if (ex->agent_tables_bytes)
+        fprintf(out, "\nthe agent's own tables reserve %llu kB (resident part counted in unexplained)\n",
+                (unsigned long long)(ex->agent_tables_bytes >> 10));
+    return ferror(out) ? -1 : 0;
+}

@@ -113,4 +113,61 @@ int ms_acct_write(FILE *out, const ms_smaps *sm, const ms_acct *a,
  * and invalid UTF-8 bytes as \u00XX. */
 void ms_acct_json_string(FILE *out, const char *s);
 
+/* ---- RSS explained: /proc accounting joined with an agent snapshot ---- */
+
+struct ms_snapshot;
+struct ms_symbolizer;
+
+/* Where each explained part of RSS comes from; they add up to the total RSS. */
+enum ms_explain_part {
+    MS_EX_HEAP_TRACKED,  /* resident bytes of live malloc blocks the agent tracks */
+    MS_EX_HEAP_OVERHEAD, /* allocator headers and alignment of those blocks */
+    MS_EX_HEAP_FREE,     /* the rest of the native heap: free space the allocator keeps */
+    MS_EX_MMAP_TRACKED,  /* mappings made by the program's own mmap calls (by stack) */
+    MS_EX_STACKS,        /* thread stacks and their guards */
+    MS_EX_CODE,
+    MS_EX_FILE,          /* other file mappings not tracked as mmap */
+    MS_EX_SHMEM,         /* shared memory not tracked as mmap */
+    MS_EX_OTHER,         /* [vdso], guards, reservations */
+    MS_EX_UNEXPLAINED,   /* anonymous memory no tracked call made */
+    MS_EX_COUNT
+};
+const char *ms_explain_part_name(enum ms_explain_part p);
+
+typedef struct ms_explain_stack {
+    uint32_t stack_id;
+    uint64_t bytes;   /* live bytes of the tracked regions */
+    uint64_t regions;
+    uint64_t rss_kb;  /* resident kB of the mappings they cover (pro rata) */
+} ms_explain_stack;
+
+typedef struct ms_explain {
+    uint64_t rss_kb;
+    uint64_t part_kb[MS_EX_COUNT];
+    /* the native heap */
+    uint64_t heap_rss_kb;
+    uint64_t heap_tracked_bytes, heap_tracked_blocks;
+    uint64_t heap_chunk_bytes;  /* the same blocks as glibc chunks (header + alignment) */
+    uint64_t heap_untouched_kb; /* tracked bytes beyond the heap's RSS (never written) */
+    const char *heap_method;    /* how overhead and free were separated */
+    int sampled;                /* the snapshot's counters are sampling estimates */
+    int has_blocks;
+    /* tracked mmap by call stack, largest RSS first */
+    ms_explain_stack *mmap_stacks;
+    size_t nmmap_stacks;
+    size_t threads_in_snapshot;
+    uint64_t agent_tables_bytes; /* the agent's own reserved tables (HLTH), in unexplained */
+} ms_explain;
+
+/* Joins sm (read from the process just after the snapshot s was taken) with s. `threads`
+ * are the stack pointers read from /proc (optional). Returns 0 or -1 with a message. */
+int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const struct ms_snapshot *s,
+                     const char *exe, const ms_thread_sp *threads, size_t nthreads, char *err,
+                     size_t errlen);
+void ms_explain_free(ms_explain *ex);
+/* Writes the explanation as text or JSON (documented in docs/accounting.md). sym may be
+ * NULL (frames then show as addresses). Returns 0 or -1 on a write error. */
+int ms_explain_write(FILE *out, const ms_explain *ex, const struct ms_snapshot *s,
+                     struct ms_symbolizer *sym, int format, int pid, const char *snapshot_path);
+
 #endif

@@ -6,9 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "analysis/accounting.h"
+#include "analysis/symbolize.h"
 #include "commands.h"
+#include "core/snapshot.h"
 #include "core/proc_read.h"
 #include "core/proc_smaps.h"
 #include "core/proc_task.h"
@@ -161,10 +165,106 @@ int ms_cmd_smaps(int argc, char **argv)
 
 /* ---- RSS explained: join /proc accounting with an agent snapshot ---- */
 
+/* Runs `memsight dump PID` (this same executable) and reads the snapshot path it prints.
+ * Its error messages go straight to our stderr. Returns 0 or -1. */
+static int take_snapshot(int pid, char *path, size_t cap)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t c = fork();
+    if (c < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (c == 0) {
+        char pidbuf[16];
+        snprintf(pidbuf, sizeof pidbuf, "%d", pid);
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl("/proc/self/exe", "memsight", "dump", pidbuf, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fds[0], path + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || (n += (size_t)r) >= cap - 1)
+            break;
+    }
+    close(fds[0]);
+    path[n] = '\0';
+    char *nl = strchr(path, '\n');
+    if (nl)
+        *nl = '\0';
+    int status;
+    while (waitpid(c, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && path[0] ? 0 : -1;
+}
+
 static int explain_main(int pid, const char *snapshot, int format)
 {
-    (void)format;
-    fprintf(stderr, "memsight smaps: --explain for pid %d needs a snapshot reader%s%s\n", pid,
-            snapshot ? " for " : "", snapshot ? snapshot : "");
-    return 2;
+    char path[4096], err[1024];
+    if (format == MS_FMT_CSV) {
+        fprintf(stderr, "memsight smaps: --explain writes text or json\n");
+        return 2;
+    }
+    if (snapshot) {
+        snprintf(path, sizeof path, "%s", snapshot);
+    } else if (take_snapshot(pid, path, sizeof path) != 0) {
+        fprintf(stderr, "memsight smaps: --explain: no snapshot from pid %d (is it running under "
+                        "'memsight run'? otherwise pass --snapshot FILE taken at the same moment)\n",
+                pid);
+        return 1;
+    }
+    ms_smaps sm = {0};
+    int rc = ms_smaps_read(&sm, pid, MS_SRC_SMAPS, err, sizeof err);
+    if (rc != 0) {
+        fprintf(stderr, "memsight smaps: %s\n", err);
+        ms_smaps_free(&sm);
+        return 1;
+    }
+    char exe[4096] = "";
+    if (ms_proc_exe(pid, exe, sizeof exe, err, sizeof err) == 0) {
+        size_t l = strlen(exe);
+        if (l > 10 && !strcmp(exe + l - 10, " (deleted)"))
+            exe[l - 10] = '\0';
+    }
+    ms_thread_sp *thr = NULL;
+    long nt = ms_proc_thread_sps(pid, &thr, err, sizeof err);
+    ms_snapshot *s = ms_snapshot_read(path, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "memsight smaps: %s\n", err);
+        free(thr);
+        ms_smaps_free(&sm);
+        return 1;
+    }
+    const char *spid = ms_snapshot_meta(s, "pid");
+    if (spid && atoi(spid) != pid)
+        fprintf(stderr, "memsight smaps: warning: %s is a snapshot of pid %s, not %d\n", path, spid,
+                pid);
+    ms_explain ex;
+    int ret = 1;
+    if (ms_explain_build(&ex, &sm, s, exe[0] ? exe : NULL, thr, nt > 0 ? (size_t)nt : 0, err,
+                         sizeof err) != 0) {
+        fprintf(stderr, "memsight smaps: %s\n", err);
+    } else {
+        ms_symbolizer *sym = ms_symbolizer_new(s);
+        if (ms_explain_write(stdout, &ex, s, sym, format, pid, path) == 0 && fflush(stdout) == 0)
+            ret = 0;
+        else
+            fprintf(stderr, "memsight smaps: write error on standard output\n");
+        if (sym)
+            ms_symbolizer_free(sym);
+        ms_explain_free(&ex);
+    }
+    ms_snapshot_free(s);
+    free(thr);
+    ms_smaps_free(&sm);
+    return ret;
 }
