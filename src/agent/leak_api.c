@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/leak_scan.h"
@@ -133,8 +134,15 @@ static void exit_hook(ms_snap_writer *w, void *arg)
 
 __attribute__((noinline)) void ms_leak_at_exit(void)
 {
-    if (opt_leak_check() != LK_EXIT || !full_mode() || ms_state != MS_STATE_READY)
+    if (opt_leak_check() != LK_EXIT || ms_state != MS_STATE_READY)
         return;
+    if (!full_mode()) {
+        static const char msg[] = "memsight: leak check at exit refused: the agent runs in "
+                                  "sampled mode and a reachability scan needs every live "
+                                  "block (run without sampling to scan)\n";
+        (void)!write(2, msg, sizeof msg - 1);
+        return;
+    }
     ms_leak_caller who;
     memset(&who, 0, sizeof who);
     MS_LEAK_CAPTURE(&who);

@@ -22,7 +22,7 @@ __attribute__((noinline)) static void *lk_use(void *p)
     return p;
 }
 
-__attribute__((noinline)) static void *lk_alloc(size_t n, int fill)
+__attribute__((noinline, unused)) static void *lk_alloc(size_t n, int fill)
 {
     void *p = lk_use(malloc(n));
     memset(p, fill, n);
@@ -30,14 +30,14 @@ __attribute__((noinline)) static void *lk_alloc(size_t n, int fill)
 }
 
 /* Overwrites the dead stack below the caller, where stale copies of pointers remain. */
-__attribute__((noinline)) static void lk_clear_stack(void)
+__attribute__((noinline, unused)) static void lk_clear_stack(void)
 {
     volatile char buf[32768];
     memset((char *)buf, 0, sizeof buf);
     lk_use((void *)buf);
 }
 
-static void lk_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void lk_say(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
 static void lk_say(const char *fmt, ...)
 {
     char line[512];
@@ -50,7 +50,7 @@ static void lk_say(const char *fmt, ...)
 }
 
 /* The check, in both worlds. Prints "SNAPSHOT <path>" for the memsight one. */
-__attribute__((noinline)) static void lk_check(void)
+__attribute__((noinline, unused)) static void lk_check(void)
 {
     if (memsight_leak_check) {
         char path[1024] = "";

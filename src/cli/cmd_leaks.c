@@ -1,0 +1,328 @@
+/* `memsight leaks PID`: asks the agent in a running process for a reachability leak
+ * scan (through its control signal), waits for the "leakcheck" snapshot and prints the
+ * leaks per allocation stack. Only reads /proc and the snapshot; never touches the
+ * target's memory itself. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/symbolize.h"
+#include "commands.h"
+#include "core/fileio.h"
+#include "core/snapshot.h"
+
+/* Shared with `memsight dump` (cmd_dump.c). */
+int ms_cli_agent_request(int pid, int signo, int request, const char *reason, double timeout,
+                         char *path, size_t pathlen, char *err, size_t errlen);
+#pragma weak ms_symbolizer_new
+#pragma weak ms_symbolize
+#pragma weak ms_symbolizer_free
+
+/* Kept in step with src/agent/control.h (the CLI does not include agent headers). */
+#define MS_REQ_LEAKS 2
+
+static const char *const class_names[MS_LEAK_CLASS_COUNT] = {
+    "definitely lost", "indirectly lost", "possibly lost", "still reachable"};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: memsight leaks [--timeout SEC] [--signal N] [--top N] [--frames N] PID\n"
+            "\n"
+            "Asks the memsight agent inside process PID (started with 'memsight run') for a\n"
+            "reachability leak scan: its threads stop for the time of a fork, a copy-on-write\n"
+            "child marks every tracked block reachable from registers, stacks, TLS, globals\n"
+            "and the program's own mmap regions, and classifies the rest as valgrind does.\n"
+            "Prints the snapshot path and the leaks per allocation stack.\n"
+            "\n"
+            "  --timeout SEC  how long to wait for the scan (default 120)\n"
+            "  --signal N     the agent's request signal, if it was started with\n"
+            "                 dump_signal=N and its environment cannot be read\n"
+            "  --top N        allocation stacks shown (default 20)\n"
+            "  --frames N     frames shown per stack (default 8)\n"
+            "\n"
+            "The full result (JSON 'leaks' and 'leak_records') is in the snapshot:\n"
+            "  memsight report --format json <snapshot>\n"
+            "A scan needs every live block: an agent in sampled mode (sample=N) refuses.\n");
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The agent records only a sample when its options say sample=N (N > 0). */
+static int sampled_mode(int pid, char *value, size_t cap)
+{
+    char path[64], err[256];
+    size_t len;
+    snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    char *env = ms_read_file(path, &len, err, sizeof err);
+    if (!env)
+        return 0;
+    int sampled = 0;
+    for (size_t i = 0; i < len;) {
+        const char *var = env + i;
+        size_t n = strnlen(var, len - i);
+        if (n > 17 && !strncmp(var, "MEMSIGHT_OPTIONS=", 17)) {
+            const char *s = var + 17, *end = var + n;
+            while (s < end) {
+                const char *item = s;
+                while (s < end && *s != ',')
+                    s++;
+                size_t k = (size_t)(s - item);
+                if (k > 7 && !strncmp(item, "sample=", 7)) {
+                    size_t vl = k - 7 < cap - 1 ? k - 7 : cap - 1;
+                    memcpy(value, item + 7, vl);
+                    value[vl] = 0;
+                    sampled = strtoull(value, NULL, 10) > 0 || (value[0] && value[0] != '0');
+                }
+                if (s < end)
+                    s++;
+            }
+        }
+        i += n + 1;
+    }
+    free(env);
+    return sampled;
+}
+
+static void human(char *buf, size_t cap, uint64_t b)
+{
+    if (b < 10240)
+        snprintf(buf, cap, "%llu B", (unsigned long long)b);
+    else if (b < 10ull << 20)
+        snprintf(buf, cap, "%.1f KiB", b / 1024.0);
+    else if (b < 10ull << 30)
+        snprintf(buf, cap, "%.1f MiB", b / 1048576.0);
+    else
+        snprintf(buf, cap, "%.1f GiB", b / 1073741824.0);
+}
+
+/* Per allocation stack: the records of every class. */
+typedef struct stack_sum {
+    uint32_t stack_id;
+    uint64_t lost_bytes; /* definite (folded) + possible: the sort key */
+    const ms_snap_leak_rec *rec[MS_LEAK_CLASS_COUNT];
+} stack_sum;
+
+static int cmp_sum(const void *a, const void *b)
+{
+    const stack_sum *x = a, *y = b;
+    if (x->lost_bytes != y->lost_bytes)
+        return x->lost_bytes < y->lost_bytes ? 1 : -1;
+    return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+static void print_sample(const ms_snap_leak_rec *r)
+{
+    printf("      first %u bytes of one block at 0x%llx (%llu bytes):\n        ", r->sample_len,
+           (unsigned long long)r->example_address, (unsigned long long)r->example_size);
+    for (unsigned i = 0; i < r->sample_len; i++)
+        printf("%02x%s", r->sample[i], i % 4 == 3 ? " " : "");
+    printf(" |");
+    for (unsigned i = 0; i < r->sample_len; i++)
+        putchar(isprint(r->sample[i]) ? r->sample[i] : '.');
+    printf("|\n");
+}
+
+static void print_frames(const ms_snapshot *s, ms_symbolizer *sym, uint32_t stack_id,
+                         int max_frames)
+{
+    const ms_stack *st = ms_snapshot_stack(s, stack_id);
+    if (!st || !st->depth) {
+        printf("      (no allocation stack recorded)\n");
+        return;
+    }
+    int shown = 0;
+    for (uint32_t i = 0; i < st->depth && shown < max_frames; i++) {
+        int is_ret = !(i == 0 && (st->flags & MS_STACKF_FIRST_IS_PC));
+        ms_frame fr[8];
+        int n = 0;
+        if (sym && ms_symbolize)
+            n = ms_symbolize(sym, st->pcs[i], is_ret, fr, 8);
+        if (n <= 0) {
+            printf("      #%-2d 0x%llx\n", shown++, (unsigned long long)st->pcs[i]);
+            continue;
+        }
+        for (int k = 0; k < n && shown < max_frames; k++) {
+            const char *mod = fr[k].module ? strrchr(fr[k].module, '/') : NULL;
+            mod = mod ? mod + 1 : fr[k].module;
+            printf("      #%-2d %s", shown++, fr[k].function ? fr[k].function : "??");
+            if (fr[k].file)
+                printf("  %s:%d", fr[k].file, fr[k].line);
+            else if (mod)
+                printf("  (%s+0x%llx)", mod, (unsigned long long)fr[k].module_offset);
+            printf("%s\n", fr[k].inlined ? "  [inlined]" : "");
+        }
+    }
+}
+
+static int print_leaks(const char *path, int top, int max_frames)
+{
+    char err[1024];
+    ms_snapshot *s = ms_snapshot_read(path, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "memsight leaks: %s\n", err);
+        return 1;
+    }
+    if (!s->has_leaks) {
+        fprintf(stderr, "memsight leaks: %s holds no leak scan (the agent could not run it)\n",
+                path);
+        ms_snapshot_free(s);
+        return 1;
+    }
+    const ms_snap_leak_summary *sum = &s->leak_summary;
+    printf("snapshot: %s\n", path);
+    printf("pause %.2f ms (threads stopped, fork), scan %.1f ms in the child\n",
+           sum->pause_ns / 1e6, sum->scan_ns / 1e6);
+    for (int c = 0; c < MS_LEAK_CLASS_COUNT; c++) {
+        char hb[32];
+        human(hb, sizeof hb, sum->bytes[c]);
+        printf("  %-16s %12s in %llu blocks\n", class_names[c], hb,
+               (unsigned long long)sum->blocks[c]);
+    }
+    if (sum->flags & MS_LEAK_F_UNSTOPPED)
+        printf("  note: some threads did not stop (they block the stop signal); their stacks "
+               "were scanned whole, without registers\n");
+    if (sum->flags & MS_LEAK_F_TRUNCATED)
+        printf("  note: more leak records than the agent keeps; the smallest were dropped\n");
+
+    stack_sum *sums = calloc(s->nleaks ? s->nleaks : 1, sizeof *sums);
+    if (!sums) {
+        ms_snapshot_free(s);
+        fprintf(stderr, "memsight leaks: out of memory\n");
+        return 1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < s->nleaks; i++) {
+        const ms_snap_leak_rec *r = &s->leaks[i];
+        size_t j = 0;
+        while (j < n && sums[j].stack_id != r->stack_id)
+            j++;
+        if (j == n) {
+            sums[n].stack_id = r->stack_id;
+            n++;
+        }
+        if (!sums[j].rec[r->leak_class])
+            sums[j].rec[r->leak_class] = r;
+        if (r->leak_class == MS_LEAK_DEFINITE || r->leak_class == MS_LEAK_POSSIBLE)
+            sums[j].lost_bytes += r->bytes;
+    }
+    qsort(sums, n, sizeof *sums, cmp_sum);
+    ms_symbolizer *sym = ms_symbolizer_new ? ms_symbolizer_new(s) : NULL;
+    int shown = 0;
+    for (size_t j = 0; j < n && shown < top; j++) {
+        if (!sums[j].lost_bytes)
+            continue;
+        shown++;
+        printf("\n#%d  allocation stack %u\n", shown, sums[j].stack_id);
+        for (int c = 0; c < MS_LEAK_CLASS_COUNT; c++) {
+            const ms_snap_leak_rec *r = sums[j].rec[c];
+            if (!r)
+                continue;
+            char hb[32];
+            human(hb, sizeof hb, r->bytes);
+            printf("    %-16s %10s in %llu blocks%s\n", class_names[c], hb,
+                   (unsigned long long)r->blocks,
+                   c == MS_LEAK_DEFINITE ? " (folded: with what they hold)" : "");
+        }
+        const ms_snap_leak_rec *ex = sums[j].rec[MS_LEAK_DEFINITE] ? sums[j].rec[MS_LEAK_DEFINITE]
+                                                                   : sums[j].rec[MS_LEAK_POSSIBLE];
+        print_frames(s, sym, sums[j].stack_id, max_frames);
+        if (ex && ex->sample_len)
+            print_sample(ex);
+    }
+    if (!shown)
+        printf("\nno leaks: every tracked block is reachable\n");
+    if (sym && ms_symbolizer_free)
+        ms_symbolizer_free(sym);
+    free(sums);
+    ms_snapshot_free(s);
+    return 0;
+}
+
+int ms_cmd_leaks(int argc, char **argv)
+{
+    double timeout = 120;
+    long signo = 0, top = 20, frames = 8;
+    int pid = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        static const char *const valued[] = {"--timeout", "--signal", "--top", "--frames"};
+        int opt = -1;
+        for (int k = 0; k < 4; k++) {
+            size_t l = strlen(valued[k]);
+            if (!strncmp(a, valued[k], l) && (a[l] == 0 || a[l] == '='))
+                opt = k;
+        }
+        if (opt >= 0) {
+            const char *eq = strchr(a, '=');
+            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val) {
+                fprintf(stderr, "memsight leaks: %s needs a value\n", a);
+                return 2;
+            }
+            int bad = 0;
+            if (opt == 0) {
+                char *end;
+                timeout = strtod(val, &end);
+                bad = end == val || *end || !(timeout > 0) || timeout > 86400;
+            } else if (opt == 1) {
+                bad = parse_long(val, 1, SIGRTMAX, &signo) != 0;
+            } else if (opt == 2) {
+                bad = parse_long(val, 1, 100000, &top) != 0;
+            } else {
+                bad = parse_long(val, 1, 256, &frames) != 0;
+            }
+            if (bad) {
+                fprintf(stderr, "memsight leaks: bad value '%s' for %s\n", val, valued[opt]);
+                return 2;
+            }
+            continue;
+        }
+        long p;
+        if (a[0] == '-' || pid || parse_long(a, 1, INT_MAX, &p) != 0) {
+            fprintf(stderr, "memsight leaks: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        pid = (int)p;
+    }
+    if (!pid) {
+        usage(stderr);
+        return 2;
+    }
+    char sample[64] = "";
+    if (sampled_mode(pid, sample, sizeof sample)) {
+        fprintf(stderr,
+                "memsight leaks: process %d runs the agent in sampled mode (sample=%s): it "
+                "records only a sample of the allocations, and a reachability scan needs "
+                "every live block; run it in full mode (without --sample) to scan it\n",
+                pid, sample);
+        return 1;
+    }
+    char path[PATH_MAX * 2], err[1024];
+    if (ms_cli_agent_request(pid, (int)signo, MS_REQ_LEAKS, "leakcheck", timeout, path,
+                             sizeof path, err, sizeof err) != 0) {
+        fprintf(stderr, "memsight leaks: %s\n", err);
+        return 1;
+    }
+    return print_leaks(path, (int)top, (int)frames);
+}
