@@ -22,6 +22,20 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 
 enum mod_state { MOD_UNTRIED = 0, MOD_OK, MOD_UNAVAILABLE };
 
+/* A module's function symbols sorted by address: elfutils' own address-to-symbol
+ * lookup scans the whole table each time, far too slow for thousands of pcs. */
+typedef struct sym_entry {
+    uint64_t addr, size;
+    const char *name;
+    int rank; /* prefer global over weak over local names at one address */
+} sym_entry;
+
+struct symtab {
+    sym_entry *e;
+    size_t n;
+    int built;
+};
+
 typedef struct cache_slot {
     uint64_t key; /* pc << 1 | is_return_address; 0 = empty (pc 0 is never cached) */
     uint32_t first, count;
@@ -33,6 +47,7 @@ struct ms_symbolizer {
     Dwfl_Callbacks cb;
     char *debuginfo_path;
     unsigned char *mod_state; /* per snapshot module */
+    struct symtab *symtabs;   /* per snapshot module, built on first use */
 
     cache_slot *slots;
     size_t nslots, nused;
@@ -164,6 +179,70 @@ static void load_module(ms_symbolizer *sym, size_t idx)
     sym->mod_state[idx] = MOD_OK;
 }
 
+static int cmp_sym(const void *a, const void *b)
+{
+    const sym_entry *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return y->rank - x->rank; /* best name first among equal addresses */
+}
+
+static void symtab_build(struct symtab *t, Dwfl_Module *dm)
+{
+    t->built = 1;
+    int n = dwfl_module_getsymtab(dm);
+    if (n <= 0)
+        return;
+    t->e = malloc((size_t)n * sizeof *t->e);
+    if (!t->e)
+        return;
+    for (int i = 1; i < n; i++) {
+        GElf_Sym es;
+        GElf_Addr addr;
+        GElf_Word shndx;
+        const char *name = dwfl_module_getsym_info(dm, i, &es, &addr, &shndx, NULL, NULL);
+        int type = GELF_ST_TYPE(es.st_info);
+        if (!name || !*name || shndx == SHN_UNDEF ||
+            (type != STT_FUNC && type != STT_GNU_IFUNC))
+            continue;
+        int bind = GELF_ST_BIND(es.st_info);
+        t->e[t->n++] = (sym_entry){addr, es.st_size, name,
+                                   bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0};
+    }
+    qsort(t->e, t->n, sizeof *t->e, cmp_sym);
+    /* Keep one entry per address (the best-ranked, sorted first). */
+    size_t w = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (w == 0 || t->e[w - 1].addr != t->e[i].addr)
+            t->e[w++] = t->e[i];
+    t->n = w;
+}
+
+/* The function symbol covering addr, or NULL. */
+static const char *symtab_lookup(struct symtab *t, Dwfl_Module *dm, uint64_t addr)
+{
+    if (!t->built)
+        symtab_build(t, dm);
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->e[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const sym_entry *e = &t->e[lo - 1];
+    if (e->size ? addr - e->addr < e->size : (lo == t->n || addr < t->e[lo].addr))
+        return e->name;
+    /* A sized symbol may be shadowed by a smaller one that starts inside it. */
+    for (size_t k = lo - 1; k-- > 0 && lo - 1 - k < 8;)
+        if (t->e[k].size && addr - t->e[k].addr < t->e[k].size)
+            return t->e[k].name;
+    return NULL;
+}
+
 ms_symbolizer *ms_symbolizer_new(const ms_snapshot *s)
 {
     ms_symbolizer *sym = calloc(1, sizeof *sym);
@@ -177,9 +256,10 @@ ms_symbolizer *ms_symbolizer_new(const ms_snapshot *s)
     sym->cb.debuginfo_path = &sym->debuginfo_path;
     sym->dwfl = dwfl_begin(&sym->cb);
     sym->mod_state = calloc(s->nmodules ? s->nmodules : 1, 1);
+    sym->symtabs = calloc(s->nmodules ? s->nmodules : 1, sizeof *sym->symtabs);
     sym->nslots = 1024;
     sym->slots = calloc(sym->nslots, sizeof *sym->slots);
-    if (!sym->dwfl || !sym->mod_state || !sym->slots || !sym->debuginfo_path) {
+    if (!sym->dwfl || !sym->mod_state || !sym->symtabs || !sym->slots || !sym->debuginfo_path) {
         ms_symbolizer_free(sym);
         return NULL;
     }
@@ -194,6 +274,9 @@ void ms_symbolizer_free(ms_symbolizer *sym)
         dwfl_end(sym->dwfl);
     free(sym->debuginfo_path);
     free(sym->mod_state);
+    for (size_t i = 0; sym->symtabs && i < sym->s->nmodules; i++)
+        free(sym->symtabs[i].e);
+    free(sym->symtabs);
     free(sym->slots);
     free(sym->frames);
     for (size_t i = 0; i < sym->nstrings; i++)
@@ -358,9 +441,7 @@ static void resolve(ms_symbolizer *sym, uint64_t pc, int is_ret, ms_frame *out, 
         *n = dwarf_frames(sym, dm, addr, out, MAX_INLINE);
     if (dm && (*n == 0 || !out[*n - 1].function)) {
         /* No DWARF here: the ELF symbol tables (.symtab, else .dynsym) give the function. */
-        GElf_Off off = 0;
-        GElf_Sym esym;
-        const char *name = dwfl_module_addrinfo(dm, addr, &off, &esym, NULL, NULL, NULL);
+        const char *name = symtab_lookup(&sym->symtabs[m - s->modules], dm, addr);
         if (*n == 0) {
             out[0] = base;
             Dwfl_Line *l = dwfl_module_getsrc(dm, addr);
