@@ -13,13 +13,15 @@ if(Python3_FOUND)
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_reference.py)
   ms_integration_test(hprof_an_synthetic ${Python3_EXECUTABLE}
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_synthetic.py)
+  ms_integration_test(hprof_an_leaks ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_leaks.py)
   find_program(MS_JCMD jcmd)
   find_program(MS_JAVAC javac)
   if(MS_JCMD AND MS_JAVAC)
     ms_integration_test(hprof_an_java_truth ${Python3_EXECUTABLE}
       ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_java_truth.py)
   endif()
-  foreach(t hprof_an_reference hprof_an_synthetic hprof_an_java_truth)
+  foreach(t hprof_an_reference hprof_an_synthetic hprof_an_leaks hprof_an_java_truth)
     if(TEST ${t})
       set_tests_properties(${t} PROPERTIES DEPENDS hprof_an_domtree)
     endif()

@@ -290,7 +290,8 @@ ms_hprof_edge_ref ms_hprof_edge_describe(const ms_hgraph *g, uint64_t e)
     return s;
 }
 
-void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p, size_t k)
+void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p, size_t k,
+                             const char *extra)
 {
     char buf[512];
     ms_hidx v = p->obj[k];
@@ -304,7 +305,7 @@ void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *
     if (k == 0) {
         fputs(", \"root_type\": ", fp);
         ms_hpan_json_str(fp, ms_hroot_type_key(p->root_type));
-        fputs("}", fp);
+        fprintf(fp, "%s}", extra ? extra : "");
         return;
     }
     ms_hprof_edge_ref s = ms_hprof_edge_describe(g, p->edge[k]);
@@ -316,7 +317,7 @@ void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *
     } else {
         fprintf(fp, ", \"index\": %" PRIu32, s.index);
     }
-    fputs("}", fp);
+    fprintf(fp, "%s}", extra ? extra : "");
 }
 
 int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
@@ -353,7 +354,7 @@ int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
                         ms_hpan_obj_class(g, v, 0, buf, sizeof buf), g->obj_id[v], g->obj_size[v]);
         } else if (fmt == MS_HPAN_JSON) {
             fputs(k ? ",\n  " : "\n  ", fp);
-            ms_hprof_path_step_json(fp, g, p, k);
+            ms_hprof_path_step_json(fp, g, p, k, NULL);
         } else {
             fprintf(fp, "%zu,0x%" PRIx64 ",", k, g->obj_id[v]);
             ms_hpan_csv_str(fp, ms_hpan_obj_class(g, v, 0, buf, sizeof buf));

@@ -78,7 +78,9 @@ typedef struct ms_hprof_edge_ref {
     int is_static;
 } ms_hprof_edge_ref;
 ms_hprof_edge_ref ms_hprof_edge_describe(const ms_hgraph *g, uint64_t e);
-/* Writes step k of p as the JSON object documented above (no separator). */
-void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p, size_t k);
+/* Writes step k of p as the JSON object documented above (no separator); extra (JSON
+ * members with a leading comma, or NULL) goes before the closing brace. */
+void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p, size_t k,
+                             const char *extra);
 
 #endif

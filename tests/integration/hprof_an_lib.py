@@ -3,6 +3,7 @@ test driver (hprof_an_tool) and parse its graph export, dump a Java ground-truth
 with jcmd. Only test code; asserts nothing itself."""
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -173,3 +174,77 @@ def workdir():
 
 def cleanup(d):
     shutil.rmtree(d, ignore_errors=True)
+
+
+OBJ, BOOL, INT, LONG = 2, 4, 10, 11
+_SIZE = {OBJ: 4, BOOL: 1, INT: 4, LONG: 8}
+_FMT = {OBJ: ">I", BOOL: ">B", INT: ">I", LONG: ">q"}
+
+
+class Hprof:
+    """A minimal HPROF writer (JAVA PROFILE 1.0.3, 4-byte ids): strings, classes,
+    instances, object arrays, roots, heaps. Fields are (name, type) pairs or plain names
+    (object fields); instance values are in dump order (the class's own fields first,
+    then its superclasses'), each a value (object id) or a (type, value) pair."""
+
+    def __init__(self):
+        self.strings, self.next_sid = {}, 1
+        self.load, self.heap = [], []
+        self.serial = 0
+        self.sizes = {}
+
+    def sid(self, s):
+        if s not in self.strings:
+            self.strings[s] = self.next_sid
+            self.next_sid += 1
+        return self.strings[s]
+
+    def heap_info(self, hid, name):
+        self.heap.append(struct.pack(">BII", 0xFE, hid, self.sid(name)))
+
+    def cls(self, cid, name, sup=0, fields=(), statics=()):
+        self.serial += 1
+        self.load.append(struct.pack(">IIII", self.serial, cid, 0, self.sid(name)))
+        fields = [f if isinstance(f, tuple) else (f, OBJ) for f in fields]
+        # instance size as ART writes it: the fields of the class and its superclasses
+        size = sum(_SIZE[t] for _, t in fields) + self.sizes.get(sup, 0)
+        self.sizes[cid] = size
+        b = struct.pack(">BIIIIIIII", 0x20, cid, 0, sup, 0, 0, 0, 0, 0)
+        b += struct.pack(">IH", size, 0)
+        b += struct.pack(">H", len(statics))
+        for n, v in statics:
+            b += struct.pack(">IBI", self.sid(n), OBJ, v)
+        b += struct.pack(">H", len(fields))
+        for n, t in fields:
+            b += struct.pack(">IB", self.sid(n), t)
+        self.heap.append(b)
+
+    def inst(self, oid, cid, values):
+        data = b"".join(struct.pack(_FMT[v[0]], v[1]) if isinstance(v, tuple)
+                        else struct.pack(">I", v) for v in values)
+        self.heap.append(struct.pack(">BIIII", 0x21, oid, 0, cid, len(data)) + data)
+
+    def array(self, oid, cid, elems):
+        self.heap.append(struct.pack(">BIIII", 0x22, oid, 0, len(elems), cid) +
+                         b"".join(struct.pack(">I", e) for e in elems))
+
+    def root(self, tag, oid):
+        if tag == 0x01:    # JNI global
+            self.heap.append(struct.pack(">BII", tag, oid, 0))
+        elif tag == 0x03:  # Java frame
+            self.heap.append(struct.pack(">BIII", tag, oid, 1, 0))
+        else:              # sticky class (0x05), VM internal (0x8D)
+            self.heap.append(struct.pack(">BI", tag, oid))
+
+    def write(self, path):
+        out = b"JAVA PROFILE 1.0.3\0" + struct.pack(">IQ", 4, 0)
+        for s, i in self.strings.items():
+            body = struct.pack(">I", i) + s.encode("latin-1")
+            out += struct.pack(">BII", 0x01, 0, len(body)) + body
+        for body in self.load:
+            out += struct.pack(">BII", 0x02, 0, len(body)) + body
+        seg = b"".join(self.heap)
+        out += struct.pack(">BII", 0x1C, 0, len(seg)) + seg
+        out += struct.pack(">BII", 0x2C, 0, 0)
+        with open(path, "wb") as f:
+            f.write(out)

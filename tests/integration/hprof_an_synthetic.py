@@ -6,75 +6,13 @@ VM-internal root is reached through its real holder), the root type reported whe
 object has several, heap names, and error answers of `memsight hprof path`."""
 import json
 import os
-import struct
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hprof_an_lib import Graph, check, cleanup, run, workdir  # noqa
+from hprof_an_lib import Graph, Hprof, check, cleanup, run, workdir  # noqa
 
 MEMSIGHT = os.environ.get("MEMSIGHT", "memsight")
-OBJ, INT = 2, 10
-
-
-class Hprof:
-    """A minimal HPROF writer: strings, classes, instances, roots, two heaps."""
-
-    def __init__(self):
-        self.strings, self.next_sid = {}, 1
-        self.load, self.heap = [], []
-        self.serial = 0
-
-    def sid(self, s):
-        if s not in self.strings:
-            self.strings[s] = self.next_sid
-            self.next_sid += 1
-        return self.strings[s]
-
-    def heap_info(self, hid, name):
-        self.heap.append(struct.pack(">BII", 0xFE, hid, self.sid(name)))
-
-    def cls(self, cid, name, sup=0, fields=(), statics=()):
-        self.serial += 1
-        self.load.append(struct.pack(">IIII", self.serial, cid, 0, self.sid(name)))
-        size = sum(4 for _ in fields)
-        b = struct.pack(">BIIIIIIII", 0x20, cid, 0, sup, 0, 0, 0, 0, 0)
-        b += struct.pack(">IH", size, 0)
-        b += struct.pack(">H", len(statics))
-        for n, v in statics:
-            b += struct.pack(">IBI", self.sid(n), OBJ, v)
-        b += struct.pack(">H", len(fields))
-        for n in fields:
-            b += struct.pack(">IB", self.sid(n), OBJ)
-        self.heap.append(b)
-
-    def inst(self, oid, cid, values):
-        """values: the reference fields, this class's first, then the superclasses'."""
-        data = b"".join(struct.pack(">I", v) for v in values)
-        self.heap.append(struct.pack(">BIIII", 0x21, oid, 0, cid, len(data)) + data)
-
-    def root(self, tag, oid):
-        if tag == 0x01:    # JNI global
-            self.heap.append(struct.pack(">BII", tag, oid, 0))
-        elif tag == 0x03:  # Java frame
-            self.heap.append(struct.pack(">BIII", tag, oid, 1, 0))
-        else:              # sticky class (0x05), VM internal (0x8D)
-            self.heap.append(struct.pack(">BI", tag, oid))
-
-    def write(self, path):
-        out = b"JAVA PROFILE 1.0.3\0" + struct.pack(">IQ", 4, 0)
-        for s, i in self.strings.items():
-            body = struct.pack(">I", i) + s.encode("latin-1")
-            out += struct.pack(">BII", 0x01, 0, len(body)) + body
-        for body in self.load:
-            out += struct.pack(">BII", 0x02, 0, len(body)) + body
-        seg = b"".join(self.heap)
-        out += struct.pack(">BII", 0x1C, 0, len(seg)) + seg
-        out += struct.pack(">BII", 0x2C, 0, 0)
-        with open(path, "wb") as f:
-            f.write(out)
-
-
 def build(path):
     h = Hprof()
     h.heap_info(ord("Z"), "zygote")

@@ -11,6 +11,7 @@
 
 #include "hprof/diff.h"
 #include "hprof/dominators.h"
+#include "hprof/leaks.h"
 #include "hprof/paths.h"
 #include "hprof/reader.h"
 #include "hprof/sizes.h"
@@ -162,6 +163,23 @@ static int cmd_diff(int argc, char **argv)
     return rc < 0;
 }
 
+static int cmd_leaks(int argc, char **argv)
+{
+    ms_hgraph *g = load(argv[0]);
+    ms_hprof_domresult *r = doms(g);
+    ms_hprof_leaks l;
+    char err[256];
+    int rc = ms_hprof_find_leaks(argv[0], g, r, &l, err, sizeof err);
+    if (rc == 0)
+        rc = ms_hprof_leaks_print(stdout, g, &l, argc > 1 ? argv[1] : "text", err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "hprof_an_tool: %s\n", err);
+    ms_hprof_leaks_free(&l);
+    ms_hprof_domresult_free(r);
+    ms_hgraph_free(g);
+    return rc < 0;
+}
+
 /* Times read, dominators, class aggregation and one path; prints key=value lines. */
 static int cmd_time(const char *path)
 {
@@ -206,10 +224,12 @@ int main(int argc, char **argv)
         return cmd_path(argc - 2, argv + 2);
     if (argc >= 4 && !strcmp(argv[1], "diff"))
         return cmd_diff(argc - 2, argv + 2);
+    if (argc >= 3 && !strcmp(argv[1], "leaks"))
+        return cmd_leaks(argc - 2, argv + 2);
     if (argc >= 3 && !strcmp(argv[1], "time"))
         return cmd_time(argv[2]);
     fprintf(stderr, "usage: hprof_an_tool graph FILE | dominators FILE [TOP [class|objects "
                     "[FORMAT]]] | path FILE ID|--class NAME [FORMAT] | diff A B [FORMAT] | "
-                    "time FILE\n");
+                    "leaks FILE [FORMAT] | time FILE\n");
     return 2;
 }

@@ -1,0 +1,56 @@
+/* Leak finding in heap dumps, after LeakCanary's Shark: objects whose lifecycle has ended
+ * (destroyed Activities, detached Fragments, objects a LeakCanary KeyedWeakReference
+ * still watches) but that are still strongly reachable, with their shortest path from a
+ * GC root, grouped by Shark's leak signature. Reads the graph and the dump file (for
+ * primitive field values); never changes either; prints only into the given FILE. */
+#ifndef MS_HPROF_LEAKS_H
+#define MS_HPROF_LEAKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hprof/dominators.h"
+#include "hprof/graph.h"
+#include "hprof/paths.h"
+
+/* Status of an object on a leak trace (Shark's LeakTraceObject.LeakingStatus). */
+enum { MS_LEAK_UNKNOWN = 0, MS_LEAK_NOT_LEAKING = 1, MS_LEAK_LEAKING = 2 };
+
+typedef struct ms_hprof_leakgroup {
+    char signature[41];    /* lowercase hex SHA-1, as Shark's leak signature */
+    const char *reason;    /* why the first object is leaking (static text) */
+    size_t count;          /* leaking objects with this signature */
+    uint64_t retained;     /* sum of their retained sizes (0 without dominators) */
+    ms_hidx *objs;         /* count entries, the shortest trace's object first */
+    ms_hprof_path trace;   /* from a GC root to objs[0] */
+    uint8_t *status;       /* trace.len entries, MS_LEAK_* after Shark's propagation */
+    uint8_t *suspect;      /* trace.len entries: reference k -> k+1 is a leak suspect */
+} ms_hprof_leakgroup;
+
+typedef struct ms_hprof_leaks {
+    size_t ngroups;
+    ms_hprof_leakgroup *groups; /* largest retained first, then most objects */
+    size_t leaking;             /* leaking objects found, reachable or not */
+    size_t unreachable;         /* of those, not strongly reachable (not leaks) */
+} ms_hprof_leaks;
+
+/* Finds the leaks of the dump at path whose graph is g. r (dominators of g) may be NULL:
+ * retained sizes are then 0. Returns 0 with *out (free with ms_hprof_leaks_free), or -1
+ * with a message (the file cannot be read again, out of memory). */
+int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
+                        ms_hprof_leaks *out, char *err, size_t errlen);
+void ms_hprof_leaks_free(ms_hprof_leaks *l);
+
+/* Output of `memsight hprof leaks`. format "text" or "json". JSON: a list of groups
+ * {signature, class, reason, count, retained_bytes, objects (hex ids), trace}, where trace
+ * is a path (paths.h JSON steps) whose steps also carry status ("NOT_LEAKING", "UNKNOWN",
+ * "LEAKING") and, on the steps a suspect reference leaves from, "suspect": true.
+ * Returns 0, or -1 with a message. */
+int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
+                         const char *format, char *err, size_t errlen);
+
+/* SHA-1 of data as 40 lowercase hex digits and a NUL (exposed for tests). */
+void ms_hprof_sha1_hex(const void *data, size_t len, char out[41]);
+
+#endif
