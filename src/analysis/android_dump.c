@@ -154,8 +154,8 @@ static int add_meta(builder *b, const char *k, const char *v, size_t vlen)
 static int add_meta_u64(builder *b, const char *k, uint64_t v)
 {
     char buf[32];
-    int n = snprintf(buf, sizeof buf, "%" PRIu64, v);
-    return add_meta(b, k, buf, (size_t)n);
+    snprintf(buf, sizeof buf, "%" PRIu64, v);
+    return add_meta(b, k, buf, strlen(buf));
 }
 
 /* z Z sz SIZE num NUM bt PC...  */
@@ -414,9 +414,9 @@ ms_snapshot *ms_android_dump_parse(const char *data, size_t len, const char *nam
             if (number(&c, 10, &mnr) != 0 || maj != 1)
                 goto bad_version;
             minor = mnr > 2 ? 2 : (int)mnr; /* a newer minor is read as the latest known */
-            char v[32];
-            int n = snprintf(v, sizeof v, "android-native-heap-dump v1.%" PRIu64, mnr);
-            if (add_meta(&b, "source", v, (size_t)n) != 0)
+            char v[64];
+            snprintf(v, sizeof v, "android-native-heap-dump v1.%" PRIu64, mnr);
+            if (add_meta(&b, "source", v, strlen(v)) != 0)
                 goto bad;
             continue;
         bad_version:

@@ -20,7 +20,7 @@ typedef struct pb {
 
 static void pb_put(pb *b, const void *d, size_t n)
 {
-    if (b->oom)
+    if (b->oom || n == 0)
         return;
     if (b->n + n > b->cap) {
         size_t nc = b->cap ? b->cap * 2 : 256;
