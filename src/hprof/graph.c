@@ -142,8 +142,6 @@ void ms_hgraph_free(ms_hgraph *g)
     free(g->edge_off);
     free(g->edge_dst);
     free(g->edge_label);
-    free(g->by_id);
-    free(g->id_sorted);
     free(g->id_bucket);
     free(g->classobj);
     free(g->classes);

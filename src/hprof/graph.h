@@ -10,7 +10,7 @@
 
 /* ---- indices ----------------------------------------------------------------------
  * An object index (ms_hidx) numbers every object of the dump (instances, object arrays,
- * primitive arrays and class objects) in the order their records appear in the file.
+ * primitive arrays and class objects) in ascending order of their ids.
  * A class index (uint32_t) numbers entries of g->classes. */
 typedef uint32_t ms_hidx;
 #define MS_HIDX_NONE UINT32_MAX
@@ -194,12 +194,10 @@ typedef struct ms_hgraph {
     ms_hidx *edge_dst;    /* nedge */
     uint32_t *edge_label; /* nedge, see ms_hedge_kind */
 
-    /* id -> index: by_id lists object indices in ascending id order (ids are unique:
-     * a duplicate id is dropped and counted as a problem). Use ms_hgraph_find(). */
-    ms_hidx *by_id;
-    /* lookup internals: id_sorted[k] == obj_id[by_id[k]], and id_bucket[b] is the first k
-     * whose (id - id_min) >> id_bucket_shift >= b (nbucket + 1 entries) */
-    uint64_t *id_sorted;
+    /* id -> index: object indices are in ascending id order (obj_id is sorted; a repeated
+     * id keeps its first record, the later ones are dropped and counted as a problem).
+     * Use ms_hgraph_find(); id_bucket[b] is the first index whose
+     * (id - id_min) >> id_bucket_shift >= b (nbucket + 1 entries). */
     uint32_t *id_bucket;
     uint32_t nbucket;
     uint32_t id_bucket_shift;
@@ -208,7 +206,7 @@ typedef struct ms_hgraph {
     uint32_t nclassobj;
     uint32_t *classobj;
 
-    /* classes, in CLASS_DUMP order (so ascending class-object index), then synthetic */
+    /* classes, in CLASS_DUMP order, then the synthetic ones */
     uint32_t nclass;
     ms_hclass *classes;
     uint32_t nfield;

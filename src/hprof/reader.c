@@ -67,7 +67,6 @@ typedef struct rd {
     lcent *lc;
     size_t nlc, caplc;
     size_t capobj, capcls, capfield, capstatic, caproot, capheap, capstrs, capslot;
-    uint64_t capedge;
     clsx *cx;
     uint64_t *field_sid, *static_sid, *heap_sid;
     uint64_t *root_off; /* file offset of each root sub-record */
@@ -80,11 +79,14 @@ typedef struct rd {
     uint64_t prev_arr_start, prev_arr_end;
     int compressed;
     uint64_t nrec;    /* pass-1 object records */
-    uint8_t *dropped; /* per pass-1 object record, only when duplicates exist */
-    uint64_t ord;     /* pass-2 record ordinal */
+    uint8_t *filled;  /* pass 3, only when ids repeat: bit per object already filled */
     uint64_t dups_reported;
-    uint32_t cur;     /* pass-2 object index */
-    uint32_t kcls;    /* pass-2 class-dump ordinal */
+    uint64_t deg;     /* pass 2: references of the current object */
+    uint64_t last_cid; /* pass 2: the class id of the previous instance, and its index */
+    uint32_t last_k;
+    uint64_t wpos;    /* pass 3: next edge slot of the current object */
+    uint32_t cur;     /* passes 2 and 3: the current object */
+    uint32_t kcls;    /* passes 2 and 3: class-dump ordinal */
     uint32_t prim_cls[16];
     uint32_t unknown_cls;
     /* interned string ids -> strs offsets */
@@ -217,15 +219,15 @@ static int grow(void **p, size_t *cap, size_t need, size_t el)
 
 static void progress(rd *r, uint64_t pos)
 {
-    if (r->can_drop && pos >= r->dropped_upto + (64u << 20)) {
+    if (r->can_drop && pos >= r->dropped_upto + (16u << 20)) {
         /* the pages behind us are in the page cache; let go of our mapping of them */
         uint64_t to = pos & ~(uint64_t)0xFFFFF;
         madvise((void *)(r->base + r->dropped_upto), to - r->dropped_upto, MADV_DONTNEED);
         r->dropped_upto = to;
     }
     if (r->o && r->o->progress && pos >= r->prog_next) {
-        uint64_t done = (r->pass == 2 ? r->len : 0) + pos;
-        r->o->progress(r->o->progress_arg, done, 2 * r->len);
+        uint64_t done = (uint64_t)(r->pass - 1) * r->len + pos;
+        r->o->progress(r->o->progress_arg, done, 3 * r->len);
         r->prog_next = pos + (16u << 20);
     }
 }
@@ -325,7 +327,7 @@ static uint32_t intern_sid(rd *r, uint64_t sid)
 
 ms_hidx ms_hgraph_find(const ms_hgraph *g, uint64_t id)
 {
-    if (!g->nobj || !g->id_sorted || id < g->id_min || id > g->id_sorted[g->nobj - 1])
+    if (!g->nobj || !g->id_bucket || id < g->id_min || id > g->obj_id[g->nobj - 1])
         return MS_HIDX_NONE;
     uint64_t b = (id - g->id_min) >> g->id_bucket_shift;
     if (b >= g->nbucket)
@@ -333,60 +335,60 @@ ms_hidx ms_hgraph_find(const ms_hgraph *g, uint64_t id)
     uint32_t lo = g->id_bucket[b], hi = g->id_bucket[b + 1];
     while (lo < hi) {
         uint32_t m = lo + (hi - lo) / 2;
-        if (g->id_sorted[m] < id)
+        if (g->obj_id[m] < id)
             lo = m + 1;
         else
             hi = m;
     }
-    return lo < g->nobj && g->id_sorted[lo] == id ? g->by_id[lo] : MS_HIDX_NONE;
+    return lo < g->nobj && g->obj_id[lo] == id ? lo : MS_HIDX_NONE;
 }
 
-/* Sorts (key, val) pairs by key, LSD radix over the significant bits. */
-static int radix_pairs(uint64_t *key, uint32_t *val, size_t n, unsigned bits)
+/* Sorts keys ascending, LSD radix (11-bit digits) over the bits that vary. */
+static int radix_sort(uint64_t *key, size_t n, uint64_t mn, unsigned tz, unsigned bits)
 {
     if (n < 2 || bits == 0)
         return 0;
     uint64_t *k2 = malloc(n * sizeof *k2);
-    uint32_t *v2 = malloc(n * sizeof *v2);
     size_t *cnt = malloc(((size_t)1 << 11) * sizeof *cnt);
-    if (!k2 || !v2 || !cnt) {
+    if (!k2 || !cnt) {
         free(k2);
-        free(v2);
         free(cnt);
         return -1;
     }
-    for (unsigned sh = 0; sh < bits; sh += 11) {
+    uint64_t *src = key, *dst = k2;
+    for (unsigned sh = tz; sh < tz + bits; sh += 11) {
         memset(cnt, 0, ((size_t)1 << 11) * sizeof *cnt);
         for (size_t i = 0; i < n; i++)
-            cnt[(key[i] >> sh) & 0x7FF]++;
+            cnt[((src[i] - mn) >> sh) & 0x7FF]++;
         size_t sum = 0;
         for (size_t d = 0; d < 2048; d++) {
             size_t c = cnt[d];
             cnt[d] = sum;
             sum += c;
         }
-        for (size_t i = 0; i < n; i++) {
-            size_t d = cnt[(key[i] >> sh) & 0x7FF]++;
-            k2[d] = key[i];
-            v2[d] = val[i];
-        }
-        memcpy(key, k2, n * sizeof *key);
-        memcpy(val, v2, n * sizeof *val);
+        for (size_t i = 0; i < n; i++)
+            dst[cnt[((src[i] - mn) >> sh) & 0x7FF]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
     }
+    if (src != key)
+        memcpy(key, src, n * sizeof *key);
     free(k2);
-    free(v2);
     free(cnt);
     return 0;
 }
 
-/* Builds id_sorted/by_id/buckets; drops duplicate ids (keeping the first record). */
+/* After pass 1: sorts the ids (object index = rank of the id), drops repeated ids (the
+ * later records are reported by the second pass, which knows their offsets) and builds
+ * the bucket table of ms_hgraph_find. */
 static int build_lookup(rd *r)
 {
     ms_hgraph *g = r->g;
-    size_t n = g->nobj;
+    size_t n = r->nrec;
     if (!n)
         return 0;
-    uint64_t mn = UINT64_MAX, mx = 0;
+    uint64_t mn = UINT64_MAX, mx = 0, orx = 0;
     int sorted = 1;
     for (size_t i = 0; i < n; i++) {
         uint64_t v = g->obj_id[i];
@@ -397,76 +399,26 @@ static int build_lookup(rd *r)
         if (i && v <= g->obj_id[i - 1])
             sorted = 0;
     }
-    uint64_t *key = malloc(n * sizeof *key);
-    uint32_t *val = malloc(n * sizeof *val);
-    if (!key || !val) {
-        free(key);
-        free(val);
-        return fail(r, 0, 0, 0, "out of memory indexing %zu objects", n);
-    }
-    uint64_t orx = 0;
     for (size_t i = 0; i < n; i++)
         orx |= g->obj_id[i] - mn;
     unsigned tz = orx ? (unsigned)__builtin_ctzll(orx) : 0;
     uint64_t range = (mx - mn) >> tz;
     unsigned bits = range ? 64 - (unsigned)__builtin_clzll(range) : 0;
-    for (size_t i = 0; i < n; i++) {
-        key[i] = (g->obj_id[i] - mn) >> tz;
-        val[i] = (uint32_t)i;
-    }
-    if (!sorted && radix_pairs(key, val, n, bits)) {
-        free(key);
-        free(val);
+    if (!sorted && radix_sort(g->obj_id, n, mn, tz, bits))
         return fail(r, 0, 0, 0, "out of memory sorting %zu object ids", n);
-    }
-    /* duplicates: equal keys are adjacent, the earlier record first (stable sort) */
-    size_t dups = 0;
+    size_t w = n ? 1 : 0;
     for (size_t k = 1; k < n; k++)
-        if (key[k] == key[k - 1])
-            dups++;
-    if (dups) {
-        r->dropped = calloc(n, 1);
-        uint32_t *remap = malloc(n * sizeof *remap);
-        if (!r->dropped || !remap) {
-            free(remap);
-            free(key);
-            free(val);
-            return fail(r, 0, 0, 0, "out of memory");
-        }
-        for (size_t k = 1; k < n; k++)
-            if (key[k] == key[k - 1]) {
-                r->dropped[val[k]] = 1; /* reported with its offset by the second pass */
-                g->duplicate_ids++;
-            }
-        uint32_t j = 0;
-        for (size_t i = 0; i < n; i++) {
-            remap[i] = j;
-            if (!r->dropped[i]) {
-                g->obj_id[j] = g->obj_id[i];
-                g->obj_kind[j] = g->obj_kind[i];
-                g->obj_heap[j] = g->obj_heap[i];
-                j++;
-            }
-        }
-        size_t w = 0;
-        for (size_t k = 0; k < n; k++) {
-            if (r->dropped[val[k]])
-                continue;
-            key[w] = key[k];
-            val[w] = remap[val[k]];
-            w++;
-        }
-        free(remap);
-        g->nobj = j;
-        n = j;
-    }
-    for (size_t k = 0; k < n; k++)
-        key[k] = (key[k] << tz) + mn;
-    g->id_sorted = key;
-    g->by_id = val;
+        if (g->obj_id[k] != g->obj_id[w - 1])
+            g->obj_id[w++] = g->obj_id[k];
+    g->duplicate_ids = n - w;
+    g->nobj = (uint32_t)w;
+    n = w;
+    uint64_t *ids = realloc(g->obj_id, n * sizeof *ids);
+    if (ids)
+        g->obj_id = ids;
     g->id_min = mn;
     uint32_t nb = 1;
-    while (nb < n / 4 && nb < (1u << 22))
+    while (nb < n / 2 && nb < (1u << 24))
         nb <<= 1;
     unsigned shift = 0;
     while (shift < 63 && ((mx - mn) >> shift) >= nb)
@@ -477,10 +429,10 @@ static int build_lookup(rd *r)
     if (!g->id_bucket)
         return fail(r, 0, 0, 0, "out of memory");
     size_t k = 0;
-    for (uint32_t b = 0; b <= nb; b++) {
-        while (k < n && ((key[k] - mn) >> shift) < b)
+    for (uint32_t bk = 0; bk <= nb; bk++) {
+        while (k < n && ((g->obj_id[k] - mn) >> shift) < bk)
             k++;
-        g->id_bucket[b] = (uint32_t)k;
+        g->id_bucket[bk] = (uint32_t)k;
     }
     g->id_bucket[nb] = (uint32_t)n;
     return 0;
@@ -642,8 +594,8 @@ static int resolve_classes(rd *r)
             c->super = MS_HCLASS_NONE;
         c->loader = c->loader_id ? ms_hgraph_find(g, c->loader_id) : MS_HIDX_NONE;
         c->obj = ms_hgraph_find(g, c->id);
-        if (c->obj != MS_HIDX_NONE && (g->obj_kind[c->obj] != MS_HOBJ_CLASS || class_by_id(r, c->id) != k))
-            c->obj = MS_HIDX_NONE; /* a duplicate class dump: its record was dropped */
+        if (class_by_id(r, c->id) != k)
+            c->obj = MS_HIDX_NONE; /* a repeated class dump: its record is dropped */
         for (uint32_t f = 0; f < c->field_count; f++)
             g->fields[c->field_first + f].name = intern_sid(r, r->field_sid[c->field_first + f]);
         for (uint32_t f = 0; f < c->static_count; f++)
@@ -746,79 +698,82 @@ static int heap_index(rd *r, uint32_t heap_id, uint64_t name_sid, int named)
 
 /* ==== pass 1 and pass 2 over the heap-dump records ================================= */
 
+/* A non-null reference of the current object: counted in pass 2, stored in pass 3
+ * (MS_HIDX_NONE when it names no object of the dump; those are squeezed out after). */
 static inline int edge(rd *r, uint64_t id, uint32_t label, uint64_t at, uint8_t tag, uint8_t sub)
 {
     ms_hgraph *g = r->g;
+    if (r->pass == 2) {
+        r->deg++;
+        return 0;
+    }
+    if (r->wpos >= g->edge_off[r->cur + 1])
+        return fail(r, at, tag, sub, "internal: more references than counted");
     ms_hidx t = ms_hgraph_find(g, id);
     if (t == MS_HIDX_NONE) {
         g->dangling_refs++;
         if (g->dangling_refs <= 8)
             problem(r, at, tag, sub, "reference to 0x%llx, which is not in the dump",
                     (unsigned long long)id);
-        return 0;
     }
-    if (g->nedge >= r->capedge) {
-        size_t cap = (size_t)r->capedge;
-        if (grow((void **)&g->edge_dst, &cap, (size_t)g->nedge + 1, sizeof *g->edge_dst))
-            return fail(r, at, tag, sub, "out of memory for %llu references", (unsigned long long)g->nedge);
-        uint32_t *l = realloc(g->edge_label, cap * sizeof *l);
-        if (!l)
-            return fail(r, at, tag, sub, "out of memory for %llu references", (unsigned long long)g->nedge);
-        g->edge_label = l;
-        r->capedge = cap;
-    }
-    g->edge_dst[g->nedge] = t;
-    g->edge_label[g->nedge] = label;
-    g->nedge++;
+    g->edge_dst[r->wpos] = t;
+    g->edge_label[r->wpos] = label;
+    r->wpos++;
     return 0;
 }
 
-/* Pass 1: registers an object record. */
-static int add_obj(rd *r, uint64_t id, uint8_t kind)
+/* Pass 1: registers an object record (its id only). */
+static int add_obj(rd *r, uint64_t id)
 {
     ms_hgraph *g = r->g;
-    if (g->nobj >= UINT32_MAX - 1)
+    if (r->nrec >= UINT32_MAX - 1)
         return fail(r, 0, 0, 0, "more than %u objects", UINT32_MAX - 1);
-    if (g->nobj >= r->capobj) {
-        size_t cap = r->capobj;
-        if (grow((void **)&g->obj_id, &cap, g->nobj + 1, sizeof *g->obj_id))
-            return fail(r, 0, 0, 0, "out of memory for %u objects", g->nobj);
-        uint8_t *k = realloc(g->obj_kind, cap), *h = realloc(g->obj_heap, cap);
-        if (k)
-            g->obj_kind = k;
-        if (h)
-            g->obj_heap = h;
-        if (!k || !h)
-            return fail(r, 0, 0, 0, "out of memory for %u objects", g->nobj);
-        r->capobj = cap;
-    }
-    if (r->cur_heap == 0xFF) {
-        int h = heap_index(r, 0, 0, 0);
-        if (h < 0)
-            return -1;
-        r->cur_heap = (uint8_t)h;
-    }
-    g->obj_id[g->nobj] = id;
-    g->obj_kind[g->nobj] = kind;
-    g->obj_heap[g->nobj] = r->cur_heap;
-    g->nobj++;
-    r->nrec++;
+    if (GROW(r, g->obj_id, r->capobj, r->nrec + 1))
+        return -1;
+    g->obj_id[r->nrec++] = id;
     return 0;
 }
 
-/* Pass 2: the object index of the next object record, or MS_HIDX_NONE if dropped. */
-static inline ms_hidx next_obj(rd *r, uint64_t at, uint8_t rtag, uint8_t sub, uint64_t id)
+/* Passes 2 and 3: starts object id of the given kind; returns its index, or
+ * MS_HIDX_NONE when the record repeats an id already seen (it is dropped). */
+static inline ms_hidx begin_obj(rd *r, uint64_t at, uint8_t rtag, uint8_t sub, uint64_t id, uint8_t kind)
 {
-    uint64_t o = r->ord++;
-    if (r->dropped && r->dropped[o]) {
-        if (++r->dups_reported <= 8)
-            problem(r, at, rtag, sub, "duplicate object id 0x%llx: this later record is dropped",
-                    (unsigned long long)id);
-        return MS_HIDX_NONE;
+    ms_hgraph *g = r->g;
+    /* dumps list objects mostly in address order: try the next index first */
+    ms_hidx i = r->cur + 1 < g->nobj && g->obj_id[r->cur + 1] == id ? r->cur + 1 : ms_hgraph_find(g, id);
+    if (i == MS_HIDX_NONE)
+        return MS_HIDX_NONE; /* cannot happen: pass 1 saw it */
+    if (r->pass == 2) {
+        if (g->obj_kind[i] != 0xFF) {
+            if (++r->dups_reported <= 8)
+                problem(r, at, rtag, sub, "duplicate object id 0x%llx: this later record is dropped",
+                        (unsigned long long)id);
+            return MS_HIDX_NONE;
+        }
+        if (r->cur_heap == 0xFF) {
+            int h = heap_index(r, 0, 0, 0);
+            r->cur_heap = h < 0 ? 0 : (uint8_t)h;
+        }
+        g->obj_kind[i] = kind;
+        g->obj_heap[i] = r->cur_heap;
+        r->deg = 0;
+    } else {
+        if (r->filled) {
+            if (r->filled[i >> 3] & (1u << (i & 7)))
+                return MS_HIDX_NONE;
+            r->filled[i >> 3] |= (uint8_t)(1u << (i & 7));
+        }
+        r->wpos = g->edge_off[i];
     }
-    ms_hidx i = r->cur++;
-    r->g->edge_off[i] = r->g->nedge;
+    r->cur = i;
     return i;
+}
+
+/* Passes 2 and 3: ends the current object. */
+static inline void end_obj(rd *r)
+{
+    if (r->pass == 2)
+        r->g->edge_off[r->cur + 1] = r->deg;
 }
 
 static int add_root(rd *r, uint64_t at, uint8_t rtag, uint8_t type, uint64_t id, uint32_t thread,
@@ -910,7 +865,7 @@ static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t e
     *pp = p;
 
     if (r->pass == 1) {
-        if (add_obj(r, id, MS_HOBJ_CLASS))
+        if (add_obj(r, id))
             return -1;
         if (g->nclass >= UINT32_MAX - 64)
             return fail(r, at, rtag, 0x20, "too many classes");
@@ -976,14 +931,19 @@ static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t e
         return 0;
     }
 
-    /* pass 2 */
+    /* passes 2 and 3 */
     uint32_t k = r->kcls++;
-    ms_hidx i = next_obj(r, at, rtag, 0x20, id);
-    if (i == MS_HIDX_NONE)
+    ms_hidx i = begin_obj(r, at, rtag, 0x20, id, MS_HOBJ_CLASS);
+    if (i == MS_HIDX_NONE) {
+        if (k < g->nclass)
+            g->classes[k].obj = MS_HIDX_NONE;
         return 0;
+    }
     ms_hclass *c = &g->classes[k];
-    g->obj_class[i] = g->class_index_java_lang_class;
-    g->obj_size[i] = ms_hsize_class(&g->model, g, k);
+    if (r->pass == 2) {
+        g->obj_class[i] = g->class_index_java_lang_class;
+        g->obj_size[i] = ms_hsize_class(&g->model, g, k);
+    }
     for (uint32_t s = 0; s < c->static_count; s++) {
         const ms_hstatic *st = &g->statics[c->static_first + s];
         if (st->type == MS_HT_OBJECT && st->value &&
@@ -998,6 +958,7 @@ static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t e
         return -1;
     if (pd && edge(r, pd, ms_hedge_label(MS_HEDGE_PROTECTION, 0), at, rtag, 0x20))
         return -1;
+    end_obj(r);
     return 0;
 }
 
@@ -1080,7 +1041,7 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
         case 0xFE: {
             if (left < ids + 4ull)
                 return fail(r, at, rtag, t, "truncated");
-            if (p1) {
+            if (r->pass <= 2) {
                 int h = heap_index(r, be32(b + p), rid(r, b + p + 4), 1);
                 if (h < 0)
                     return -1;
@@ -1105,32 +1066,46 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
             const uint8_t *data = b + p + 2 * ids + 8;
             p += 2ull * ids + 8 + n;
             if (p1) {
-                if (add_obj(r, id, MS_HOBJ_INSTANCE))
+                if (add_obj(r, id))
                     return -1;
                 break;
             }
-            ms_hidx i = next_obj(r, at, rtag, t, id);
+            ms_hidx i = begin_obj(r, at, rtag, t, id, MS_HOBJ_INSTANCE);
             if (i == MS_HIDX_NONE)
                 break;
-            uint32_t k = class_by_id(r, cid);
-            if (k == MS_HCLASS_NONE) {
-                problem(r, at, rtag, t, "instance 0x%llx of class 0x%llx, which is not in the dump",
-                        (unsigned long long)id, (unsigned long long)cid);
-                k = unknown_class(r);
-                if (k == MS_HCLASS_NONE)
-                    return -1;
+            uint32_t k;
+            if (r->pass == 2) {
+                if (cid == r->last_cid) {
+                    k = r->last_k;
+                } else {
+                    k = class_by_id(r, cid);
+                    r->last_cid = cid;
+                    r->last_k = k;
+                }
+                if (k == MS_HCLASS_NONE) {
+                    problem(r, at, rtag, t, "instance 0x%llx of class 0x%llx, which is not in the dump",
+                            (unsigned long long)id, (unsigned long long)cid);
+                    k = unknown_class(r);
+                    if (k == MS_HCLASS_NONE)
+                        return -1;
+                    g->obj_class[i] = k;
+                    g->obj_size[i] = 0;
+                    end_obj(r);
+                    break;
+                }
                 g->obj_class[i] = k;
-                g->obj_size[i] = 0;
-                break;
+                g->obj_size[i] = g->classes[k].inst_shallow;
+                if (class_slots(r, k))
+                    return -1;
+                if (r->cx[k].data_size != n)
+                    problem(r, at, rtag, t, "instance 0x%llx has %u bytes of fields, its class %s needs %u",
+                            (unsigned long long)id, n, g->strs + g->classes[k].name, r->cx[k].data_size);
+            } else {
+                k = g->obj_class[i];
+                if (!r->cx[k].slots_done)
+                    break; /* the unknown class: no fields */
             }
-            g->obj_class[i] = k;
-            g->obj_size[i] = g->classes[k].inst_shallow;
-            if (class_slots(r, k))
-                return -1;
             const clsx *x = &r->cx[k];
-            if (x->data_size != n)
-                problem(r, at, rtag, t, "instance 0x%llx has %u bytes of fields, its class %s needs %u",
-                        (unsigned long long)id, n, g->strs + g->classes[k].name, x->data_size);
             for (uint32_t s = 0; s < x->slot_count; s++) {
                 const slot *sl = &r->slots[x->slot_first + s];
                 if ((uint64_t)sl->off + ids > n)
@@ -1139,6 +1114,7 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                 if (v && edge(r, v, sl->label, at, rtag, t))
                     return -1;
             }
+            end_obj(r);
             break;
         }
         case 0x22: {
@@ -1159,23 +1135,34 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                     r->compressed = 1;
                 r->prev_arr_start = id;
                 r->prev_arr_end = id + 16 + (uint64_t)n * 8;
-                if (add_obj(r, id, MS_HOBJ_OBJ_ARRAY))
+                if (add_obj(r, id))
                     return -1;
                 break;
             }
-            ms_hidx i = next_obj(r, at, rtag, t, id);
+            ms_hidx i = begin_obj(r, at, rtag, t, id, MS_HOBJ_OBJ_ARRAY);
             if (i == MS_HIDX_NONE)
                 break;
-            uint32_t k = class_for_array(r, cid);
-            if (k == MS_HCLASS_NONE)
-                return -1;
-            g->obj_class[i] = k;
-            g->obj_size[i] = ms_hsize_obj_array(&g->model, n);
-            for (uint32_t e = 0; e < n; e++) {
-                uint64_t v = ids == 8 ? be64(data + (uint64_t)e * 8) : be32(data + (uint64_t)e * 4);
-                if (v && edge(r, v, ms_hedge_label(MS_HEDGE_ELEMENT, e), at, rtag, t))
+            if (r->pass == 2) {
+                uint32_t k = class_for_array(r, cid);
+                if (k == MS_HCLASS_NONE)
                     return -1;
+                g->obj_class[i] = k;
+                g->obj_size[i] = ms_hsize_obj_array(&g->model, n);
+                if (ids == 8) {
+                    for (uint32_t e = 0; e < n; e++)
+                        r->deg += be64(data + (uint64_t)e * 8) != 0;
+                } else {
+                    for (uint32_t e = 0; e < n; e++)
+                        r->deg += be32(data + (uint64_t)e * 4) != 0;
+                }
+            } else {
+                for (uint32_t e = 0; e < n; e++) {
+                    uint64_t v = ids == 8 ? be64(data + (uint64_t)e * 8) : be32(data + (uint64_t)e * 4);
+                    if (v && edge(r, v, ms_hedge_label(MS_HEDGE_ELEMENT, e), at, rtag, t))
+                        return -1;
+                }
             }
+            end_obj(r);
             break;
         }
         case 0x23: case 0xC3: {
@@ -1195,13 +1182,14 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                             (unsigned long long)(left - (ids + 9ull)));
             p += ids + 9ull + need;
             if (p1) {
-                if (add_obj(r, id, MS_HOBJ_PRIM_ARRAY))
+                if (add_obj(r, id))
                     return -1;
                 break;
             }
-            ms_hidx i = next_obj(r, at, rtag, t, id);
-            if (i == MS_HIDX_NONE)
+            ms_hidx i = begin_obj(r, at, rtag, t, id, MS_HOBJ_PRIM_ARRAY);
+            if (i == MS_HIDX_NONE || r->pass == 3)
                 break;
+            end_obj(r);
             if (r->prim_cls[et] == MS_HCLASS_NONE) {
                 r->prim_cls[et] = add_synthetic_class(r, ms_hprof_prim_array_name(et), 0);
                 if (r->prim_cls[et] == MS_HCLASS_NONE)
@@ -1322,9 +1310,16 @@ static void rd_free(rd *r)
     free(r->root_rec);
     free(r->slots);
     free(r->cbi);
-    free(r->dropped);
+    free(r->filled);
     free(r->ih_key);
     free(r->ih_val);
+}
+
+static const ms_hgraph *cls_sort_g;
+static int cmp_classobj(const void *a, const void *b)
+{
+    ms_hidx x = cls_sort_g->classes[*(const uint32_t *)a].obj, y = cls_sort_g->classes[*(const uint32_t *)b].obj;
+    return x < y ? -1 : x > y;
 }
 
 static int read_all(rd *r)
@@ -1349,13 +1344,89 @@ static int read_all(rd *r)
     ms_hsize_init(&g->model, r->o ? r->o->size_flavor : MS_HSIZE_AUTO, g->version, g->id_size,
                   compressed);
     compute_class_sizes(r);
+
+    /* pass 2: kinds, heaps, classes, sizes, reference counts */
+    size_t n = g->nobj;
+    g->obj_kind = malloc(n ? n : 1);
+    g->obj_heap = malloc(n ? n : 1);
+    g->obj_class = malloc((n ? n : 1) * sizeof *g->obj_class);
+    g->obj_size = malloc((n ? n : 1) * sizeof *g->obj_size);
+    g->edge_off = calloc(n + 1, sizeof *g->edge_off);
+    if (!g->obj_kind || !g->obj_heap || !g->obj_class || !g->obj_size || !g->edge_off)
+        return fail(r, 0, 0, 0, "out of memory for %zu objects", n);
+    memset(g->obj_kind, 0xFF, n);
+    r->pass = 2;
+    r->kcls = 0;
+    r->cur = UINT32_MAX - 1;
+    r->last_cid = 0;
+    r->last_k = class_by_id(r, 0);
+    if (walk(r))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (g->obj_kind[i] == 0xFF)
+            return fail(r, 0, 0, 0, "internal: object 0x%llx was not seen again", (unsigned long long)g->obj_id[i]);
+        g->edge_off[i + 1] += g->edge_off[i];
+    }
+
+    /* pass 3: the references, each object's in its own slice of the CSR arrays */
+    uint64_t ne = g->edge_off[n];
+    g->edge_dst = malloc((ne ? ne : 1) * sizeof *g->edge_dst);
+    g->edge_label = malloc((ne ? ne : 1) * sizeof *g->edge_label);
+    if (!g->edge_dst || !g->edge_label)
+        return fail(r, 0, 0, 0, "out of memory for %llu references", (unsigned long long)ne);
+    if (g->duplicate_ids) {
+        r->filled = calloc(n / 8 + 1, 1);
+        if (!r->filled)
+            return fail(r, 0, 0, 0, "out of memory");
+    }
+    r->pass = 3;
+    r->kcls = 0;
+    r->cur = UINT32_MAX - 1;
+    if (walk(r))
+        return -1;
+    g->nedge = ne;
+    if (g->dangling_refs) {
+        /* squeeze out the references to absent objects */
+        uint64_t w = 0, begin = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t end = g->edge_off[i + 1];
+            g->edge_off[i] = w;
+            for (uint64_t e = begin; e < end; e++)
+                if (g->edge_dst[e] != MS_HIDX_NONE) {
+                    g->edge_dst[w] = g->edge_dst[e];
+                    g->edge_label[w] = g->edge_label[e];
+                    w++;
+                }
+            begin = end;
+        }
+        g->edge_off[n] = w;
+        g->nedge = w;
+        if (w) {
+            ms_hidx *d = realloc(g->edge_dst, w * sizeof *d);
+            uint32_t *l = realloc(g->edge_label, w * sizeof *l);
+            if (d)
+                g->edge_dst = d;
+            if (l)
+                g->edge_label = l;
+        }
+    }
+    if (g->duplicate_ids > 8)
+        problem(r, 0, 0, 0, "%llu duplicate object ids in all (later records dropped)",
+                (unsigned long long)g->duplicate_ids);
+    if (g->dangling_refs > 8)
+        problem(r, 0, 0, 0, "%llu references to objects not in the dump in all (dropped)",
+                (unsigned long long)g->dangling_refs);
+
+    /* class objects by index, heap names, roots */
     g->classobj = malloc(((size_t)g->nclass + 1) * sizeof *g->classobj);
     if (!g->classobj)
         return fail(r, 0, 0, 0, "out of memory");
     for (uint32_t k = 0; k < g->nclass; k++)
-        if (g->classes[k].obj != MS_HIDX_NONE &&
-            (!g->nclassobj || g->classes[g->classobj[g->nclassobj - 1]].obj < g->classes[k].obj))
+        if (g->classes[k].obj != MS_HIDX_NONE && g->obj_kind[g->classes[k].obj] == MS_HOBJ_CLASS)
             g->classobj[g->nclassobj++] = k;
+    cls_sort_g = g;
+    if (g->nclassobj)
+        qsort(g->classobj, g->nclassobj, sizeof *g->classobj, cmp_classobj);
     for (uint32_t h = 0; h < g->nheap; h++) {
         if (r->heap_sid[h])
             g->heaps[h].name = intern_sid(r, r->heap_sid[h] - 1);
@@ -1380,48 +1451,11 @@ static int read_all(rd *r)
     }
     if (missing_roots > 4)
         problem(r, 0, 0, 0, "%llu GC roots name objects not in the dump", (unsigned long long)missing_roots);
-
-    size_t n = g->nobj;
-    g->obj_class = malloc((n ? n : 1) * sizeof *g->obj_class);
-    g->obj_size = malloc((n ? n : 1) * sizeof *g->obj_size);
-    g->edge_off = malloc((n + 1) * sizeof *g->edge_off);
-    if (!g->obj_class || !g->obj_size || !g->edge_off)
-        return fail(r, 0, 0, 0, "out of memory for %zu objects", n);
-    size_t cap = n + 1024;
-    g->edge_dst = malloc(cap * sizeof *g->edge_dst);
-    g->edge_label = malloc(cap * sizeof *g->edge_label);
-    if (!g->edge_dst || !g->edge_label)
-        return fail(r, 0, 0, 0, "out of memory");
-    r->capedge = cap;
-    r->pass = 2;
-    r->ord = 0;
-    r->cur = 0;
-    r->kcls = 0;
-    if (walk(r))
-        return -1;
-    if (r->cur != g->nobj)
-        return fail(r, 0, 0, 0, "internal: second pass saw %u objects, first %u", r->cur, g->nobj);
-    g->edge_off[n] = g->nedge;
-    if (g->duplicate_ids > 8)
-        problem(r, 0, 0, 0, "%llu duplicate object ids in all (later records dropped)",
-                (unsigned long long)g->duplicate_ids);
-    if (g->dangling_refs > 8)
-        problem(r, 0, 0, 0, "%llu references to objects not in the dump in all (dropped)",
-                (unsigned long long)g->dangling_refs);
-    /* give back the slack of the geometric growth */
-    if (g->nedge) {
-        ms_hidx *d = realloc(g->edge_dst, g->nedge * sizeof *d);
-        uint32_t *l = realloc(g->edge_label, g->nedge * sizeof *l);
-        if (d)
-            g->edge_dst = d;
-        if (l)
-            g->edge_label = l;
-    }
     if (r->can_drop && r->len > r->dropped_upto)
         madvise((void *)(r->base + r->dropped_upto), (r->len - r->dropped_upto) & ~(uint64_t)4095,
                 MADV_DONTNEED);
     if (r->o && r->o->progress)
-        r->o->progress(r->o->progress_arg, 2 * r->len, 2 * r->len);
+        r->o->progress(r->o->progress_arg, 3 * r->len, 3 * r->len);
     return 0;
 }
 
