@@ -39,8 +39,10 @@ static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms
         return -1;
     ms_json_key(j, "frames");
     ms_json_array_begin(j);
+    int pretty = j->pretty;
     for (size_t i = 0; i < n; i++) {
         ms_json_object_begin(j);
+        j->pretty = 0; /* one line per frame: reports of big snapshots stay readable */
         ms_json_key(j, "address");
         ms_json_hex(j, f[i].address);
         ms_json_kv_str(j, "module", f[i].module);
@@ -59,6 +61,7 @@ static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms
         ms_json_key(j, "inlined");
         ms_json_bool(j, f[i].inlined);
         ms_json_object_end(j);
+        j->pretty = pretty;
     }
     ms_json_array_end(j);
     free(f);
