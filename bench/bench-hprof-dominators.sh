@@ -9,7 +9,7 @@ set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$SRC/build}
 N=${2:-1000000}
-TOOL=$BUILD/tests/programs/hprof_an_tool
+TOOL=${MS_AN_TOOL:-$BUILD/tests/programs/hprof_an_tool}
 [ -x "$TOOL" ] || { echo "build first: $TOOL is missing" >&2; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/msbench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT INT TERM

@@ -201,12 +201,17 @@ static int cmd_time(const char *path)
     if (ms_hprof_path_to(g, last, &p, err, sizeof err) < 0)
         return 1;
     double t4 = now();
+    ms_hprof_leaks l;
+    if (ms_hprof_find_leaks(path, g, r, &l, err, sizeof err) < 0)
+        return 1;
+    double t5 = now();
     getrusage(RUSAGE_SELF, &ru);
     printf("objects=%u\nedges=%" PRIu64 "\nreachable=%u\nread_s=%.3f\ndominators_s=%.3f\n"
-           "class_retained_s=%.3f\npath_s=%.3f\npath_len=%zu\nmaxrss_after_read_kb=%ld\n"
-           "maxrss_kb=%ld\n",
-           g->nobj, g->nedge, r->reachable, t1 - t0, t2 - t1, t3 - t2, t4 - t3, p.len,
-           rss_read, ru.ru_maxrss);
+           "class_retained_s=%.3f\npath_s=%.3f\npath_len=%zu\nleaks_s=%.3f\nleak_groups=%zu\n"
+           "maxrss_after_read_kb=%ld\nmaxrss_kb=%ld\n",
+           g->nobj, g->nedge, r->reachable, t1 - t0, t2 - t1, t3 - t2, t4 - t3, p.len, t5 - t4,
+           l.ngroups, rss_read, ru.ru_maxrss);
+    ms_hprof_leaks_free(&l);
     ms_hprof_path_free(&p);
     free(cret);
     ms_hprof_domresult_free(r);
