@@ -1,0 +1,181 @@
+#!/bin/sh
+# Overhead budget of production mode: real allocation-heavy workloads (sqlite3 inserting
+# and indexing rows, python3 dict/list/str churn with PYTHONMALLOC=malloc, xz -T2
+# compressing with two threads) uninstrumented, under memsight full mode, sample=4096,
+# sample=524288, heaptrack, valgrind massif and LeakSanitizer preloaded; prints best-of-N
+# wall time and peak RSS, and their ratios to the uninstrumented run. Then the agent's
+# 2-thread vs 1-thread malloc/free throughput and its memory per tracked block.
+# Asserts nothing (the machine is noisy): compare with the targets in docs/production.md.
+# usage: bench/bench-overhead.sh [BUILD_DIR] [REPEATS]   (env: SKIP="massif lsan ...")
+set -eu
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-${BUILD:-$SRC/build}}
+case $BUILD in /*) ;; *) BUILD=$SRC/$BUILD ;; esac
+REPS=${2:-3}
+SKIP=${SKIP:-}
+AGENT=$BUILD/lib/libmemsight.so
+MEMSIGHT=$BUILD/bin/memsight
+SCALE=$BUILD/tests/programs/sm_scale
+MIX=$BUILD/tests/programs/sm_mix
+PY=/usr/bin/python3
+LSAN=$(ls /usr/lib/x86_64-linux-gnu/liblsan.so.0 2>/dev/null || true)
+for f in "$AGENT" "$MEMSIGHT" "$SCALE"; do
+    [ -e "$f" ] || { echo "build first: $f is missing" >&2; exit 1; }
+done
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/msoverhead.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT INT TERM
+
+# --- workloads ---------------------------------------------------------------------
+$PY - "$WORK/sqlite.sql" <<'PYEOF'
+import sys
+with open(sys.argv[1], 'w') as f:
+    f.write("PRAGMA journal_mode=OFF;\nPRAGMA synchronous=OFF;\nCREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL, k INTEGER);\nBEGIN;\n")
+    for i in range(120000):
+        f.write("INSERT INTO t(name, v, k) VALUES('name-%d-%s', %d.5, %d);\n" % (i, 'x' * (i % 37), i, (i * 7919) % 100003))
+    f.write("COMMIT;\nCREATE INDEX t_name ON t(name);\nCREATE INDEX t_k ON t(k, v);\n")
+    f.write("SELECT count(*), sum(length(name)) FROM t;\n")
+PYEOF
+cat > "$WORK/churn.py" <<'PYEOF'
+total = 0
+for rnd in range(4):
+    d = {}
+    for i in range(60000):
+        d['key-%d-%d' % (rnd, i)] = [i, str(i), (i, i + 1)]
+    lst = [s.upper() + '-' + s for s in map(str, range(60000))]
+    st = set(lst[::3])
+    total += len(d) + len(lst) + len(st)
+    del d, lst, st
+print(total)
+PYEOF
+# 8 MB of compressible but not trivial text for xz (1 MiB blocks: both threads work)
+$PY - "$WORK/xz.in" <<'PYEOF'
+import random, sys
+r = random.Random(7)
+words = ['%x' % r.getrandbits(24) for _ in range(5000)]
+with open(sys.argv[1], 'w') as f:
+    n = 0
+    while n < 8 << 20:
+        line = ' '.join(r.choice(words) for _ in range(12)) + '\n'
+        f.write(line)
+        n += len(line)
+PYEOF
+# LeakSanitizer alone: a preload whose constructor initialises LSan before any program
+# code calls an intercepted function (without it sqlite3 and git crash at start-up).
+if [ -n "$LSAN" ]; then
+    printf 'void __lsan_init(void);\n__attribute__((constructor)) static void i(void) { __lsan_init(); }\n' > "$WORK/lsaninit.c"
+    cc -shared -fPIC -o "$WORK/lsaninit.so" "$WORK/lsaninit.c" "$LSAN" 2>/dev/null || LSAN=""
+fi
+
+# run_one TOOL WORKLOAD: one run under /usr/bin/time; leaves "wall user sys maxrss_kib" in
+# $WORK/t.txt (the RSS is the largest of the run's processes, as wait4 reports it).
+run_one() {
+    tool=$1; wl=$2
+    in=/dev/null
+    case $wl in
+    sqlite) rm -f "$WORK/db"; in=$WORK/sqlite.sql; set -- sqlite3 "$WORK/db" ;;
+    python) set -- $PY "$WORK/churn.py" ;;
+    xz) set -- xz -T2 -3 --block-size=1MiB -c "$WORK/xz.in" ;;
+    esac
+    case $tool in
+    base) ;;
+    full) set -- "$MEMSIGHT" run -q -o "$WORK/snaps" -- "$@" ;;
+    s4096) set -- "$MEMSIGHT" run -q -o "$WORK/snaps" --sample 4096 -- "$@" ;;
+    s512k) set -- "$MEMSIGHT" run -q -o "$WORK/snaps" --sample 524288 -- "$@" ;;
+    heaptrack) set -- heaptrack -o "$WORK/ht/ht" "$@" ;;
+    massif) set -- valgrind -q --tool=massif --massif-out-file="$WORK/massif.out" "$@" ;;
+    lsan) set -- env LD_PRELOAD="$WORK/lsaninit.so" LSAN_OPTIONS=exitcode=0 "$@" ;;
+    esac
+    rm -rf "$WORK/snaps" "$WORK/ht"; mkdir -p "$WORK/snaps" "$WORK/ht"
+    PYTHONMALLOC=malloc /usr/bin/time -f "%e %U %S %M" -o "$WORK/t.txt" "$@" < "$in" \
+        > "$WORK/out.txt" 2> "$WORK/err.txt" || echo "  ($tool $wl: exit status $?)" >&2
+}
+
+# measure TOOL WORKLOAD: best-of-N wall seconds in $best, best CPU (user+sys) seconds
+# in $cpu, largest peak RSS in $rss (KiB).
+measure() {
+    reps=$REPS
+    [ "$1" = massif ] && reps=1
+    best=""; cpu=""; rss=0; i=0
+    while [ $i -lt "$reps" ]; do
+        run_one "$1" "$2"
+        set -- "$1" "$2" $(tail -n 1 "$WORK/t.txt")
+        c=$(echo "$4 + $5" | bc -l)
+        if [ -z "$best" ] || [ "$(echo "$3 < $best" | bc -l)" = 1 ]; then best=$3; fi
+        if [ -z "$cpu" ] || [ "$(echo "$c < $cpu" | bc -l)" = 1 ]; then cpu=$c; fi
+        [ "$6" -gt "$rss" ] && rss=$6
+        i=$((i + 1))
+    done
+}
+
+skip() { case " $SKIP " in *" $1 "*) return 0 ;; esac; return 1; }
+ratio() { echo "scale=2; $1 / $2" | bc -l | sed 's/^\./0./'; }
+
+TOOLS="full s4096 s512k heaptrack massif lsan"
+command -v heaptrack > /dev/null 2>&1 || SKIP="$SKIP heaptrack"
+command -v valgrind > /dev/null 2>&1 || SKIP="$SKIP massif"
+[ -n "$LSAN" ] || SKIP="$SKIP lsan"
+
+echo "wall time, CPU time (user+sys) and peak RSS against the uninstrumented run"
+echo "(best of $REPS, massif once; on a loaded machine trust cpu_x more than wall_x)"
+echo "tools: full = memsight full mode, s4096 / s512k = sample=4096 / sample=524288"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-7s %-9s %8s %8s %10s %7s %7s %7s\n' work tool wall_s cpu_s peak_rss_k wall_x cpu_x rss_x
+for wl in sqlite python xz; do
+    measure base $wl; b_t=$best; b_c=$cpu; b_r=$rss
+    printf '%-7s %-9s %8.2f %8.2f %10d %7s %7s %7s\n' $wl base "$b_t" "$b_c" "$b_r" 1.00 1.00 1.00
+    for tool in $TOOLS; do
+        skip $tool && continue
+        measure $tool $wl
+        printf '%-7s %-9s %8.2f %8.2f %10d %7s %7s %7s\n' $wl $tool "$best" "$cpu" "$rss" \
+            "$(ratio "$best" "$b_t")" "$(ratio "$cpu" "$b_c")" "$(ratio "$rss" "$b_r")"
+    done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --- scalability: 2 threads vs 1 thread of malloc/free pairs under the agent ---------
+echo
+echo "malloc/free throughput, 2 threads vs 1 (target under the agent: >= 1.6x)"
+printf '%-12s %12s %12s %8s\n' mode 1thr_Mops 2thr_Mops speedup
+PAIRS=3000000
+for mode in base full s4096; do
+    best1=""; best2=""
+    for n in 1 2; do
+        r=0
+        while [ $r -lt "$REPS" ]; do
+            case $mode in
+            base) out=$("$SCALE" $n $PAIRS) ;;
+            full) out=$(env LD_PRELOAD="$AGENT" MEMSIGHT_OPTIONS="out=$WORK/snaps,exit_snapshot=0" "$SCALE" $n $PAIRS) ;;
+            s4096) out=$(env LD_PRELOAD="$AGENT" MEMSIGHT_OPTIONS="out=$WORK/snaps,exit_snapshot=0,sample=4096" "$SCALE" $n $PAIRS) ;;
+            esac
+            s=$(echo "$out" | awk '{print $6}')
+            if [ $n = 1 ]; then
+                if [ -z "$best1" ] || [ "$(echo "$s < $best1" | bc -l)" = 1 ]; then best1=$s; fi
+            else
+                if [ -z "$best2" ] || [ "$(echo "$s < $best2" | bc -l)" = 1 ]; then best2=$s; fi
+            fi
+            r=$((r + 1))
+        done
+    done
+    # throughput: pairs per second over all threads
+    m1=$(echo "$PAIRS / $best1 / 1000000" | bc -l)
+    m2=$(echo "2 * $PAIRS / $best2 / 1000000" | bc -l)
+    printf '%-12s %12.2f %12.2f %8.2f\n' $mode "$m1" "$m2" "$(echo "$m2 / $m1" | bc -l)"
+done
+
+# --- agent memory per tracked live block (full mode, ~310k live blocks) -------------
+if [ -x "$MIX" ]; then
+    echo
+    rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"
+    env LD_PRELOAD="$AGENT" MEMSIGHT_OPTIONS="out=$WORK/snaps" "$MIX" > /dev/null
+    $PY - "$WORK/snaps" "$SRC/tests/integration" <<'PYEOF'
+import glob, os, sys
+sys.path.insert(0, sys.argv[2])
+import sampling_snapfile as sf
+s = sf.read(glob.glob(os.path.join(sys.argv[1], '*-exit.msnap'))[0])
+h = s['health']
+blocks, tbytes = h.get('live_table_blocks', 0), h.get('live_table_bytes', 0)
+print('agent memory: live table %d bytes for %d live blocks = %.1f bytes per block '
+      '(target <= 64), plus %d interned stacks' % (tbytes, blocks, tbytes / max(blocks, 1),
+                                                  h.get('stack_table_used', 0)))
+PYEOF
+fi
