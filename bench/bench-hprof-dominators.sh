@@ -11,7 +11,7 @@ BUILD=${1:-$SRC/build}
 N=${2:-1000000}
 TOOL=${MS_AN_TOOL:-$BUILD/tests/programs/hprof_an_tool}
 [ -x "$TOOL" ] || { echo "build first: $TOOL is missing" >&2; exit 1; }
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/msbench.XXXXXX")
+WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT INT TERM
 javac -d "$WORK" "$SRC/bench/GtBenchHeap.java"
 mkfifo "$WORK/in"
