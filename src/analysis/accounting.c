@@ -538,6 +538,28 @@ static uint64_t glibc_chunk(uint64_t n)
     return c < 32 ? 32 : c;
 }
 
+/* A mallinfo2 field the agent may record: a HLTH counter (bytes) or an ACCT value (kB)
+ * whose name ends in `suffix` ("uordblks", "mallinfo2_uordblks", "malloc.uordblks"). */
+static int snap_number(const ms_snapshot *s, const char *suffix, uint64_t *v)
+{
+    size_t sl = strlen(suffix);
+    for (size_t i = 0; i < s->nhealth; i++) {
+        size_t n = s->health[i].name ? strlen(s->health[i].name) : 0;
+        if (n >= sl && !strcmp(s->health[i].name + n - sl, suffix)) {
+            *v = s->health[i].value;
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < s->nacct; i++) {
+        size_t n = s->acct[i].name ? strlen(s->acct[i].name) : 0;
+        if (n >= sl && !strcmp(s->acct[i].name + n - sl, suffix)) {
+            *v = s->acct[i].value > UINT64_MAX / 1024 ? UINT64_MAX : s->acct[i].value * 1024;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, const char *exe,
                      const ms_thread_sp *threads, size_t nthreads, char *err, size_t errlen)
 {
@@ -681,7 +703,17 @@ int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, c
     ex->heap_untouched_kb = tracked_kb - t;
     ex->part_kb[MS_EX_HEAP_TRACKED] = t;
     uint64_t left = ex->heap_rss_kb - t;
-    if (s->has_blocks) {
+    uint64_t uord, hblk;
+    if (snap_number(s, "uordblks", &uord) && snap_number(s, "hblkhd", &hblk)) {
+        /* mallinfo2 from the process: bytes in use by the allocator, chunks included. */
+        uint64_t in_use = uord + hblk;
+        uint64_t ov = in_use > ex->heap_tracked_bytes ? (in_use - ex->heap_tracked_bytes) >> 10 : 0;
+        if (ov > left)
+            ov = left;
+        ex->part_kb[MS_EX_HEAP_OVERHEAD] = ov;
+        ex->part_kb[MS_EX_HEAP_FREE] = left - ov;
+        ex->heap_method = "mallinfo2: in-use bytes (uordblks + hblkhd) minus tracked bytes";
+    } else if (s->has_blocks) {
         uint64_t ov = (ex->heap_chunk_bytes - ex->heap_tracked_bytes) >> 10;
         if (ov > left)
             ov = left;

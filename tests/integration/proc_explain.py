@@ -24,7 +24,7 @@ def within(got, want, what):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    env = dict(os.environ, LD_PRELOAD=agent, MEMSIGHT_OPTIONS=f"out={tmp},exit_snapshot=0")
+    env = dict(os.environ, LD_PRELOAD=agent, MEMSIGHT_OPTIONS=f"out={tmp},exit_snapshot=0,leak_check=signal")
     p = subprocess.Popen([os.path.join(PROGRAMS, "pa_layout"), "--heap-mb", "16", "--arena-mb", "8",
                           "--mmap-mb", "24", "--threads", "3", "--stack-kb", "1024", "--shm-mb", "2"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
@@ -41,6 +41,17 @@ with tempfile.TemporaryDirectory() as tmp:
         d2 = json.loads(memsight("smaps", "--explain", p.pid, "--snapshot", d["snapshot"],
                                  "--format", "json").stdout)
         text = memsight("smaps", "--explain", p.pid, "--snapshot", d["snapshot"]).stdout
+        # watch's agent actions: one firing runs `memsight dump` and `memsight leaks`.
+        ev = os.path.join(tmp, "ev")
+        w = memsight("watch", p.pid, "-i", "100ms", "-c", 3, "-t", "threads>1,n=1", "--dump",
+                     "--leaks", "-e", ev, timeout=120)
+        check("1 trigger(s), 2 action(s) started, 0 failed" in w.stderr, w.stderr)
+        with open(os.path.join(ev, "trigger-1-dump.log")) as f:
+            snap = f.read().strip()
+        check(snap.endswith(".msnap") and os.path.exists(snap), f"dump action wrote {snap!r}")
+        with open(os.path.join(ev, "trigger-1-leaks.log")) as f:
+            leaks = f.read()
+        check("definitely lost" in leaks, f"leaks action: {leaks[:300]}")
     finally:
         p.stdin.close()
         p.wait(timeout=30)
