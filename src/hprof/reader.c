@@ -1503,7 +1503,15 @@ static int gunzip_to_tmp(int fd, char *err, size_t errlen)
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir)
         dir = "/tmp";
-    int out = open(dir, O_TMPFILE | O_RDWR | O_EXCL, 0600);
+    int out = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+    if (out < 0) {
+        /* file systems without O_TMPFILE: a private name, unlinked at once */
+        char tmpl[4096];
+        snprintf(tmpl, sizeof tmpl, "%s/memsight-hprof-XXXXXX", dir);
+        out = mkostemp(tmpl, O_CLOEXEC);
+        if (out >= 0)
+            unlink(tmpl);
+    }
     if (out < 0) {
         snprintf(err, errlen, "cannot create a temporary file in %s for decompression: %s", dir, strerror(errno));
         return -1;

@@ -66,6 +66,8 @@ try:
     before = class_histogram(pid)
     subprocess.run(["jcmd", str(pid), "GC.heap_dump", dump], check=True, stdout=subprocess.PIPE, timeout=300)
     after = class_histogram(pid)
+    gz = os.path.join(tmp, "truth.hprof.gz")
+    subprocess.run(["jcmd", str(pid), "GC.heap_dump", "-gz=1", gz], check=True, stdout=subprocess.PIPE, timeout=300)
     p = subprocess.run([MEMSIGHT, "hprof", "histogram", dump, "--format", "json", "--no-retained",
                         "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check(p.returncode == 0, "histogram failed: " + p.stderr)
@@ -79,6 +81,12 @@ try:
     check(s["version"] == "JAVA PROFILE 1.0.2" and s["id_size"] == 8, "header %s %d" % (s["version"], s["id_size"]))
     check("compressed oops" in s["size_model"], "compressed oops not detected: " + s["size_model"])
     check(s["problem_count"] == 0, "problems in a fresh dump: %d" % s["problem_count"])
+    # the multi-member gzip jcmd writes with -gz reads to the same classes and counts
+    pz = subprocess.run([MEMSIGHT, "hprof", "histogram", gz, "--format", "json", "--no-retained", "--no-progress"],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(pz.returncode == 0, "gzip histogram failed: " + pz.stderr)
+    zrows = {r["class"]: r["instances"] for r in json.loads(pz.stdout)} if pz.returncode == 0 else {}
+    check(zrows.get("HprofCoreTruth$Holder") == N, "gzip dump: Holder %s" % zrows.get("HprofCoreTruth$Holder"))
     holder = ours.get("HprofCoreTruth$Holder")
     check(holder == [N, N * 24], "Holder: %s, expected %s" % (holder, [N, N * 24]))
     check(ours.get("HprofCoreTruth$Holder[]") == [1, align8(16 + 4 * N)],
