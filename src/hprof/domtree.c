@@ -83,17 +83,42 @@ static int check_csr(const ms_csr *g, char *err, size_t errlen)
     return 0;
 }
 
+/* A stack that grows on demand: compressed paths are short in practice, so it stays
+ * small where an array of one entry per vertex would cost 4 bytes per object. */
+typedef struct gstack {
+    uint32_t *v;
+    size_t cap;
+} gstack;
+
+static int gstack_grow(gstack *st)
+{
+    size_t cap = st->cap ? st->cap * 2 : 4096;
+    uint32_t *v = realloc(st->v, cap * sizeof *v);
+    if (!v)
+        return -1;
+    st->v = v;
+    st->cap = cap;
+    return 0;
+}
+
 /* Path compression on the forest of linked vertices (numbers >= last_linked), as in
  * LLVM's SemiNCAInfo::eval, with an explicit stack. Returns the vertex of minimum semi
- * on the path from v to the root of its tree in the forest. */
+ * on the path from v to the root of its tree in the forest, MS_DOM_NONE when the stack
+ * cannot grow. */
 static inline uint32_t eval(uint32_t v, uint32_t last_linked, uint32_t *anc, uint32_t *label,
-                            const uint32_t *semi, uint32_t *stack)
+                            const uint32_t *semi, gstack *st)
 {
     if (anc[v] < last_linked)
         return label[v];
     size_t sp = 0;
     uint32_t x = v;
+    uint32_t *stack = st->v;
     do {
+        if (sp == st->cap) {
+            if (gstack_grow(st) < 0)
+                return MS_DOM_NONE;
+            stack = st->v;
+        }
         stack[sp++] = x;
         x = anc[x];
     } while (anc[x] >= last_linked);
@@ -176,6 +201,8 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     }
     free(cur);
     cur = NULL;
+    free(stk);
+    stk = NULL;
     if (nedges >= UINT32_MAX) {
         set_err(err, errlen, "dominators: too many edges (%llu)", (unsigned long long)nedges);
         goto fail;
@@ -230,15 +257,21 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
         label[k] = k;
         semi[k] = k;
     }
+    gstack st = {NULL, 0};
     for (uint32_t k = N - 1; k >= 1; k--) {
         uint32_t s = parent[k];
         for (uint32_t i = poff[k]; i < poff[k + 1]; i++) {
-            uint32_t u = eval(padj[i], k + 1, anc, label, semi, stk);
+            uint32_t u = eval(padj[i], k + 1, anc, label, semi, &st);
+            if (u == MS_DOM_NONE) {
+                free(st.v);
+                goto oom;
+            }
             if (semi[u] < s)
                 s = semi[u];
         }
         semi[k] = s;
     }
+    free(st.v);
     free(anc);
     anc = NULL;
     free(label);
@@ -260,8 +293,6 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     semi = NULL;
 
     /* 5. Back to vertex ids. */
-    free(stk);
-    stk = NULL;
     num = malloc((size_t)n * sizeof *num);
     if (!num)
         goto oom;

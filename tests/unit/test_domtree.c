@@ -357,6 +357,22 @@ static void test_deep_chain_and_ladder(void **state)
             fail_msg("ladder: idom[%u] = %u", v, dt.idom[v]);
     ms_domtree_free(&dt);
     g_free(&g);
+
+    /* A chain whose tail points back into it: evaluating those back edges walks (and
+     * compresses) ancestor paths hundreds of thousands long. Dominators stay the chain. */
+    const uint32_t m = 300000;
+    g_init(&g, m);
+    for (uint32_t v = 0; v + 1 < m; v++)
+        g_edge(&g, v, v + 1);
+    for (uint32_t v = 1; v < m; v += 997)
+        g_edge(&g, m - 1, v);
+    c = g_csr(&g);
+    assert_int_equal(ms_domtree_compute(&c, 0, &dt, err, sizeof err), 0);
+    for (uint32_t v = 1; v < m; v++)
+        if (dt.idom[v] != v - 1)
+            fail_msg("chain with back edges: idom[%u] = %u", v, dt.idom[v]);
+    ms_domtree_free(&dt);
+    g_free(&g);
 }
 
 static void test_bad_input(void **state)
