@@ -59,7 +59,37 @@ size_t ms_hprof_class_name_normalize(const char *in, size_t len, char *out, size
         put(out, outlen, &pos, in, len);
     }
     out[pos] = '\0';
+    ms_hprof_utf8_sanitize(out, pos);
     return pos;
+}
+
+void ms_hprof_utf8_sanitize(char *str, size_t len)
+{
+    unsigned char *s = (unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = s[i];
+        size_t n = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+                 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+        int ok = n != 0 && i + n <= len;
+        for (size_t k = 1; ok && k < n; k++)
+            ok = (s[i + k] & 0xC0) == 0x80;
+        if (ok && n == 3) {
+            /* no overlong forms, no UTF-16 surrogates */
+            if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0))
+                ok = 0;
+        } else if (ok && n == 4) {
+            if ((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90))
+                ok = 0;
+        }
+        if (ok && n == 1 && (c < 0x20 || c == 0x7F))
+            ok = 0;
+        if (!ok) {
+            s[i++] = '?';
+            continue;
+        }
+        i += n;
+    }
 }
 
 const char *ms_hprof_prim_array_name(int type)

@@ -11,6 +11,11 @@
  * '/' turned into '.', control bytes replaced by '?'. */
 size_t ms_hprof_class_name_normalize(const char *in, size_t len, char *out, size_t outlen);
 
+/* Replaces, in place, every byte of s[0..len) that is not part of a valid UTF-8
+ * sequence (and every control byte) with '?', so names are safe in JSON and on a
+ * terminal. Java's modified UTF-8 (overlong NUL, surrogate pairs) becomes '?'s too. */
+void ms_hprof_utf8_sanitize(char *s, size_t len);
+
 /* Source-form name of a primitive array type ("byte[]") for an HPROF basic type, or
  * NULL if the type is not a primitive. */
 const char *ms_hprof_prim_array_name(int type);

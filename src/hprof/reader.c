@@ -307,10 +307,8 @@ static uint32_t intern_sid(rd *r, uint64_t sid)
     size_t n = 0;
     if (s) {
         n = s->len < sizeof buf ? s->len : sizeof buf - 1;
-        for (size_t i = 0; i < n; i++) {
-            unsigned char c = r->base[s->off + i];
-            buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-        }
+        memcpy(buf, r->base + s->off, n);
+        ms_hprof_utf8_sanitize(buf, n);
     } else {
         n = (size_t)snprintf(buf, sizeof buf, "<string 0x%llx>", (unsigned long long)sid);
     }

@@ -57,6 +57,21 @@ static void test_odd_input(void **state)
     assert_int_equal(ms_hprof_class_name_normalize("x", 1, small, 0), 0);
 }
 
+static void test_utf8(void **state)
+{
+    (void)state;
+    check("caf\xc3\xa9", "caf\xc3\xa9");                 /* valid 2-byte sequence kept */
+    check("\xe4\xb8\xad\xe6\x96\x87", "\xe4\xb8\xad\xe6\x96\x87"); /* valid 3-byte */
+    check("a\xff" "b", "a?b");                            /* never valid */
+    check("a\xc3", "a?");                                 /* cut sequence */
+    check("\xc0\x80", "??");                              /* modified UTF-8 NUL */
+    check("\xed\xa0\x80", "???");                         /* a lone surrogate */
+    check("\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80");       /* 4-byte */
+    char cut[5];
+    ms_hprof_class_name_normalize("\xe4\xb8\xad\xe4\xb8\xad", 6, cut, sizeof cut);
+    assert_string_equal(cut, "\xe4\xb8\xad?");               /* truncation never splits */
+}
+
 static void test_prim_names(void **state)
 {
     (void)state;
@@ -73,6 +88,7 @@ int main(void)
         cmocka_unit_test(test_internal_forms),
         cmocka_unit_test(test_source_forms_unchanged),
         cmocka_unit_test(test_odd_input),
+        cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_prim_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
