@@ -86,6 +86,7 @@ typedef struct builder {
     ms_snapshot *s;
     size_t capmeta, capmods, capstacks;
     ms_agg *keys; /* backtrace key -> stack index (same order) */
+    ms_agg *named; /* "sym.<pc>" keys already added: the first name of a pc wins */
     const char *name;
     char *err;
     size_t errlen;
@@ -131,12 +132,21 @@ static char *dup_clean(const char *p, size_t n)
     return s;
 }
 
+static int add_meta_new(builder *b, const char *k, const char *v, size_t vlen);
+
 static int add_meta(builder *b, const char *k, const char *v, size_t vlen)
 {
     ms_snapshot *s = b->s;
     for (size_t i = 0; i < s->nmeta; i++)
         if (!strcmp(s->meta[i].key, k))
             return 0; /* first wins */
+    return add_meta_new(b, k, v, vlen);
+}
+
+/* Adds a key known to be new (no scan of what is there). */
+static int add_meta_new(builder *b, const char *k, const char *v, size_t vlen)
+{
+    ms_snapshot *s = b->s;
     if (grow((void **)&s->meta, &b->capmeta, s->nmeta, sizeof *s->meta) != 0)
         return fail(b, "out of memory");
     char *key = strdup(k), *val = dup_clean(v, vlen);
@@ -281,7 +291,10 @@ static int parse_bt_info(builder *b, cur *c, const ms_stack *st)
         if (i < st->depth && fe > fn) {
             char k[40];
             snprintf(k, sizeof k, MS_AGG_SYM_PREFIX "%" PRIx64, st->pcs[i]);
-            if (add_meta(b, k, fn, (size_t)(fe - fn)) != 0)
+            size_t before = b->named->nnames;
+            if (ms_agg_intern(b->named, k) < 0)
+                return fail(b, "out of memory");
+            if (b->named->nnames != before && add_meta_new(b, k, fn, (size_t)(fe - fn)) != 0)
                 return -1;
         }
         (void)rel;
@@ -383,7 +396,8 @@ ms_snapshot *ms_android_dump_parse(const char *data, size_t len, const char *nam
     }
     b.s = calloc(1, sizeof *b.s);
     b.keys = ms_agg_new();
-    if (!b.s || !b.keys || !(b.s->path = strdup(b.name))) {
+    b.named = ms_agg_new();
+    if (!b.s || !b.keys || !b.named || !(b.s->path = strdup(b.name))) {
         fail(&b, "out of memory");
         goto bad;
     }
@@ -534,10 +548,16 @@ ms_snapshot *ms_android_dump_parse(const char *data, size_t len, const char *nam
             break;
         }
     }
+    if (ms_agg_index_names(b.s) != 0) {
+        fail(&b, "out of memory");
+        goto bad;
+    }
     ms_agg_free(b.keys);
+    ms_agg_free(b.named);
     return b.s;
 bad:
     ms_agg_free(b.keys);
+    ms_agg_free(b.named);
     free_partial(b.s);
     return NULL;
 }

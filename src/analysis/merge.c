@@ -276,7 +276,7 @@ ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, 
             goto oom;
     }
     out->path = strdup("merged");
-    if (!out->path)
+    if (!out->path || ms_agg_index_names(out) != 0)
         goto oom;
     for (size_t i = 0; i < n; i++)
         free(modmap[i]);

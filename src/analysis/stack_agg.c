@@ -36,8 +36,91 @@ int ms_agg_is_return_address(const ms_stack *st, uint32_t i)
     return !(i == 0 && (st->flags & MS_STACKF_FIRST_IS_PC));
 }
 
+#define SYM_INDEX_KEY MS_AGG_SYM_PREFIX "index"
+
+/* pc of a "sym.<hex>" key, or -1 when the key is not of that form */
+static int sym_key_pc(const char *key, uint64_t *pc)
+{
+    size_t pl = strlen(MS_AGG_SYM_PREFIX);
+    if (strncmp(key, MS_AGG_SYM_PREFIX, pl) != 0 || !key[pl])
+        return -1;
+    uint64_t v = 0;
+    const char *p = key + pl;
+    for (int n = 0; *p; p++, n++) {
+        int d = (*p >= '0' && *p <= '9') ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10 : -1;
+        if (d < 0 || n >= 16)
+            return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    *pc = v;
+    return 0;
+}
+
+static int cmp_sym_kv(const void *a, const void *b)
+{
+    uint64_t x = 0, y = 0;
+    sym_key_pc(((const ms_kv *)a)->key, &x);
+    sym_key_pc(((const ms_kv *)b)->key, &y);
+    return x < y ? -1 : x > y;
+}
+
+int ms_agg_index_names(ms_snapshot *s)
+{
+    size_t k = 0;
+    uint64_t pc;
+    for (size_t i = 0; i < s->nmeta; i++)
+        if (strcmp(s->meta[i].key, SYM_INDEX_KEY) && sym_key_pc(s->meta[i].key, &pc) == 0)
+            k++;
+    ms_kv *nm = malloc((s->nmeta + 1) * sizeof *nm);
+    char *ik = strdup(SYM_INDEX_KEY), *iv = NULL;
+    if (!nm || !ik || asprintf(&iv, "%zu", k) < 0) {
+        free(nm);
+        free(ik);
+        return -1;
+    }
+    size_t a = 1, b = 1 + k;
+    nm[0] = (ms_kv){ik, iv};
+    for (size_t i = 0; i < s->nmeta; i++) {
+        if (!strcmp(s->meta[i].key, SYM_INDEX_KEY)) { /* an older index: dropped */
+            free(s->meta[i].key);
+            free(s->meta[i].value);
+            continue;
+        }
+        if (sym_key_pc(s->meta[i].key, &pc) == 0)
+            nm[a++] = s->meta[i];
+        else
+            nm[b++] = s->meta[i];
+    }
+    qsort(nm + 1, k, sizeof *nm, cmp_sym_kv);
+    free(s->meta);
+    s->meta = nm;
+    s->nmeta = b;
+    return 0;
+}
+
 static const char *imported_name(const ms_snapshot *s, uint64_t pc)
 {
+    /* indexed: meta[0] = sym.index, then that many entries sorted by pc */
+    if (s->nmeta && s->meta[0].key && !strcmp(s->meta[0].key, SYM_INDEX_KEY)) {
+        uint64_t k = strtoull(s->meta[0].value ? s->meta[0].value : "0", NULL, 10);
+        if (k <= s->nmeta - 1) {
+            size_t lo = 1, hi = 1 + (size_t)k;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                uint64_t v;
+                if (sym_key_pc(s->meta[mid].key, &v) != 0)
+                    break; /* not what the index promised: scan instead */
+                if (v == pc)
+                    return s->meta[mid].value;
+                if (v < pc)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo >= hi)
+                return NULL;
+        }
+    }
     char key[40];
     snprintf(key, sizeof key, MS_AGG_SYM_PREFIX "%" PRIx64, pc);
     return ms_agg_meta(s, key);
@@ -62,7 +145,8 @@ int ms_agg_resolve(const ms_snapshot *s, ms_symbolizer *sym, uint64_t pc, int is
             out[0].function = name;
     }
     if (!out[n - 1].module) {
-        const ms_module *m = ms_agg_module_for_pc(s, pc);
+        /* a return address may be the end of its function: look up the call */
+        const ms_module *m = ms_agg_module_for_pc(s, is_return_address && pc ? pc - 1 : pc);
         if (m) {
             for (int i = 0; i < n; i++) {
                 out[i].module = m->path;

@@ -32,6 +32,10 @@ int ms_agg_is_return_address(const ms_stack *st, uint32_t i);
 /* The meta key prefix under which an importer stores a function name for a pc
  * ("sym.<hex pc>" -> "function"), used when no symbol file is available. */
 #define MS_AGG_SYM_PREFIX "sym."
+/* Importers call this once their names are in: it moves the "sym." entries to the front
+ * of the meta list, sorted by pc, behind a "sym.index" = count entry, so each lookup is
+ * a binary search instead of a scan. Returns 0 or -1 (out of memory; meta unchanged). */
+int ms_agg_index_names(ms_snapshot *s);
 
 typedef struct ms_agg_stack {
     uint32_t nframes;
