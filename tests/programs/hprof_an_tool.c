@@ -191,6 +191,8 @@ static int cmd_time(const char *path)
     long rss_read = ru.ru_maxrss;
     ms_hprof_domresult *r = doms(g);
     double t2 = now();
+    getrusage(RUSAGE_SELF, &ru);
+    long rss_dom = ru.ru_maxrss;
     uint64_t *cret = malloc(((size_t)g->nclass + 1) * sizeof *cret);
     char err[256];
     if (!cret || ms_hprof_class_retained(g, r, cret, NULL, err, sizeof err) < 0)
@@ -208,9 +210,9 @@ static int cmd_time(const char *path)
     getrusage(RUSAGE_SELF, &ru);
     printf("objects=%u\nedges=%" PRIu64 "\nreachable=%u\nread_s=%.3f\ndominators_s=%.3f\n"
            "class_retained_s=%.3f\npath_s=%.3f\npath_len=%zu\nleaks_s=%.3f\nleak_groups=%zu\n"
-           "maxrss_after_read_kb=%ld\nmaxrss_kb=%ld\n",
+           "maxrss_after_read_kb=%ld\nmaxrss_after_dominators_kb=%ld\nmaxrss_kb=%ld\n",
            g->nobj, g->nedge, r->reachable, t1 - t0, t2 - t1, t3 - t2, t4 - t3, p.len, t5 - t4,
-           l.ngroups, rss_read, ru.ru_maxrss);
+           l.ngroups, rss_read, rss_dom, ru.ru_maxrss);
     ms_hprof_leaks_free(&l);
     ms_hprof_path_free(&p);
     free(cret);
