@@ -12,7 +12,7 @@ target_compile_options(export_unit_formats PRIVATE -O2 -g)
 ms_test_program(ex_trend SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/ex_trend.c
   FLAGS -O1 -g -fno-omit-frame-pointer -fno-inline LIBS dl)
 # Runs of the real command. export_common.py holds their shared helpers (not a test).
-foreach(t pprof android trend browser)
+foreach(t pprof android trend diff_merge browser)
   ms_integration_test(export_${t} ${CMAKE_CURRENT_LIST_DIR}/integration/export_${t}.py)
   set_tests_properties(export_${t} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
