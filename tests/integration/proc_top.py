@@ -47,6 +47,38 @@ try:
     check("TOTAL" in t and str(prog.pid) in t, "text output")
 finally:
     prog.close()
+# Processes that exit while top reads them, and processes it may not read: counted,
+# never fatal.
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+
+stop = threading.Event()
+
+
+def churn():
+    while not stop.is_set():
+        subprocess.run(["true"])
+
+
+th = threading.Thread(target=churn)
+th.start()
+try:
+    for _ in range(5):
+        d = json.loads(memsight("top", "--format", "json").stdout)
+        check(d["read"] >= 1, "top read nothing while processes churned")
+finally:
+    stop.set()
+    th.join()
+setpriv = shutil.which("setpriv")
+if os.geteuid() == 0 and setpriv:
+    r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                        os.environ["MEMSIGHT"], "top", "--format", "json"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"top as an unprivileged user exited {r.returncode}: {r.stderr}")
+    d = json.loads(r.stdout)
+    check(d["denied"] > 0, "an unprivileged top was denied nothing")
+
 r = memsight("top", "--sort", "vss", check_rc=False)
 check(r.returncode == 2, "bad sort key accepted")
 print("ok")
