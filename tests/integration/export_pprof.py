@@ -57,4 +57,17 @@ check("ex_trend.c" in pprof("-list=leak_steady", pb) or "ex_trend.c" in raw,
       "no source file in the profile")
 check("thread_id:" in raw, "no thread labels:\n" + raw[:2000])
 check("Build ID:" in pprof("-top", pb), "no build-id in the main mapping")
+
+# sampled mode: counters are the agent's estimates; pprof says how they were sampled
+ds = tmpdir("pprof-sampled")
+memsight("run", "-q", "-o", ds, "-O", "sample=4096", "--", os.path.join(PROGRAMS, "ex_trend"), "8")
+ss = [s for s in snapshots(ds) if s.endswith("-exit.msnap")][0]
+rs = report_json(ss)
+check(rs["sampled"], "snapshot taken with sample=4096 is not marked sampled")
+pbs = os.path.join(ds, "s.pb.gz")
+memsight("report", "-f", "pprof", "-o", pbs, ss)
+raw = pprof("-raw", pbs)
+check("PeriodType: space bytes" in raw and "Period: 4096" in raw, "sampled period:\n" + raw[:600])
+_, total = pprof_top(pbs, "inuse_space")
+check(total == rs["totals"]["live_bytes"], "sampled total %r != %r" % (total, rs["totals"]))
 print("ok: pprof totals and top functions match the report")
