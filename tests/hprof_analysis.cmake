@@ -20,8 +20,10 @@ if(Python3_FOUND)
   if(MS_JCMD AND MS_JAVAC)
     ms_integration_test(hprof_an_java_truth ${Python3_EXECUTABLE}
       ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_java_truth.py)
+    ms_integration_test(hprof_an_java_leaks ${Python3_EXECUTABLE}
+      ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_java_leaks.py)
   endif()
-  foreach(t hprof_an_reference hprof_an_synthetic hprof_an_leaks hprof_an_java_truth)
+  foreach(t hprof_an_reference hprof_an_synthetic hprof_an_leaks hprof_an_java_truth hprof_an_java_leaks)
     if(TEST ${t})
       set_tests_properties(${t} PROPERTIES DEPENDS hprof_an_domtree)
     endif()

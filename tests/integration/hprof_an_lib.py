@@ -124,12 +124,12 @@ class JavaProgram:
     """Compiles and runs a Java ground-truth program from tests/programs/java on the boot
     class path (its classes are then sticky-class roots), and dumps its heap with jcmd."""
 
-    def __init__(self, main, workdir):
+    def __init__(self, main, workdir, extra_sources=()):
         self.workdir = workdir
         classes = os.path.join(workdir, "classes")
         os.makedirs(classes, exist_ok=True)
         src = os.path.join(SRC, "tests", "programs", "java", main + ".java")
-        run(["javac", "-d", classes, src])
+        run(["javac", "-d", classes, src] + list(extra_sources))
         self.proc = subprocess.Popen(
             ["java", "-Xbootclasspath/a:" + classes, "-Xmx64m", "-Xms64m", "-XX:+UseSerialGC",
              "-XX:TieredStopAtLevel=1", main],
