@@ -334,8 +334,13 @@ int ms_flame_write(const ms_agg *a, const ms_agg *base, const ms_flame_opts *o, 
                 maxdelta = d;
         }
 
-    int H = TOP + (int)(t.maxdepth + 1) * FRAME_H + BOTTOM;
     double span = W - 2 * PAD;
+    const double min_frac = 0.1 / span; /* frames narrower than 0.1px are left out */
+    uint32_t depth = 0; /* of the frames drawn */
+    for (size_t i = 0; i < t.nn; i++)
+        if (t.n[i].w >= min_frac && t.n[i].depth > depth)
+            depth = t.n[i].depth;
+    int H = TOP + (int)(depth + 1) * FRAME_H + BOTTOM;
     char id[32];
     snprintf(id, sizeof id, "msfg%d", ++g_flame_seq);
     char wbuf[16], hbuf[32] = "";
@@ -392,7 +397,6 @@ int ms_flame_write(const ms_agg *a, const ms_agg *base, const ms_flame_opts *o, 
     fprintf(out, "<text class=\"fg-details\" x=\"%d\" y=\"%d\"> </text>\n", PAD, H - 10);
 
     fputs("<g class=\"fg-frames\">\n", out);
-    const double min_frac = 0.1 / span; /* frames narrower than 0.1px are left out */
     for (size_t i = 0; i < t.nn; i++) {
         const fnode *f = &t.n[i];
         if (f->w < min_frac && !(i == 0))

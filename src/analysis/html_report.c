@@ -114,7 +114,7 @@ static int health_is_bad(const char *name)
     return 0;
 }
 
-static void section_overview(FILE *out, const ms_snapshot *s, const ms_agg *a)
+static void section_overview(FILE *out, const ms_snapshot *s, const ms_agg *a, ms_symbolizer *sym)
 {
     fputs("<section id=\"totals\"><h2>Totals</h2><div class=\"cards\">\n", out);
     card_bytes(out, "live bytes", a->total.live_bytes);
@@ -196,6 +196,17 @@ static void section_overview(FILE *out, const ms_snapshot *s, const ms_agg *a)
     if (s->unknown_chunks)
         fprintf(out, "<p class=\"muted\">%zu chunk(s) from a newer format were skipped.</p>\n",
                 s->unknown_chunks);
+    const char *const *warn = NULL;
+    size_t nw = sym ? ms_symbolizer_warnings(sym, &warn) : 0;
+    if (nw) {
+        fputs("<p class=\"warn\">Some frames are not symbolized:</p><ul class=\"muted\">\n", out);
+        for (size_t i = 0; i < nw && i < 20; i++) {
+            fputs("<li>", out);
+            esc(out, warn[i]);
+            fputs("</li>\n", out);
+        }
+        fputs("</ul>\n", out);
+    }
     fputs("</section>\n", out);
 }
 
@@ -441,7 +452,7 @@ int ms_export_html(ms_snapshot *const *series, size_t n, ms_symbolizer *sym,
         fprintf(out, " (last of %zu snapshots)", n);
     fputs("</div></header>\n<main>\n", out);
 
-    section_overview(out, s, a);
+    section_overview(out, s, a, sym);
     section_leaks(out, s, sym);
     if (t)
         section_trend(out, t, top);
