@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hprof_an_lib import Graph, Hprof, check, cleanup, run, workdir  # noqa
+from hprof_an_lib import TOOL, Graph, Hprof, check, cleanup, run, workdir  # noqa
 
 MEMSIGHT = os.environ.get("MEMSIGHT", "memsight")
 def build(path):
@@ -110,6 +110,15 @@ def main():
     check(odd in (['app.Q"uote\\\ufffd\u00e9'], ['app.Q"uote\\?\u00e9']), "odd class name in JSON: %r" % odd)
     steps = hprof_json("path", path, "0x2080")
     check(steps[-1].get("field") in ("bad\ufffdname", "bad?name"), "odd field name: %r" % steps[-1])
+
+    # the JSON string writer on every kind of byte sequence: valid UTF-8 passes, control
+    # characters are escaped, anything else becomes U+FFFD; the result always parses
+    for raw, want in ((b"a\"b\\c\n\x01\x7f", 'a"b\\c\n\x01\x7f'), (b"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\u00e9\u20ac\U0001f600"),
+                      (b"\xff\xc3", "\ufffd\ufffd"), (b"\xed\xa0\x80", "\ufffd" * 3), (b"\xc0\xaf", "\ufffd\ufffd"),
+                      (b"\xf4\x90\x80\x80", "\ufffd" * 4)):
+        p = subprocess.run([TOOL, "jsonstr", raw], stdout=subprocess.PIPE, check=True)
+        got = json.loads(p.stdout.decode("utf-8"))
+        check(got == want, "JSON string of %r: %r, want %r" % (raw, got, want))
 
     # error answers
     for args, msg in ((["0xfeed"], "no object with id"), (["zz"], "not an object id"),

@@ -231,12 +231,17 @@ int main(int argc, char **argv)
         return cmd_path(argc - 2, argv + 2);
     if (argc >= 4 && !strcmp(argv[1], "diff"))
         return cmd_diff(argc - 2, argv + 2);
+    if (argc >= 3 && !strcmp(argv[1], "jsonstr")) { /* the JSON string writer alone */
+        ms_hpan_json_str(stdout, argv[2]);
+        putchar('\n');
+        return 0;
+    }
     if (argc >= 3 && !strcmp(argv[1], "leaks"))
         return cmd_leaks(argc - 2, argv + 2);
     if (argc >= 3 && !strcmp(argv[1], "time"))
         return cmd_time(argv[2]);
     fprintf(stderr, "usage: hprof_an_tool graph FILE | dominators FILE [TOP [class|objects "
                     "[FORMAT]]] | path FILE ID|--class NAME [FORMAT] | diff A B [FORMAT] | "
-                    "leaks FILE [FORMAT] | time FILE\n");
+                    "leaks FILE [FORMAT] | time FILE | jsonstr TEXT\n");
     return 2;
 }
