@@ -229,8 +229,89 @@ int ms_acct_build(ms_acct *a, const ms_smaps *sm, const ms_acct_hints *h, char *
     return 0;
 }
 
+struct merge_ctx {
+    const ms_smaps *sm;
+    const ms_acct *a;
+};
+
+static int cmp_name_cat(const void *pa, const void *pb, void *arg)
+{
+    const struct merge_ctx *m = arg;
+    size_t x = *(const size_t *)pa, y = *(const size_t *)pb;
+    int c = strcmp(m->sm->v[x].name, m->sm->v[y].name);
+    if (c)
+        return c;
+    if (m->a->vma_cat[x] != m->a->vma_cat[y])
+        return m->a->vma_cat[x] - m->a->vma_cat[y];
+    return x < y ? -1 : x > y;
+}
+
+int ms_acct_merge_by_name(const ms_smaps *sm, const ms_acct *a, ms_smaps *out_sm, ms_acct *out_a)
+{
+    size_t n = a->n < sm->n ? a->n : sm->n;
+    memset(out_sm, 0, sizeof *out_sm);
+    *out_a = *a;
+    out_a->vma_cat = NULL;
+    out_a->vma_why = NULL;
+    out_a->vma_tid = NULL;
+    out_a->vma_count = NULL;
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    out_sm->v = calloc(n ? n : 1, sizeof(ms_vma));
+    out_a->vma_cat = calloc(n ? n : 1, 1);
+    out_a->vma_why = calloc(n ? n : 1, 1);
+    out_a->vma_tid = calloc(n ? n : 1, sizeof(int));
+    out_a->vma_count = calloc(n ? n : 1, sizeof(uint32_t));
+    if (!idx || !out_sm->v || !out_a->vma_cat || !out_a->vma_why || !out_a->vma_tid ||
+        !out_a->vma_count) {
+        free(idx);
+        ms_smaps_free(out_sm);
+        ms_acct_free(out_a);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    struct merge_ctx mc = {sm, a};
+    qsort_r(idx, n, sizeof *idx, cmp_name_cat, &mc);
+    size_t rows = 0;
+    for (size_t k = 0; k < n; k++) {
+        const ms_vma *v = &sm->v[idx[k]];
+        uint8_t cat = a->vma_cat[idx[k]];
+        ms_vma *r = rows ? &out_sm->v[rows - 1] : NULL;
+        if (!r || strcmp(r->name, v->name) != 0 || out_a->vma_cat[rows - 1] != cat) {
+            r = &out_sm->v[rows];
+            *r = *v;
+            r->kb[MS_SM_SIZE] = (v->end - v->start) >> 10;
+            out_a->vma_cat[rows] = cat;
+            out_a->vma_why[rows] = a->vma_why[idx[k]];
+            out_a->vma_count[rows] = 1;
+            rows++;
+            continue;
+        }
+        uint64_t size = r->end - r->start + (v->end - v->start);
+        if (v->start < r->start)
+            r->start = v->start;
+        r->end = r->start + size < r->start ? UINT64_MAX : r->start + size;
+        for (int f = 0; f < MS_SM_NFIELDS; f++)
+            if (f != MS_SM_KERNEL_PAGE_SIZE && f != MS_SM_MMU_PAGE_SIZE)
+                r->kb[f] = ms_sat_add(r->kb[f], v->kb[f]);
+        r->present |= v->present;
+        r->flags |= v->flags;
+        if (r->perms[0] != v->perms[0] || r->perms[1] != v->perms[1] || r->perms[2] != v->perms[2] ||
+            r->perms[3] != v->perms[3])
+            memcpy(r->perms, "****", 4); /* mixed permissions */
+        out_a->vma_count[rows - 1]++;
+    }
+    out_sm->n = rows;
+    out_sm->cap = n;
+    out_sm->present_any = sm->present_any;
+    out_a->n = rows;
+    free(idx);
+    return 0;
+}
+
 void ms_acct_free(ms_acct *a)
 {
+    free(a->vma_count);
     free(a->vma_cat);
     free(a->vma_why);
     free(a->vma_tid);
@@ -405,6 +486,8 @@ int ms_acct_write(FILE *out, const ms_smaps *sm, const ms_acct *a, const ms_acct
                     cat_names[a->vma_cat[idx[k]]], why_names[a->vma_why[idx[k]]]);
             if (a->vma_tid[idx[k]])
                 fprintf(out, "\"tid\":%d,", a->vma_tid[idx[k]]);
+            if (a->vma_count)
+                c.mappings = a->vma_count[idx[k]];
             json_counts(out, &c);
             fputc('}', out);
         }
@@ -450,7 +533,7 @@ int ms_acct_write(FILE *out, const ms_smaps *sm, const ms_acct *a, const ms_acct
                     "swap_pss", "perm", "category", "name");
             for (size_t k = 0; k < shown; k++) {
                 const ms_vma *v = &sm->v[idx[k]];
-                fprintf(out, "%16llx %9llu %9llu %9llu %9llu %9llu %9llu %9llu %9llu %9llu %-4s %-11s %s%s\n",
+                fprintf(out, "%16llx %9llu %9llu %9llu %9llu %9llu %9llu %9llu %9llu %9llu %-4s %-11s %s%s",
                         (unsigned long long)v->start, (unsigned long long)((v->end - v->start) >> 10),
                         (unsigned long long)v->kb[MS_SM_RSS], (unsigned long long)v->kb[MS_SM_PSS],
                         (unsigned long long)v->kb[MS_SM_SHARED_CLEAN],
@@ -460,6 +543,9 @@ int ms_acct_write(FILE *out, const ms_smaps *sm, const ms_acct *a, const ms_acct
                         (unsigned long long)v->kb[MS_SM_SWAP], (unsigned long long)v->kb[MS_SM_SWAP_PSS],
                         v->perms, cat_names[a->vma_cat[idx[k]]], v->name,
                         (v->flags & MS_VMA_DELETED) ? " (deleted)" : "");
+                if (a->vma_count && a->vma_count[idx[k]] > 1)
+                    fprintf(out, "  [%u mappings]", a->vma_count[idx[k]]);
+                fputc('\n', out);
             }
             if (shown < n)
                 fprintf(out, "... %zu more mappings\n", n - shown);

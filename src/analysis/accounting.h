@@ -74,6 +74,7 @@ typedef struct ms_acct {
     uint8_t *vma_cat;  /* per mapping: enum ms_acct_cat */
     uint8_t *vma_why;  /* per mapping: enum ms_acct_why */
     int *vma_tid;      /* per mapping: thread whose sp is inside it, or 0 */
+    uint32_t *vma_count; /* per row: mappings merged into it (ms_acct_merge_by_name), or NULL */
     size_t threads_matched; /* threads whose sp fell inside a mapping */
     uint32_t present;  /* union of the smaps fields present (bits of enum ms_smaps_field) */
 } ms_acct;
@@ -83,6 +84,12 @@ typedef struct ms_acct {
 int ms_acct_build(ms_acct *a, const ms_smaps *sm, const ms_acct_hints *h, char *err,
                   size_t errlen);
 void ms_acct_free(ms_acct *a);
+
+/* showmap's default view: one row per (name, category), its counters summed and the
+ * number of mappings in vma_count. out_sm's names point into sm's, so sm must outlive it;
+ * a row's start is its lowest start and its end start + the summed sizes. Totals and
+ * categories are unchanged. Returns 0 or -1 (out of memory). */
+int ms_acct_merge_by_name(const ms_smaps *sm, const ms_acct *a, ms_smaps *out_sm, ms_acct *out_a);
 
 /* Adds one mapping's counters to c. */
 void ms_acct_add(ms_acct_counts *c, const ms_vma *v);

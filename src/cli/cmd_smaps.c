@@ -34,6 +34,7 @@ static void usage(FILE *out)
             "  --sort pss|rss|uss|swap|size|addr   order of mappings and categories (pss)\n"
             "  -n, --limit N            show at most N mappings (text default 30, 0: all)\n"
             "  -c, --categories         categories and totals only\n"
+            "  --by-name                one row per name and category (showmap's default)\n"
             "  --file PATH              read a saved smaps text instead of a live process\n"
             "  --explain                split RSS into tracked heap, allocator overhead,\n"
             "                           tracked mmap by call stack, stacks, code, unexplained\n"
@@ -48,11 +49,12 @@ int ms_cmd_smaps(int argc, char **argv)
         {"limit", required_argument, 0, 'n'},  {"categories", no_argument, 0, 'c'},
         {"file", required_argument, 0, 'F'},   {"explain", no_argument, 0, 'E'},
         {"snapshot", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'},
+        {"by-name", no_argument, 0, 'b'},
         {0, 0, 0, 0}};
     ms_acct_write_opts wo = {.format = MS_FMT_TEXT, .sort = MS_SORT_PSS, .with_mappings = 1};
     long limit = -1;
     const char *file = NULL, *snapshot = NULL;
-    int explain = 0, c;
+    int explain = 0, by_name = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "n:ch", opts, NULL)) != -1) {
         switch (c) {
@@ -80,6 +82,7 @@ int ms_cmd_smaps(int argc, char **argv)
         case 'c': wo.with_mappings = 0; break;
         case 'F': file = optarg; break;
         case 'E': explain = 1; break;
+        case 'b': by_name = 1; break;
         case 'S': snapshot = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -152,7 +155,20 @@ int ms_cmd_smaps(int argc, char **argv)
         ms_smaps_free(&sm);
         return 1;
     }
-    rc = ms_acct_write(stdout, &sm, &a, &wo);
+    if (by_name) {
+        ms_smaps msm;
+        ms_acct ma;
+        if (ms_acct_merge_by_name(&sm, &a, &msm, &ma) != 0) {
+            fprintf(stderr, "memsight smaps: out of memory\n");
+            rc = -1;
+        } else {
+            rc = ms_acct_write(stdout, &msm, &ma, &wo);
+            ms_acct_free(&ma);
+            ms_smaps_free(&msm);
+        }
+    } else {
+        rc = ms_acct_write(stdout, &sm, &a, &wo);
+    }
     if (fflush(stdout) != 0)
         rc = -1;
     if (rc != 0)

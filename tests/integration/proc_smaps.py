@@ -92,6 +92,16 @@ try:
     line = [x for x in txt.splitlines() if x.startswith("TOTAL")][0].split()
     check(int(line[2]) == tot["rss_kb"] and abs(int(line[3]) - tot["pss_kb"]) <= shared,
           "text totals")
+    # showmap's default view: one row per name and category, adding up to the totals.
+    bn = json.loads(memsight("smaps", prog.pid, "--by-name", "--format", "json").stdout)
+    rows_bn = bn["mappings"]
+    check(sum(m["mappings"] for m in rows_bn) == bn["totals"]["mappings"], "--by-name counts")
+    check(sum(m["rss_kb"] for m in rows_bn) == bn["totals"]["rss_kb"], "--by-name rss")
+    check(len({(m["name"], m["category"]) for m in rows_bn}) == len(rows_bn), "--by-name dups")
+    heap = [m for m in rows_bn if m["name"] == "[heap]"]
+    check(len(heap) == 1 and heap[0]["mappings"] == 1, "[heap] row")
+    small = [m for m in rows_bn if m["name"] == "" and m["category"] == "anon"]
+    check(small and small[0]["mappings"] >= 3000, "the 3000 small maps merge into one anon row")
     cat_only = memsight("smaps", prog.pid, "-c", "--format", "json").stdout
     check(json.loads(cat_only)["mappings"] == [], "-c still lists mappings")
 finally:
