@@ -208,11 +208,29 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
         goto fail;
     }
 
-    /* 2. Predecessor lists in preorder numbers (CSR). */
+    /* 2. Predecessor lists in preorder numbers (CSR). A successor of the root has the
+     * root as semidominator and immediate dominator whatever its other predecessors, so
+     * only the root's edge is kept for it: heap graphs point millions of objects at a
+     * few class objects that are GC roots themselves. */
+    uint8_t *rootkid = calloc((size_t)N / 8 + 1, 1);
     poff = calloc((size_t)N + 1, sizeof *poff);
-    padj = malloc(((size_t)nedges + 1) * sizeof *padj);
-    if (!poff || !padj)
+    if (!rootkid || !poff) {
+        free(rootkid);
         goto oom;
+    }
+    {
+        const uint32_t *a;
+        uint64_t b, e;
+        const uint8_t *skip;
+        uint32_t x;
+        succ_range(w, root, &a, &b, &e, &skip, &x);
+        for (uint64_t i = b; i < RANGE_END(e, x); i++) {
+            uint32_t t = edge_target(w, a, skip, i, e, x);
+            if (t != MS_DOM_NONE)
+                rootkid[num[t] >> 3] |= (uint8_t)(1u << (num[t] & 7));
+        }
+    }
+#define KEEP(k, t) ((k) == 0 || !((rootkid[num[t] >> 3] >> (num[t] & 7)) & 1))
     for (uint32_t k = 0; k < N; k++) {
         const uint32_t *a;
         uint64_t b, e;
@@ -221,12 +239,17 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
         succ_range(w, vert[k], &a, &b, &e, &skip, &x);
         for (uint64_t i = b; i < RANGE_END(e, x); i++) {
             uint32_t t = edge_target(w, a, skip, i, e, x);
-            if (t != MS_DOM_NONE)
+            if (t != MS_DOM_NONE && KEEP(k, t))
                 poff[num[t] + 1]++;
         }
     }
     for (uint32_t k = 0; k < N; k++)
         poff[k + 1] += poff[k];
+    padj = malloc(((size_t)poff[N] + 1) * sizeof *padj);
+    if (!padj) {
+        free(rootkid);
+        goto oom;
+    }
     /* Fill using poff[k] as a cursor, then shift back. */
     for (uint32_t k = 0; k < N; k++) {
         const uint32_t *a;
@@ -236,10 +259,12 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
         succ_range(w, vert[k], &a, &b, &e, &skip, &x);
         for (uint64_t i = b; i < RANGE_END(e, x); i++) {
             uint32_t t = edge_target(w, a, skip, i, e, x);
-            if (t != MS_DOM_NONE)
+            if (t != MS_DOM_NONE && KEEP(k, t))
                 padj[poff[num[t]]++] = k;
         }
     }
+#undef KEEP
+    free(rootkid);
     for (uint32_t k = N; k > 0; k--)
         poff[k] = poff[k - 1];
     poff[0] = 0;
