@@ -10,6 +10,7 @@
 
 #include "analysis/watch.h"
 #include "commands.h"
+#include "core/proc_task.h"
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig)
@@ -199,6 +200,12 @@ int ms_cmd_watch(int argc, char **argv)
         }
     o.trackers = trackers;
     o.ntrackers = nspecs;
+    for (size_t i = 0; i < nspecs; i++)
+        if (trackers[i].metric == MS_MET_VMSIZE && ms_proc_elf_class(o.pid) == 64 && !quiet) {
+            fprintf(stderr, "memsight watch: note: vmsize is the tracker for 32-bit processes "
+                            "(4 GiB of address space); pid %d is 64-bit\n", o.pid);
+            break;
+        }
     if (!nspecs && (o.exec_cmd || o.act_dump || o.act_leaks || o.act_heap_dump))
         fprintf(stderr, "memsight watch: warning: actions given but no --trigger\n");
     o.stop = &g_stop;

@@ -198,6 +198,21 @@ long ms_proc_thread_sps(int pid, ms_thread_sp **out, char *err, size_t errlen)
     return (long)n;
 }
 
+int ms_proc_elf_class(int pid)
+{
+    char path[64];
+    unsigned char h[5];
+    pid_path(path, sizeof path, pid, "exe");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t r = read(fd, h, sizeof h);
+    close(fd);
+    if (r != (ssize_t)sizeof h || memcmp(h, "\177ELF", 4) != 0)
+        return -ENOEXEC;
+    return h[4] == 1 ? 32 : h[4] == 2 ? 64 : -ENOEXEC;
+}
+
 int ms_proc_exe(int pid, char *buf, size_t cap, char *err, size_t errlen)
 {
     char path[64];

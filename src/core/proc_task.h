@@ -29,6 +29,10 @@ int ms_parse_syscall_sp(const char *text, size_t len, uint64_t *sp);
  * parentheses may hold spaces and parentheses: the last ')' ends it. */
 uint64_t ms_parse_stat_kstkesp(const char *text, size_t len);
 
+/* 32 or 64: the ELF class of /proc/PID/exe (a 32-bit process has 4 GiB of address
+ * space: the VmSize tracker's case). Returns -errno when it cannot be read or is not ELF. */
+int ms_proc_elf_class(int pid);
+
 /* readlink of /proc/PID/exe into buf (NUL-terminated, " (deleted)" kept). Returns 0 or
  * -errno with a message. */
 int ms_proc_exe(int pid, char *buf, size_t cap, char *err, size_t errlen);

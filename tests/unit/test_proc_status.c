@@ -163,6 +163,8 @@ static void test_live(void **state)
     char cmd[4096];
     assert_int_equal(ms_proc_cmdline(0, cmd, sizeof cmd, err, sizeof err), 0);
     assert_string_equal(cmd, program_invocation_name); /* no arguments */
+    assert_int_equal(ms_proc_elf_class(0), (int)(sizeof(void *) * 8));
+    assert_true(ms_proc_elf_class(999999999) < 0);
     assert_true(ms_status_read(&st, 999999999, err, sizeof err) < 0);
     assert_true(ms_proc_fd_count(999999999, err, sizeof err) < 0);
 }
