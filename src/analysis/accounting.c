@@ -693,8 +693,10 @@ int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, c
         if (lo && hi > lo && hi - lo <= ((uint64_t)1 << 30))
             stk[nst++] = (ms_addr_range){lo, hi};
     }
-    if (!s->has_blocks) {
-        /* Sampled or block-less snapshots: the per-stack counters are all there is. */
+    if (!s->has_blocks || ex->sampled) {
+        /* Sampled or block-less snapshots: the blocks (if any) are a sample, the per-stack
+         * counters hold the estimates. */
+        ex->heap_tracked_bytes = ex->heap_tracked_blocks = ex->heap_chunk_bytes = 0;
         for (size_t i = 0; i < s->nstacks; i++)
             if (s->stacks[i].kind == MS_KIND_HEAP) {
                 ex->heap_tracked_bytes += s->stacks[i].c.live_bytes;
@@ -799,7 +801,7 @@ int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, c
         ex->part_kb[MS_EX_HEAP_OVERHEAD] = ov;
         ex->part_kb[MS_EX_HEAP_FREE] = left - ov;
         ex->heap_method = "mallinfo2: in-use bytes (uordblks + hblkhd) minus tracked bytes";
-    } else if (s->has_blocks) {
+    } else if (s->has_blocks && !ex->sampled) {
         uint64_t ov = (ex->heap_chunk_bytes - ex->heap_tracked_bytes) >> 10;
         if (ov > left)
             ov = left;
