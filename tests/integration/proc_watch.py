@@ -116,6 +116,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check(not any(x["trackers"][0]["fired"] for x in lines), "rss>1000G fired")
     check(all(x["threads"] == 1 for x in lines), "threads")
 
+# --duration: samples sit on a fixed grid from t=0, so 600 ms at 100 ms is 7 at most.
+q = subprocess.Popen(["sleep", "30"])
+try:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "d.csv")
+        memsight("watch", q.pid, "-i", "100ms", "-d", "600ms", "-o", out, "-q")
+        with open(out) as f:
+            n = len(list(csv.DictReader(f)))
+        check(1 <= n <= 7, f"{n} samples in 600 ms at 100 ms")
+finally:
+    q.kill()
+    q.wait()
+
 r = memsight("watch", 999999999, "-c", 1, check_rc=False)
 check(r.returncode == 1 and "999999999" in r.stderr, "missing pid")
 r = memsight("watch", 1, "-t", "rss>>5", check_rc=False)
