@@ -447,8 +447,14 @@ static int ensure_evdir(watch_state *w, char *err, size_t errlen)
     char dir[4096];
     if (w->o->evidence_dir)
         snprintf(dir, sizeof dir, "%s", w->o->evidence_dir);
-    else
-        snprintf(dir, sizeof dir, "memsight-watch-%d", w->o->pid);
+    else {
+        /* One directory per run, so a second run never meets the first one's files. */
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        snprintf(dir, sizeof dir, "memsight-watch-%d-%04d%02d%02d-%02d%02d%02d", w->o->pid,
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    }
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "%.400s: %s", dir, strerror(errno));
         return -1;

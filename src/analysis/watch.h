@@ -101,7 +101,8 @@ typedef struct ms_watch_opts {
 
     const char *series_path;   /* time series output (NULL: none) */
     int series_format;         /* enum ms_series_format */
-    const char *evidence_dir;  /* where trigger evidence goes (NULL: "memsight-watch-PID") */
+    const char *evidence_dir;  /* where trigger evidence goes (NULL: a new directory
+                                * "memsight-watch-PID-YYYYMMDD-HHMMSS" in the cwd) */
 
     /* Actions on every trigger (any combination). */
     const char *exec_cmd;      /* run with /bin/sh -c, MEMSIGHT_* in its environment */
