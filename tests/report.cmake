@@ -20,7 +20,7 @@ set(MS_FUZZ_SNAPSHOT_SRCS
   ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c ${PROJECT_SOURCE_DIR}/src/core/fileio.c
   ${PROJECT_SOURCE_DIR}/src/analysis/report_json.c ${PROJECT_SOURCE_DIR}/src/analysis/report_text.c
   ${PROJECT_SOURCE_DIR}/src/analysis/report_model.c ${PROJECT_SOURCE_DIR}/src/analysis/json_writer.c
-  ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c)
+  ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c ${PROJECT_SOURCE_DIR}/src/analysis/stack_agg.c)
 set(MS_FUZZ_SNAPSHOT ${MS_TEST_BIN}/fuzz/fuzz_snapshot)
 if(MS_CLANG)
   execute_process(COMMAND ${CMAKE_COMMAND} -E echo "int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }"
@@ -33,7 +33,7 @@ if(MS_CLANG AND MS_FUZZ_PROBE EQUAL 0)
     COMMAND ${CMAKE_COMMAND} -E make_directory ${MS_TEST_BIN}/fuzz
     COMMAND ${MS_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
       -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/src ${MS_FUZZ_SNAPSHOT_SRCS}
-      -ldw -lelf -lz -lstdc++ -o ${MS_FUZZ_SNAPSHOT}
+      -ldw -lelf -lz -lstdc++ -lm -o ${MS_FUZZ_SNAPSHOT}
     DEPENDS ${MS_FUZZ_SNAPSHOT_SRCS} COMMENT "Building the snapshot fuzzer with clang" VERBATIM)
   add_custom_target(report_fuzz_snapshot_bin ALL DEPENDS ${MS_FUZZ_SNAPSHOT})
   add_test(NAME report_fuzz_snapshot COMMAND sh -c

@@ -77,7 +77,8 @@ static void meta(ms_json *j, const ms_snapshot *s)
         int dup = 0;
         for (size_t k = i + 1; k < s->nmeta && !dup; k++)
             dup = !strcmp(s->meta[k].key, s->meta[i].key);
-        if (!dup)
+        /* Names an importer stored per pc ("sym.*") belong to frames, not metadata. */
+        if (!dup && strncmp(s->meta[i].key, "sym.", 4) != 0)
             ms_json_kv_str(j, s->meta[i].key, s->meta[i].value);
     }
     ms_json_object_end(j);

@@ -2,6 +2,8 @@
  * Never prints. */
 #include "analysis/report_model.h"
 
+#include "analysis/stack_agg.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,23 +96,9 @@ ms_frame *ms_report_frames(const ms_snapshot *s, ms_symbolizer *sym, const ms_st
         uint64_t pc = st->pcs[i];
         int is_ret = i > 0 || !(st->flags & MS_STACKF_FIRST_IS_PC);
         ms_frame tmp[MAX_INLINE];
-        int k;
-        if (sym) {
-            k = ms_symbolize(sym, pc, is_ret, tmp, MAX_INLINE);
-        } else {
-            k = 1;
-            tmp[0] = (ms_frame){.address = pc};
-            const ms_module *m = ms_snapshot_module_for_pc(s, is_ret && pc ? pc - 1 : pc);
-            if (m) {
-                tmp[0].module = m->path;
-                tmp[0].module_offset = pc - m->load_bias;
-            }
-        }
-        if (k >= 1 && !tmp[k - 1].function) {
-            char key[40];
-            snprintf(key, sizeof key, "sym.%" PRIx64, pc);
-            tmp[k - 1].function = ms_snapshot_meta(s, key);
-        }
+        /* Shared with the exporters: symbolizer, then names an imported dump carries,
+         * then the module holding the call site. */
+        int k = ms_agg_resolve(s, sym, pc, is_ret, tmp, MAX_INLINE);
         if (*n + (size_t)k > cap) {
             cap = (*n + (size_t)k) * 2;
             ms_frame *g = realloc(out, cap * sizeof *out);

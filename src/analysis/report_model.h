@@ -25,9 +25,8 @@ const ms_stack **ms_report_ranked(const ms_snapshot *s, ms_metric m, int include
                                   size_t *n);
 
 /* Source frames of a stack, innermost first, inlined frames included; *n frames in a
- * malloc'ed array (NULL on out-of-memory). sym may be NULL (addresses only). A name the
- * snapshot itself carries (meta "sym.<hex pc>", from imported dumps) fills a function
- * the symbolizer could not resolve. */
+ * malloc'ed array (NULL on out-of-memory). sym may be NULL (addresses only). Names an
+ * imported dump carries fill functions the symbolizer could not resolve (stack_agg.h). */
 ms_frame *ms_report_frames(const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st,
                            size_t *n);
 
