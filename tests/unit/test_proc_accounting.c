@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "analysis/accounting.h"
+#include "core/snapshot.h"
 #include "core/proc_read.h"
 #include "core/proc_smaps.h"
 
@@ -234,12 +235,104 @@ static void test_output_formats(void **state)
     ms_smaps_free(&sm);
 }
 
+/* The explain join on a hand-made snapshot and smaps with known answers: a heap of 100
+ * blocks of 1000 bytes (1008-byte chunks), an mmap region covering half of a 400 kB
+ * mapping, a thread stack range, and an anonymous mapping nobody made. */
+static void test_explain(void **state)
+{
+    (void)state;
+    const char *t =
+        "1000000-1040000 rw-p 00000000 00:00 0 [heap]\nRss: 200 kB\n"          /* 256 kB */
+        "7f0000000000-7f0000064000 rw-p 00000000 00:00 0\nRss: 400 kB\n"       /* 400 kB */
+        "7f0001000000-7f0001001000 ---p 00000000 00:00 0\nRss: 0 kB\n"
+        "7f0001001000-7f0001101000 rw-p 00000000 00:00 0\nRss: 64 kB\n"        /* stack */
+        "7f0002000000-7f0002010000 rw-p 00000000 00:00 0\nRss: 32 kB\n"        /* nobody's */
+        "7f0003000000-7f0003010000 r-xp 00000000 08:01 7 /lib/libz.so.1\nRss: 40 kB\n"
+        "7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0 [stack]\nRss: 12 kB\n";
+    ms_smaps sm;
+    ms_acct a;
+    classify(t, NULL, &sm, &a);
+    ms_acct_free(&a);
+
+    ms_snap_block blocks[102];
+    memset(blocks, 0, sizeof blocks);
+    for (int i = 0; i < 100; i++) {
+        blocks[i].address = 0x1000000 + (uint64_t)i * 1008;
+        blocks[i].size = 1000;
+        blocks[i].kind = MS_KIND_HEAP;
+        blocks[i].stack_id = 1;
+    }
+    blocks[100] = (ms_snap_block){.address = 0x7f0000000000ull, .size = 200 * 1024,
+                                  .stack_id = 2, .kind = MS_KIND_MMAP};
+    blocks[101] = (ms_snap_block){.address = 0x7f0001001000ull, .size = 1 << 20,
+                                  .stack_id = 3, .kind = MS_KIND_STACK};
+    ms_thread thr = {.tid = 9, .stack_lo = 0x7f0001001000ull, .stack_hi = 0x7f0001101000ull};
+    ms_stack stacks[3] = {{.id = 1, .kind = MS_KIND_HEAP}, {.id = 2, .kind = MS_KIND_MMAP},
+                          {.id = 3, .kind = MS_KIND_STACK}};
+    ms_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.blocks = blocks;
+    s.nblocks = 102;
+    s.has_blocks = 1;
+    s.threads = &thr;
+    s.nthreads = 1;
+    s.stacks = stacks;
+    s.nstacks = 3;
+
+    ms_explain ex;
+    char err[128];
+    assert_int_equal(ms_explain_build(&ex, &sm, &s, NULL, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(ex.rss_kb, 200 + 400 + 64 + 32 + 40 + 12);
+    uint64_t sum = 0;
+    for (int p = 0; p < MS_EX_COUNT; p++)
+        sum += ex.part_kb[p];
+    assert_int_equal(sum, ex.rss_kb);
+    assert_int_equal(ex.heap_rss_kb, 200);
+    assert_int_equal(ex.heap_tracked_bytes, 100000);
+    assert_int_equal(ex.heap_chunk_bytes, 100 * 1008);
+    assert_int_equal(ex.part_kb[MS_EX_HEAP_TRACKED], 100000 / 1024);     /* 97 */
+    assert_int_equal(ex.part_kb[MS_EX_HEAP_OVERHEAD], 800 / 1024);       /* 0 */
+    assert_int_equal(ex.part_kb[MS_EX_HEAP_FREE], 200 - 97);
+    /* The region covers half of the 400 kB mapping: half its RSS; the rest is anon. */
+    assert_int_equal(ex.part_kb[MS_EX_MMAP_TRACKED], 200);
+    assert_int_equal(ex.nmmap_stacks, 1);
+    assert_int_equal(ex.mmap_stacks[0].stack_id, 2);
+    assert_int_equal(ex.mmap_stacks[0].rss_kb, 200);
+    assert_int_equal(ex.mmap_stacks[0].bytes, 200 * 1024);
+    assert_int_equal(ex.part_kb[MS_EX_STACKS], 64 + 12);
+    assert_int_equal(ex.part_kb[MS_EX_CODE], 40);
+    assert_int_equal(ex.part_kb[MS_EX_UNEXPLAINED], 200 + 32);
+    assert_non_null(strstr(ex.heap_method, "chunk"));
+
+    /* mallinfo2 in the health counters takes over the split. */
+    ms_health_item h[2] = {{"mallinfo2_uordblks", 150000}, {"mallinfo2_hblkhd", 0}};
+    s.health = h;
+    s.nhealth = 2;
+    ms_explain_free(&ex);
+    assert_int_equal(ms_explain_build(&ex, &sm, &s, NULL, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(ex.part_kb[MS_EX_HEAP_OVERHEAD], 50000 / 1024);
+    assert_int_equal(ex.part_kb[MS_EX_HEAP_FREE], 200 - 97 - 48);
+    assert_non_null(strstr(ex.heap_method, "mallinfo2"));
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(ms_explain_write(f, &ex, &s, NULL, MS_FMT_JSON, 5, "x.msnap"), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "{\"name\":\"mmap_tracked\",\"kb\":200}"));
+    assert_non_null(strstr(buf, "\"rss_kb\":748"));
+    free(buf);
+    ms_explain_free(&ex);
+    ms_smaps_free(&sm);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_capture),
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_output_formats),
+        cmocka_unit_test(test_explain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
