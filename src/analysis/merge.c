@@ -1,17 +1,15 @@
 /* Merging snapshots of one program and writing the result as a snapshot file (see
- * merge.h and include/memsight/snapshot_format.h). The writer here is the tools' own,
- * small and allocating; the agent's allocation-free writer stays in the agent.
- * Tools only; never prints. */
+ * merge.h and include/memsight/snapshot_format.h), written with the same snapshot writer
+ * the agent uses. Tools only; never prints. */
 #define _GNU_SOURCE
 #include "analysis/merge.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "analysis/stack_agg.h"
-#include "core/fileio.h"
+#include "core/snapshot_write.h"
 
 /* ---- merging ------------------------------------------------------------------------ */
 
@@ -296,162 +294,83 @@ oom:
 
 /* ---- writing ------------------------------------------------------------------------ */
 
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-    int oom;
-} buf;
-
-static void put(buf *b, const void *d, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 4096;
-        while (nc < b->n + n)
-            nc *= 2;
-        uint8_t *np = realloc(b->p, nc);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-
-static void u8(buf *b, uint8_t v) { put(b, &v, 1); }
-static void u16(buf *b, uint16_t v)
-{
-    uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
-    put(b, x, 2);
-}
-static void u32(buf *b, uint32_t v)
-{
-    uint8_t x[4];
-    for (int i = 0; i < 4; i++)
-        x[i] = (uint8_t)(v >> (8 * i));
-    put(b, x, 4);
-}
-static void u64(buf *b, uint64_t v)
-{
-    uint8_t x[8];
-    for (int i = 0; i < 8; i++)
-        x[i] = (uint8_t)(v >> (8 * i));
-    put(b, x, 8);
-}
-static void str(buf *b, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    u32(b, (uint32_t)n);
-    put(b, s, n);
-}
-
-static int chunk(FILE *f, uint32_t type, uint32_t flags, const buf *payload, uint32_t *nchunks)
-{
-    buf h = {0};
-    u32(&h, type);
-    u32(&h, flags);
-    u64(&h, payload->n);
-    u32(&h, (uint32_t)crc32(0L, payload->p ? payload->p : (const Bytef *)"", (uInt)payload->n));
-    u32(&h, 0);
-    static const uint8_t zero[8];
-    size_t pad = (8 - payload->n % 8) % 8;
-    int rc = h.oom || fwrite(h.p, 1, h.n, f) != h.n ||
-             (payload->n && fwrite(payload->p, 1, payload->n, f) != payload->n) ||
-             (pad && fwrite(zero, 1, pad, f) != pad);
-    free(h.p);
-    (*nchunks)++;
-    return rc ? -1 : 0;
-}
-
+/* Through the snapshot writer the agent uses, so the format has one encoder: it creates
+ * the file 0600 with O_EXCL|O_NOFOLLOW under a temporary name and renames it. */
 int ms_merge_write(const ms_snapshot *s, const char *path, char *err, size_t errlen)
 {
-    ms_outfile of;
-    if (ms_outfile_open(&of, path, err, errlen) != 0)
+    ms_snap_writer *w = malloc(sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "%s: out of memory", path);
         return -1;
-    buf hdr = {0}, b = {0};
-    uint32_t nchunks = 0;
-    int rc = 0;
-    put(&hdr, MS_SNAP_MAGIC, 8);
-    u16(&hdr, MS_SNAP_VERSION_MAJOR);
-    u16(&hdr, MS_SNAP_VERSION_MINOR);
-    u32(&hdr, 32);
-    u64(&hdr, s->flags);
-    u64(&hdr, 0);
-    if (hdr.oom || fwrite(hdr.p, 1, hdr.n, of.fp) != hdr.n)
-        rc = -1;
-
-    u32(&b, (uint32_t)s->nmeta);
-    for (size_t i = 0; i < s->nmeta; i++) {
-        str(&b, s->meta[i].key);
-        str(&b, s->meta[i].value);
     }
-    rc |= b.oom || chunk(of.fp, MS_CHUNK_META, 0, &b, &nchunks);
-    b.n = 0;
+    int rc = ms_sw_open(w, path, s->flags);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(-rc));
+        free(w);
+        return -1;
+    }
+    ms_sw_begin(w, MS_CHUNK_META, 0);
+    ms_sw_u32(w, (uint32_t)s->nmeta);
+    for (size_t i = 0; i < s->nmeta; i++)
+        ms_sw_kv(w, s->meta[i].key, s->meta[i].value);
+    ms_sw_end(w);
 
-    u32(&b, (uint32_t)s->nmodules);
+    ms_sw_begin(w, MS_CHUNK_MODS, 0);
+    ms_sw_u32(w, (uint32_t)s->nmodules);
     for (size_t i = 0; i < s->nmodules; i++) {
         const ms_module *m = &s->modules[i];
-        u64(&b, m->load_bias);
-        str(&b, m->path);
-        u32(&b, m->build_id_len);
-        put(&b, m->build_id, m->build_id_len);
         static const uint8_t zero[4];
-        put(&b, zero, (4 - m->build_id_len % 4) % 4);
-        u32(&b, m->nseg);
+        ms_sw_u64(w, m->load_bias);
+        ms_sw_cstr(w, m->path);
+        ms_sw_u32(w, m->build_id_len);
+        ms_sw_bytes(w, m->build_id, m->build_id_len);
+        ms_sw_bytes(w, zero, (4 - m->build_id_len % 4) % 4);
+        ms_sw_u32(w, m->nseg);
         for (uint32_t j = 0; j < m->nseg; j++) {
-            u64(&b, m->segs[j].vaddr);
-            u64(&b, m->segs[j].memsz);
-            u64(&b, m->segs[j].offset);
-            u32(&b, m->segs[j].flags);
-            u32(&b, 0);
+            ms_sw_u64(w, m->segs[j].vaddr);
+            ms_sw_u64(w, m->segs[j].memsz);
+            ms_sw_u64(w, m->segs[j].offset);
+            ms_sw_u32(w, m->segs[j].flags);
+            ms_sw_u32(w, 0);
         }
     }
-    rc |= b.oom || chunk(of.fp, MS_CHUNK_MODS, 0, &b, &nchunks);
-    b.n = 0;
+    ms_sw_end(w);
 
-    u32(&b, (uint32_t)s->nstacks);
+    ms_sw_begin(w, MS_CHUNK_STKS, MS_CHUNKF_REQUIRED);
+    ms_sw_u32(w, (uint32_t)s->nstacks);
     for (size_t i = 0; i < s->nstacks; i++) {
         const ms_stack *st = &s->stacks[i];
-        u32(&b, st->id);
-        u8(&b, st->kind);
-        u8(&b, 0);
-        u16(&b, st->flags);
-        u32(&b, st->depth);
-        u32(&b, 0);
-        u64(&b, st->c.live_blocks);
-        u64(&b, st->c.live_bytes);
-        u64(&b, st->c.alloc_blocks);
-        u64(&b, st->c.alloc_bytes);
-        u64(&b, st->c.free_blocks);
-        u64(&b, st->c.free_bytes);
+        ms_sw_u32(w, st->id);
+        ms_sw_u8(w, st->kind);
+        ms_sw_u8(w, 0);
+        ms_sw_u16(w, st->flags);
+        ms_sw_u32(w, st->depth);
+        ms_sw_u32(w, 0);
+        ms_sw_u64(w, st->c.live_blocks);
+        ms_sw_u64(w, st->c.live_bytes);
+        ms_sw_u64(w, st->c.alloc_blocks);
+        ms_sw_u64(w, st->c.alloc_bytes);
+        ms_sw_u64(w, st->c.free_blocks);
+        ms_sw_u64(w, st->c.free_bytes);
         for (uint32_t d = 0; d < st->depth; d++)
-            u64(&b, st->pcs[d]);
+            ms_sw_u64(w, st->pcs[d]);
     }
-    rc |= b.oom || chunk(of.fp, MS_CHUNK_STKS, MS_CHUNKF_REQUIRED, &b, &nchunks);
-    b.n = 0;
+    ms_sw_end(w);
 
     if (s->nhealth) {
-        u32(&b, (uint32_t)s->nhealth);
+        ms_sw_begin(w, MS_CHUNK_HLTH, 0);
+        ms_sw_u32(w, (uint32_t)s->nhealth);
         for (size_t i = 0; i < s->nhealth; i++) {
-            str(&b, s->health[i].name);
-            u64(&b, s->health[i].value);
+            ms_sw_cstr(w, s->health[i].name);
+            ms_sw_u64(w, s->health[i].value);
         }
-        rc |= b.oom || chunk(of.fp, MS_CHUNK_HLTH, 0, &b, &nchunks);
-        b.n = 0;
+        ms_sw_end(w);
     }
-    u32(&b, nchunks);
-    uint32_t ignored = 0;
-    rc |= b.oom || chunk(of.fp, MS_CHUNK_END, 0, &b, &ignored);
-    free(hdr.p);
-    free(b.p);
-    if (rc) {
-        snprintf(err, errlen, "%s: write failed", path);
-        ms_outfile_abort(&of);
+    rc = ms_sw_commit(w);
+    free(w);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(-rc));
         return -1;
     }
-    return ms_outfile_commit(&of, err, errlen);
+    return 0;
 }

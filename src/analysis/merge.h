@@ -18,8 +18,8 @@ typedef struct ms_merge_opts {
 ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, char *err,
                       size_t errlen);
 
-/* Writes a snapshot file (META, MODS, STKS, HLTH, ACCT, END) 0600 under a temporary
- * name renamed into place. Returns 0 or -1 with a message. */
+/* Writes a snapshot file (META, MODS, STKS, HLTH, END) 0600 under a temporary name
+ * renamed into place. Returns 0 or -1 with a message. */
 int ms_merge_write(const ms_snapshot *s, const char *path, char *err, size_t errlen);
 
 #endif

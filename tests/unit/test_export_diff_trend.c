@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -297,8 +298,22 @@ static void test_merge_roundtrip(void **state)
     assert_int_equal(r->stacks[1].pcs[0], m->stacks[1].pcs[0]);
     assert_string_equal(ms_agg_meta(r, k), "in_liby");
     ms_snapshot_free(r);
-    /* the output is never overwritten through a planted symlink; it is replaced */
+    /* a symlink planted at the output path is replaced, its target left alone */
+    char victim[80];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    FILE *vf = fopen(victim, "w");
+    fputs("precious", vf);
+    fclose(vf);
+    unlink(path);
+    assert_int_equal(symlink(victim, path), 0);
     assert_int_equal(ms_merge_write(m, path, err, sizeof err), 0);
+    struct stat stv, stp;
+    assert_int_equal(stat(victim, &stv), 0);
+    assert_int_equal(stv.st_size, 8);
+    assert_int_equal(lstat(path, &stp), 0);
+    assert_true(S_ISREG(stp.st_mode));
+    assert_int_equal(stp.st_mode & 0777, 0600);
+    unlink(victim);
     unlink(path);
     rmdir(dir);
     ms_snapshot_free(m);
