@@ -50,23 +50,28 @@ static int is_shared_object(const char *name)
 
 static int is_anonymous(const ms_vma *v)
 {
-    return v->name[0] == '\0' || starts(v->name, "[anon:");
+    return v->name[0] == '\0' || starts(v->name, "[anon:") || starts(v->name, "[anon: ");
 }
 
 #define ARENA_SIZE ((uint64_t)64 << 20) /* glibc HEAP_MAX_SIZE on 64-bit */
+#define ARENA_SIZE_32 ((uint64_t)1 << 20) /* and on 32-bit */
 #define GUARD_MAX ((uint64_t)1 << 20)   /* largest ---p taken for a thread's guard */
 #define STACK_MIN ((uint64_t)16 << 10)  /* PTHREAD_STACK_MIN: smaller rw regions are not stacks */
 
 static int by_name(const ms_vma *v, const char *exe, int *cat)
 {
     const char *n = v->name;
+    /* glibc 2.40+ names its mappings with glibc.mem.decorate_maps=1: "[anon: glibc:
+     * malloc arena]", "[anon: glibc: malloc]", "[anon: glibc: pthread stack: TID]". */
     if (!strcmp(n, "[heap]") || starts(n, "[anon:libc_malloc") || starts(n, "[anon:scudo:") ||
-        starts(n, "[anon:jemalloc") || starts(n, "[anon:GWP-ASan")) {
+        starts(n, "[anon:jemalloc") || starts(n, "[anon:GWP-ASan") ||
+        starts(n, "[anon: glibc: malloc") || starts(n, "[anon: glibc: loader malloc")) {
         *cat = MS_CAT_NATIVE_HEAP;
         return 1;
     }
     if (starts(n, "[stack") || starts(n, "[anon:stack_and_tls:") ||
-        starts(n, "[anon:thread stack") || starts(n, "[anon:thread signal stack")) {
+        starts(n, "[anon:thread stack") || starts(n, "[anon:thread signal stack") ||
+        starts(n, "[anon: glibc: pthread stack") || starts(n, "[anon: glibc: pthread user stack")) {
         *cat = MS_CAT_STACK;
         return 1;
     }
@@ -75,7 +80,7 @@ static int by_name(const ms_vma *v, const char *exe, int *cat)
         *cat = MS_CAT_SHMEM;
         return 1;
     }
-    if (n[0] == '[' && !starts(n, "[anon:")) {
+    if (n[0] == '[' && !starts(n, "[anon:") && !starts(n, "[anon: ")) {
         *cat = MS_CAT_OTHER; /* [vdso], [vvar], [vsyscall], [uprobes]... */
         return 1;
     }
@@ -152,6 +157,11 @@ int ms_acct_build(ms_acct *a, const ms_smaps *sm, const ms_acct_hints *h, char *
     /* Guess stacks from guard pages only when some thread's stack is not known from its
      * stack pointer (it was running) or no thread list was given at all. */
     int guess_stacks = nsp < h->nthreads || h->nthreads == 0;
+    /* A process whose every mapping lies below 4 GiB is taken as 32-bit: glibc's arenas
+     * are then 1 MiB (HEAP_MAX_SIZE) instead of 64 MiB. */
+    uint64_t arena = ARENA_SIZE;
+    if (n && sm->v[n - 1].end <= ((uint64_t)1 << 32))
+        arena = ARENA_SIZE_32;
 
     for (size_t i = 0; i < n; i++) {
         const ms_vma *v = &sm->v[i];
@@ -191,11 +201,11 @@ int ms_acct_build(ms_acct *a, const ms_smaps *sm, const ms_acct_hints *h, char *
         } else if (h->nheap && overlaps_sorted(h->heap, h->nheap, v->start, v->end)) {
             cat = MS_CAT_NATIVE_HEAP;
             why = MS_WHY_HINT;
-        } else if (v->start % ARENA_SIZE == 0 && v->perms[0] == 'r' && v->perms[1] == 'w' &&
-                   (v->end - v->start == ARENA_SIZE ||
+        } else if (v->start % arena == 0 && v->perms[0] == 'r' && v->perms[1] == 'w' &&
+                   (v->end - v->start == arena ||
                     (i + 1 < n && sm->v[i + 1].start == v->end &&
                      !strcmp(sm->v[i + 1].perms, "---p") &&
-                     sm->v[i + 1].end - v->start == ARENA_SIZE))) {
+                     sm->v[i + 1].end - v->start == arena))) {
             cat = MS_CAT_NATIVE_HEAP;
             why = MS_WHY_ARENA;
         } else if (guess_stacks && v->end - v->start >= STACK_MIN && i > 0 &&

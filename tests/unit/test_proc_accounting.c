@@ -326,6 +326,34 @@ static void test_explain(void **state)
     ms_smaps_free(&sm);
 }
 
+static void test_glibc_names_and_32bit(void **state)
+{
+    (void)state;
+    const char *t =
+        "7f0000000000-7f0000100000 rw-p 00000000 00:00 0 [anon: glibc: malloc arena]\n"
+        "7f0001000000-7f0001100000 rw-p 00000000 00:00 0 [anon: glibc: malloc]\n"
+        "7f0002000000-7f0002800000 rw-p 00000000 00:00 0 [anon: glibc: pthread stack: 12]\n"
+        "7f0003000000-7f0003001000 rw-p 00000000 00:00 0 [anon: glibc: fork handler]\n";
+    ms_smaps sm;
+    ms_acct a;
+    classify(t, NULL, &sm, &a);
+    static const int want[] = {MS_CAT_NATIVE_HEAP, MS_CAT_NATIVE_HEAP, MS_CAT_STACK, MS_CAT_ANON};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(a.vma_cat[i], want[i]);
+    ms_acct_free(&a);
+    ms_smaps_free(&sm);
+    /* A 32-bit layout: a 1 MiB-aligned arena of 1 MiB (rw head + ---p tail). */
+    t = "08048000-08049000 r-xp 00000000 08:01 3 /bin/prog32\n"
+        "b7400000-b7421000 rw-p 00000000 00:00 0\n"
+        "b7421000-b7500000 ---p 00000000 00:00 0\n"
+        "bf000000-bf021000 rw-p 00000000 00:00 0 [stack]\n";
+    classify(t, NULL, &sm, &a);
+    assert_int_equal(a.vma_cat[1], MS_CAT_NATIVE_HEAP);
+    assert_int_equal(a.vma_why[1], MS_WHY_ARENA);
+    ms_acct_free(&a);
+    ms_smaps_free(&sm);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_output_formats),
         cmocka_unit_test(test_explain),
+        cmocka_unit_test(test_glibc_names_and_32bit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
