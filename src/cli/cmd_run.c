@@ -489,7 +489,8 @@ static void summarise(const char *dir, pid_t pid, int top, int status)
             return; /* the program did not start; the reason is already printed */
         fprintf(stderr,
                 "memsight: no exit snapshot from pid %ld in %s (the program may have been "
-                "killed, or left through _exit or exec)\n",
+                "killed, or left through _exit, or exec'ed another program: --follow-exec "
+                "follows it)\n",
                 (long)pid, dir);
         return;
     }

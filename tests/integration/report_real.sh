@@ -58,7 +58,9 @@ assert named > 0, "no symbolized frame"
 '; then echo "ok   $name: JSON report of its snapshot"; else echo "FAIL $name: report"; fail=1; fi
 }
 
-check python3 "python3 $T/churn.py"
+# The interpreter itself, not a wrapper script that would exec it (pyenv shims do).
+PY=$(python3 -c 'import sys; print(sys.executable)')
+check python3 "$PY $T/churn.py"
 check sqlite3 "sqlite3 :memory: < $T/script.sql"
 check git "git --version"
 exit $fail
