@@ -60,6 +60,7 @@ void ms_lk_init(ms_lk_scan *s, ms_lk_block *b, size_t n, uint32_t *stack, size_t
     s->ctx = ctx;
     s->lo = n ? b[0].addr : 1;
     s->hi = 0;
+    s->idx = NULL;
     for (size_t i = 0; i < n; i++) {
         b[i].state = MS_LK_UNREACHED;
         b[i].flags = 0;
@@ -70,12 +71,93 @@ void ms_lk_init(ms_lk_scan *s, ms_lk_block *b, size_t n, uint32_t *stack, size_t
     }
 }
 
+/* ---------------------------------------------------------------------------
+ * Granule index: a binary search over a million blocks misses the cache at every step;
+ * the index narrows it to the few dozen blocks of one 64 KiB granule.
+ * ------------------------------------------------------------------------- */
+static uint64_t gran_count(const ms_lk_scan *s)
+{
+    uint64_t cnt = 0, last = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t g0 = s->b[i].addr >> MS_LK_GRAN_SHIFT;
+        uint64_t g1 = (s->b[i].addr + blk_len(&s->b[i]) - 1) >> MS_LK_GRAN_SHIFT;
+        if (cnt && g0 <= last)
+            g0 = last + 1;
+        if (g1 >= g0)
+            cnt += g1 - g0 + 1;
+        if (!cnt || g1 > last)
+            last = g1;
+    }
+    return cnt;
+}
+
+size_t ms_lk_index_size(const ms_lk_scan *s)
+{
+    uint64_t want = gran_count(s) * 2 + 16, cap = 16;
+    while (cap < want)
+        cap <<= 1;
+    return (size_t)cap * sizeof(ms_lk_gran);
+}
+
+static inline uint64_t gran_hash(uint64_t g)
+{
+    g ^= g >> 29;
+    g *= 0xbf58476d1ce4e5b9ull;
+    g ^= g >> 32;
+    return g;
+}
+
+static ms_lk_gran *gran_slot(ms_lk_gran *t, uint64_t mask, uint64_t g, int insert)
+{
+    for (uint64_t h = gran_hash(g) & mask;; h = (h + 1) & mask) {
+        if (t[h].g == g + 1)
+            return &t[h];
+        if (t[h].g == 0) {
+            if (!insert)
+                return NULL;
+            t[h].g = g + 1;
+            return &t[h];
+        }
+    }
+}
+
+void ms_lk_index_build(ms_lk_scan *s, void *mem, size_t bytes)
+{
+    size_t cap = bytes / sizeof(ms_lk_gran);
+    if (!mem || cap < 16 || (cap & (cap - 1)) || s->n >= UINT32_MAX ||
+        bytes < ms_lk_index_size(s)) {
+        s->idx = NULL;
+        return;
+    }
+    ms_lk_gran *t = mem;
+    uint64_t mask = cap - 1;
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t g0 = s->b[i].addr >> MS_LK_GRAN_SHIFT;
+        uint64_t g1 = (s->b[i].addr + blk_len(&s->b[i]) - 1) >> MS_LK_GRAN_SHIFT;
+        for (uint64_t g = g0; g <= g1; g++) {
+            ms_lk_gran *e = gran_slot(t, mask, g, 1);
+            if (e->end == 0)
+                e->first = (uint32_t)i;
+            e->end = (uint32_t)i + 1;
+        }
+    }
+    s->idx = t;
+    s->idx_mask = mask;
+}
+
 long ms_lk_find(const ms_lk_scan *s, uint64_t v)
 {
     if (v < s->lo || v >= s->hi)
         return -1;
     /* last block with addr <= v */
     size_t lo = 0, hi = s->n;
+    if (s->idx) {
+        const ms_lk_gran *e = gran_slot(s->idx, s->idx_mask, v >> MS_LK_GRAN_SHIFT, 0);
+        if (!e)
+            return -1;
+        lo = e->first;
+        hi = e->end;
+    }
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         if (s->b[mid].addr <= v)

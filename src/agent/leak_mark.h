@@ -35,9 +35,20 @@ typedef struct ms_lk_block {
     uint8_t reserved[5];
 } ms_lk_block;
 
+/* Optional lookup index: 64 KiB granules of the address space -> the range of blocks
+ * that overlap it, in an open-addressing table (ms_lk_index_build). */
+typedef struct ms_lk_gran {
+    uint64_t g;     /* granule number + 1 (0 = empty slot) */
+    uint32_t first; /* first block overlapping the granule */
+    uint32_t end;   /* one past the last block starting at or before its end */
+} ms_lk_gran;
+#define MS_LK_GRAN_SHIFT 16
+
 typedef struct ms_lk_scan {
     ms_lk_block *b; /* sorted by addr, non-overlapping */
     size_t n;
+    ms_lk_gran *idx; /* NULL: binary search over all blocks */
+    uint64_t idx_mask;
     uint32_t *stack; /* mark stack: capacity >= n */
     size_t stack_cap;
     size_t sp;
@@ -58,6 +69,12 @@ void ms_lk_sort(ms_lk_block *b, size_t n, ms_lk_block *tmp);
  * the address. */
 void ms_lk_init(ms_lk_scan *s, ms_lk_block *b, size_t n, uint32_t *stack, size_t stack_cap,
                 ms_lk_view_fn view, void *ctx);
+
+/* Bytes of workspace ms_lk_index_build needs for these blocks (after ms_lk_init). */
+size_t ms_lk_index_size(const ms_lk_scan *s);
+/* Builds the granule index in mem (ms_lk_index_size bytes, zeroed). Lookups work
+ * without it, only slower (a binary search over every block). */
+void ms_lk_index_build(ms_lk_scan *s, void *mem, size_t bytes);
 
 /* Index of the block containing address v, or -1. (The mark also ignores a 16-byte
  * aligned pointer into the last 8 bytes of a block: glibc's next-chunk header.) */

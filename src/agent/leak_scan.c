@@ -27,7 +27,8 @@ const char *const ms_leak_stat_names[MS_LKS_COUNT] = {
     "threads",       "threads_stopped", "threads_gone",  "threads_unstopped",
     "blocks",        "root_bytes",      "words",         "skipped_bytes",
     "faults",        "module_segments", "mmap_regions",  "stop_ns",
-    "fork_ns",       "records_dropped", "loader_blocks",
+    "fork_ns",       "records_dropped", "loader_blocks", "collect_ns",
+    "sort_ns",       "roots_ns",        "mark_ns",       "classify_ns",
 };
 
 #define LK_MAX_THREADS 8192
@@ -366,10 +367,17 @@ static void child_main(lk_state *st, int wfd)
     uint32_t *stack = child_mmap(c->cap * sizeof(uint32_t));
     if (!c->blocks || !tmp || !stack)
         syscall(SYS_exit_group, 2);
+    uint64_t tc = ms_lk_mono_ns();
     ms_live_foreach(collect_block, c, MS_ITER_NOLOCK);
+    uint64_t ts = ms_lk_mono_ns();
     ms_lk_sort(c->blocks, c->nblocks, tmp);
+    uint64_t tr = ms_lk_mono_ns();
     syscall(SYS_munmap, tmp, c->cap * sizeof(ms_lk_block));
     ms_lk_init(&c->scan, c->blocks, c->nblocks, stack, c->cap, ms_lk_maps_view, &c->maps);
+    size_t ibytes = ms_lk_index_size(&c->scan);
+    void *imem = child_mmap(ibytes);
+    if (imem)
+        ms_lk_index_build(&c->scan, imem, ibytes);
 
     /* roots 0: blocks the dynamic linker allocated (DTVs, dynamic TLS, link maps): it
      * keeps them in places that are not roots here (the stack cache of joined threads,
@@ -418,11 +426,17 @@ static void child_main(lk_state *st, int wfd)
     /* roots 4: mmap regions the program made itself */
     ms_regions_foreach(root_region, c, MS_ITER_NOLOCK);
 
+    uint64_t tm = ms_lk_mono_ns();
     ms_lk_mark(&c->scan);
+    uint64_t tk = ms_lk_mono_ns();
     ms_lk_classify(&c->scan);
 
     lk_wire wire;
     memset(&wire, 0, sizeof wire);
+    wire.stat[MS_LKS_COLLECT_NS] = ts - tc;
+    wire.stat[MS_LKS_SORT_NS] = tr - ts;
+    wire.stat[MS_LKS_ROOTS_NS] = tm - tr;
+    wire.stat[MS_LKS_MARK_NS] = tk - tm;
     wire.magic = LK_RESULT_MAGIC;
     ms_snap_leak_rec *rec;
     uint32_t nrec;
@@ -436,6 +450,7 @@ static void child_main(lk_state *st, int wfd)
     wire.stat[MS_LKS_REGIONS] = c->regions;
     wire.stat[MS_LKS_LOADER_BLOCKS] = c->loader_blocks;
     wire.sum.scan_ns = ms_lk_mono_ns() - t0;
+    wire.stat[MS_LKS_CLASSIFY_NS] = ms_lk_mono_ns() - tk;
     if (write_all(wfd, &wire, sizeof wire) || write_all(wfd, rec, (size_t)nrec * sizeof *rec))
         syscall(SYS_exit_group, 4);
     syscall(SYS_exit_group, 0);

@@ -27,6 +27,11 @@ enum {
     MS_LKS_FORK_NS,         /* part of the pause spent in fork */
     MS_LKS_RECORDS_DROPPED, /* records beyond the limit */
     MS_LKS_LOADER_BLOCKS,   /* blocks the dynamic linker allocated: roots */
+    MS_LKS_COLLECT_NS,      /* child: copying the live table */
+    MS_LKS_SORT_NS,         /* child: sorting blocks by address */
+    MS_LKS_ROOTS_NS,        /* child: scanning the roots */
+    MS_LKS_MARK_NS,         /* child: marking through the blocks */
+    MS_LKS_CLASSIFY_NS,     /* child: cliques, folding and records */
     MS_LKS_COUNT
 };
 extern const char *const ms_leak_stat_names[MS_LKS_COUNT];

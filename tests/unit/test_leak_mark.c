@@ -59,10 +59,18 @@ static uint64_t blk(uint64_t off, uint64_t size, uint32_t tag)
     return b->addr;
 }
 
+static void *idxmem;
+
+/* Sorts, inits and builds the granule index (as the agent does). */
 static void start(void)
 {
     ms_lk_sort(blocks, nb, tmp);
     ms_lk_init(&scan, blocks, nb, stk, nb, view, NULL);
+    size_t bytes = ms_lk_index_size(&scan);
+    free(idxmem);
+    idxmem = calloc(1, bytes);
+    ms_lk_index_build(&scan, idxmem, bytes);
+    assert_non_null(scan.idx);
 }
 
 static int cls_of(uint64_t addr)
@@ -108,6 +116,8 @@ static int teardown(void **state)
     free(blocks);
     free(tmp);
     free(stk);
+    free(idxmem);
+    idxmem = NULL;
     return 0;
 }
 
@@ -344,13 +354,46 @@ static void test_find_edges(void **state)
 {
     (void)state;
     uint64_t a = blk(0x90000, 16, 1), b = blk(0x90010, 16, 1);
+    uint64_t big = blk(0x100000, 0x50000, 1); /* spans granules */
+    uint64_t c = blk(0x150000 + 0x8000, 8, 1);
     start();
-    assert_int_equal(ms_lk_find(&scan, a), 0);
-    assert_int_equal(ms_lk_find(&scan, a + 15), 0);
-    assert_int_equal(ms_lk_find(&scan, b), 1);
-    assert_int_equal(ms_lk_find(&scan, b + 16), -1); /* one past the end */
-    assert_int_equal(ms_lk_find(&scan, a - 1), -1);
-    assert_int_equal(ms_lk_find(&scan, 0), -1);
+    for (int pass = 0; pass < 2; pass++) {
+        assert_int_equal(ms_lk_find(&scan, a), 0);
+        assert_int_equal(ms_lk_find(&scan, a + 15), 0);
+        assert_int_equal(ms_lk_find(&scan, b), 1);
+        assert_int_equal(ms_lk_find(&scan, b + 16), -1); /* one past the end */
+        assert_int_equal(ms_lk_find(&scan, a - 1), -1);
+        assert_int_equal(ms_lk_find(&scan, 0), -1);
+        assert_int_equal(ms_lk_find(&scan, big + 0x3ffff), 2);
+        assert_int_equal(ms_lk_find(&scan, big + 0x50000), -1);
+        assert_int_equal(ms_lk_find(&scan, c - 8), -1); /* same granule, before c */
+        assert_int_equal(ms_lk_find(&scan, c + 7), 3);
+        scan.idx = NULL; /* the same answers from the plain binary search */
+    }
+}
+
+/* Random blocks: the index and the plain binary search agree on every address. */
+static void test_index_matches_search(void **state)
+{
+    (void)state;
+    uint64_t seed = 12345, off = 0x10000;
+    for (int i = 0; i < 5000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t size = (seed >> 33) % 3000;
+        off += 16 + ((seed >> 20) % 4096) * ((seed & 1) ? 1 : 40);
+        blk(off, size, 1);
+        off += size;
+    }
+    start();
+    for (uint64_t a = BASE; a < BASE + off + 100; a += 61) {
+        long x = ms_lk_find(&scan, a);
+        ms_lk_gran *saved = scan.idx;
+        scan.idx = NULL;
+        long y = ms_lk_find(&scan, a);
+        scan.idx = saved;
+        if (x != y)
+            fail_msg("address 0x%llx: index %ld, search %ld", (unsigned long long)a, x, y);
+    }
 }
 
 int main(void)
@@ -366,6 +409,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_long_chain_and_sort, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunk_header_pointer_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find_edges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_matches_search, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

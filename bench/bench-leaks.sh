@@ -1,0 +1,79 @@
+#!/bin/sh
+# Mid-run leak scan on a program holding ~1 GiB of live heap in 1 million blocks
+# (bench-leaks.c): memsight (the program's pause and the child's scan time, from the
+# snapshot, and the longest stall a ticker thread of the program saw), beside
+# valgrind --leak-check=full (VALGRIND_DO_LEAK_CHECK) and LeakSanitizer preloaded
+# (liblsan0, with a tiny preload that calls __lsan_init() first). Prints times and
+# ratios; asserts nothing. Goals: pause < 50 ms, scan < 2 s.
+# usage: bench/bench-leaks.sh [BUILD_DIR] [BLOCKS]   (SKIP_VALGRIND=1 to skip valgrind)
+set -eu
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-${BUILD:-$SRC/build}}
+case $BUILD in /*) ;; *) BUILD=$SRC/$BUILD ;; esac
+N=${2:-1000000}
+MEMSIGHT=$BUILD/bin/memsight
+[ -x "$MEMSIGHT" ] || { echo "build first: $MEMSIGHT is missing" >&2; exit 1; }
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/msleakbench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT INT TERM
+cc -O2 -g -pthread -o "$WORK/prog" "$SRC/bench/bench-leaks.c"
+
+field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
+
+echo "== memsight ($N blocks)"
+"$MEMSIGHT" run -q -o "$WORK" -- "$WORK/prog" "$N" > "$WORK/ms.txt" 2> "$WORK/ms.err" || {
+  cat "$WORK/ms.err" >&2; exit 1; }
+cat "$WORK/ms.err"
+snap=$(field snapshot "$WORK/ms.txt")
+"$MEMSIGHT" report --format json "$snap" > "$WORK/ms.json"
+python3 - "$WORK/ms.json" "$WORK/ms.txt" <<'PY'
+import json, re, sys
+L = json.load(open(sys.argv[1]))["leaks"]
+r = open(sys.argv[2]).read()
+check = float(re.search(r"check_s=([\d.]+)", r).group(1))
+stall = float(re.search(r"max_stall_ms=([\d.]+)", r).group(1))
+print("memsight: pause %.1f ms (goal < 50), child scan %.3f s (goal < 2), whole call %.3f s, "
+      "longest stall seen by a program thread %.1f ms" % (L["pause_ns"] / 1e6, L["scan_ns"] / 1e9, check, stall))
+print("memsight: definitely lost %d blocks (%d B), indirectly %d, possibly %d, reachable %d" % (
+    L["definitely_lost"]["blocks"], L["definitely_lost"]["bytes"], L["indirectly_lost"]["blocks"],
+    L["possibly_lost"]["blocks"], L["still_reachable"]["blocks"]))
+open(sys.argv[2] + ".check", "w").write("%f %f" % (check, L["pause_ns"] / 1e9))
+PY
+
+echo "== LeakSanitizer (liblsan0 preloaded)"
+LSAN=$(ls /usr/lib/x86_64-linux-gnu/liblsan.so.0 2>/dev/null || true)
+if [ -n "$LSAN" ]; then
+  cat > "$WORK/lsan_first.c" <<'CEOF'
+/* preloaded before liblsan: initialises LeakSanitizer before the program's first malloc */
+void __lsan_init(void);
+__attribute__((constructor(101))) static void first(void) { __lsan_init(); }
+CEOF
+  cc -O2 -shared -fPIC -o "$WORK/lsan_first.so" "$WORK/lsan_first.c" "$LSAN"
+  LD_PRELOAD="$WORK/lsan_first.so $LSAN" LSAN_OPTIONS=detect_leaks=1:exitcode=0 \
+    "$WORK/prog" "$N" > "$WORK/lsan.txt" 2> "$WORK/lsan.err" || true
+  grep -E '^bench:|SUMMARY' "$WORK/lsan.err" || true
+  lc=$(field check_s "$WORK/lsan.txt"); ls_=$(field max_stall_ms "$WORK/lsan.txt")
+  echo "lsan: check (all threads stopped throughout) ${lc:-?} s, longest stall ${ls_:-?} ms"
+else
+  echo "liblsan0 not installed"
+fi
+
+echo "== valgrind --leak-check=full"
+if [ "${SKIP_VALGRIND:-0}" != 1 ] && command -v valgrind >/dev/null; then
+  valgrind --leak-check=full --show-leak-kinds=definite "$WORK/prog" "$N" \
+    > "$WORK/vg.txt" 2> "$WORK/vg.err" || true
+  grep -E 'bench:|definitely lost:' "$WORK/vg.err" | head -2 | sed 's/==[0-9]*== *//'
+  vc=$(field check_s "$WORK/vg.txt")
+  echo "valgrind: check ${vc:-?} s (the program runs under valgrind throughout)"
+else
+  echo "valgrind skipped"
+fi
+
+read mc mp < "$WORK/ms.txt.check"
+python3 - "$mc" "$mp" "${lc:-0}" "${vc:-0}" <<'PY'
+import sys
+mc, mp, lc, vc = map(float, sys.argv[1:])
+print("== ratios (check time of the tool / memsight's pause)")
+for name, t in (("lsan", lc), ("valgrind", vc), ("memsight whole call", mc)):
+    if t > 0 and mp > 0:
+        print("  %-20s %8.3f s = %7.1fx memsight's pause" % (name, t, t / mp))
+PY
