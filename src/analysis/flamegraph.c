@@ -297,7 +297,7 @@ static const char flame_js[] =
     "searchBtn.addEventListener('click',function(){if(svg.getAttribute('data-search')){search('');return;}"
     "var t=window.prompt('Search frames (regular expression):','');if(t)search(t);});\n"
     "document.addEventListener('keydown',function(e){if((e.ctrlKey||e.metaKey)&&e.key==='f'&&"
-    "svg.getBoundingClientRect().height>0){e.preventDefault();searchBtn.dispatchEvent(new Event('click'));}"
+    "document.documentElement===svg){e.preventDefault();searchBtn.dispatchEvent(new Event('click'));}"
     "if(e.key==='Escape'){zoom(null);search('');}});\n"
     "svg.msSearch=search;svg.msZoom=function(name){for(var i=0;i<F.length;i++)if(F[i].n===name)"
     "{zoom(F[i]);return true;}return false;};\n"

@@ -460,7 +460,7 @@ int ms_export_html(ms_snapshot *const *series, size_t n, ms_symbolizer *sym,
 
     fputs("<section id=\"flame\"><h2>Flame graph</h2>\n<p class=\"muted\">Click a frame to zoom, "
           "click the top bar (all) or press Esc to reset; Search highlights matching frames "
-          "(Ctrl-F).</p>\n",
+          "and gives their share.</p>\n",
           out);
     ms_flame_opts fo = {.metric = m, .title = "Flame graph", .subtitle = exe ? exe : s->path,
                         .embedded = 1};
