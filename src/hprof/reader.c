@@ -341,39 +341,68 @@ ms_hidx ms_hgraph_find(const ms_hgraph *g, uint64_t id)
     return lo < g->nobj && g->obj_id[lo] == id ? lo : MS_HIDX_NONE;
 }
 
-/* Sorts keys ascending, LSD radix (11-bit digits) over the bits that vary. */
-static int radix_sort(uint64_t *key, size_t n, uint64_t mn, unsigned tz, unsigned bits)
+static int cmp_u64(const void *a, const void *b)
 {
-    if (n < 2 || bits == 0)
-        return 0;
-    uint64_t *k2 = malloc(n * sizeof *k2);
-    size_t *cnt = malloc(((size_t)1 << 11) * sizeof *cnt);
-    if (!k2 || !cnt) {
-        free(k2);
-        free(cnt);
-        return -1;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts g->obj_id[0..n) by distributing it over the buckets of ms_hgraph_find (counting
+ * sort on (id - min) >> shift, which leaves g->id_bucket holding each bucket's start),
+ * then sorting inside each bucket: insertion sort for the few ids a bucket usually holds
+ * (dumps list objects in address order, mostly), qsort for a crowded one. */
+static int bucket_sort(rd *r, uint64_t mn, uint64_t mx, size_t n)
+{
+    ms_hgraph *g = r->g;
+    uint32_t nb = 2; /* at least 2: (mx - mn) >> 63 < 2 always */
+    while (nb < n / 2 && nb < (1u << 24))
+        nb <<= 1;
+    unsigned shift = 0;
+    while (shift < 63 && ((mx - mn) >> shift) >= nb)
+        shift++;
+    g->nbucket = nb;
+    g->id_bucket_shift = shift;
+    g->id_min = mn;
+    uint32_t *bk = calloc((size_t)nb + 1, sizeof *bk);
+    uint64_t *tmp = malloc(n * sizeof *tmp);
+    if (!bk || !tmp) {
+        free(bk);
+        free(tmp);
+        return fail(r, 0, 0, 0, "out of memory sorting %zu object ids", n);
     }
-    uint64_t *src = key, *dst = k2;
-    for (unsigned sh = tz; sh < tz + bits; sh += 11) {
-        memset(cnt, 0, ((size_t)1 << 11) * sizeof *cnt);
-        for (size_t i = 0; i < n; i++)
-            cnt[((src[i] - mn) >> sh) & 0x7FF]++;
-        size_t sum = 0;
-        for (size_t d = 0; d < 2048; d++) {
-            size_t c = cnt[d];
-            cnt[d] = sum;
-            sum += c;
+    const uint64_t *ids = g->obj_id;
+    for (size_t i = 0; i < n; i++)
+        bk[((ids[i] - mn) >> shift) + 1]++;
+    for (uint32_t b = 0; b < nb; b++)
+        bk[b + 1] += bk[b];
+    /* bk[b + 1] is now the end of bucket b: fill from the back, then bk[b] is its start */
+    for (size_t i = n; i-- > 0;) {
+        uint64_t b = (ids[i] - mn) >> shift;
+        tmp[--bk[b + 1]] = ids[i];
+    }
+    /* after the loop bk[b + 1] == start of bucket b; shift down by one */
+    memmove(bk, bk + 1, (size_t)nb * sizeof *bk);
+    bk[nb] = (uint32_t)n;
+    for (uint32_t b = 0; b < nb; b++) {
+        uint64_t *v = tmp + bk[b];
+        size_t k = bk[b + 1] - bk[b];
+        if (k > 48) {
+            qsort(v, k, sizeof *v, cmp_u64);
+            continue;
         }
-        for (size_t i = 0; i < n; i++)
-            dst[cnt[((src[i] - mn) >> sh) & 0x7FF]++] = src[i];
-        uint64_t *t = src;
-        src = dst;
-        dst = t;
+        for (size_t x = 1; x < k; x++) {
+            uint64_t key = v[x];
+            size_t y = x;
+            while (y > 0 && v[y - 1] > key) {
+                v[y] = v[y - 1];
+                y--;
+            }
+            v[y] = key;
+        }
     }
-    if (src != key)
-        memcpy(key, src, n * sizeof *key);
-    free(k2);
-    free(cnt);
+    free(g->obj_id);
+    g->obj_id = tmp;
+    g->id_bucket = bk;
     return 0;
 }
 
@@ -386,53 +415,36 @@ static int build_lookup(rd *r)
     size_t n = r->nrec;
     if (!n)
         return 0;
-    uint64_t mn = UINT64_MAX, mx = 0, orx = 0;
-    int sorted = 1;
+    uint64_t mn = UINT64_MAX, mx = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t v = g->obj_id[i];
         if (v < mn)
             mn = v;
         if (v > mx)
             mx = v;
-        if (i && v <= g->obj_id[i - 1])
-            sorted = 0;
     }
-    for (size_t i = 0; i < n; i++)
-        orx |= g->obj_id[i] - mn;
-    unsigned tz = orx ? (unsigned)__builtin_ctzll(orx) : 0;
-    uint64_t range = (mx - mn) >> tz;
-    unsigned bits = range ? 64 - (unsigned)__builtin_clzll(range) : 0;
-    if (!sorted && radix_sort(g->obj_id, n, mn, tz, bits))
-        return fail(r, 0, 0, 0, "out of memory sorting %zu object ids", n);
-    size_t w = n ? 1 : 0;
+    if (bucket_sort(r, mn, mx, n))
+        return -1;
+    size_t w = 1;
     for (size_t k = 1; k < n; k++)
         if (g->obj_id[k] != g->obj_id[w - 1])
             g->obj_id[w++] = g->obj_id[k];
     g->duplicate_ids = n - w;
     g->nobj = (uint32_t)w;
-    n = w;
-    uint64_t *ids = realloc(g->obj_id, n * sizeof *ids);
-    if (ids)
-        g->obj_id = ids;
-    g->id_min = mn;
-    uint32_t nb = 1;
-    while (nb < n / 2 && nb < (1u << 24))
-        nb <<= 1;
-    unsigned shift = 0;
-    while (shift < 63 && ((mx - mn) >> shift) >= nb)
-        shift++;
-    g->nbucket = nb;
-    g->id_bucket_shift = shift;
-    g->id_bucket = malloc(((size_t)nb + 1) * sizeof *g->id_bucket);
-    if (!g->id_bucket)
-        return fail(r, 0, 0, 0, "out of memory");
-    size_t k = 0;
-    for (uint32_t bk = 0; bk <= nb; bk++) {
-        while (k < n && ((g->obj_id[k] - mn) >> shift) < bk)
-            k++;
-        g->id_bucket[bk] = (uint32_t)k;
+    if (w != n) {
+        /* repeated ids removed: bucket starts moved */
+        n = w;
+        size_t k = 0;
+        for (uint32_t b = 0; b <= g->nbucket; b++) {
+            while (k < n && ((g->obj_id[k] - mn) >> g->id_bucket_shift) < b)
+                k++;
+            g->id_bucket[b] = (uint32_t)k;
+        }
+        g->id_bucket[g->nbucket] = (uint32_t)n;
+        uint64_t *ids = realloc(g->obj_id, n * sizeof *ids);
+        if (ids)
+            g->obj_id = ids;
     }
-    g->id_bucket[nb] = (uint32_t)n;
     return 0;
 }
 
