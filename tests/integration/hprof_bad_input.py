@@ -113,6 +113,28 @@ try:
     p = subprocess.run([MEMSIGHT, "hprof", "summary", os.path.join(tmp, "missing.hprof")],
                        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     check(p.returncode == 1 and "No such file" in p.stderr, "missing file: " + p.stderr)
+    # progress goes to stderr only when it is a terminal
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.run([MEMSIGHT, "hprof", "summary", SAMPLE], stdout=subprocess.PIPE, stderr=slave, timeout=60)
+    os.close(slave)
+    tty_err = b""
+    try:
+        while True:
+            chunk = os.read(master, 65536)
+            if not chunk:
+                break
+            tty_err += chunk
+    except OSError:
+        pass
+    os.close(master)
+    check(p.returncode == 0 and b"reading " in tty_err and b"%" in tty_err, "no progress on a terminal: %r" % tty_err[:200])
+    p = subprocess.run([MEMSIGHT, "hprof", "summary", SAMPLE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=60)
+    check(p.returncode == 0 and "reading " not in p.stderr, "progress printed to a pipe: %r" % p.stderr[:200])
+    text = p.stdout
+    check("format            JAVA PROFILE 1.0.1, 4-byte identifiers" in text and "problems          none" in text,
+          "text summary: " + text[:300])
 finally:
     shutil.rmtree(tmp)
 if failures:
