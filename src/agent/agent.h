@@ -82,6 +82,7 @@ void ms_options_parse(ms_options *o, const char *s) MS_INTERNAL;
  * Per-thread state (initial-exec TLS: no allocation, no lock on first access).
  * ========================================================================= */
 struct ms_thread_slot;
+#define MS_IDX_CACHE 256
 typedef struct ms_tls {
     int busy;             /* >0 while inside the agent or the real allocator */
     uint32_t tid;
@@ -89,6 +90,8 @@ typedef struct ms_tls {
     uintptr_t stack_hi;
     struct ms_thread_slot *slot;
     int exit_done;        /* thread-exit bookkeeping already ran */
+    uint32_t nidx;        /* cached free live-table indices (live.c) */
+    uint32_t idx[MS_IDX_CACHE];
 } ms_tls;
 
 extern __thread ms_tls ms_self __attribute__((tls_model("initial-exec"))) MS_INTERNAL;
@@ -123,6 +126,7 @@ typedef struct ms_real_fns {
     void *(*aligned_alloc)(size_t, size_t);
     void *(*valloc)(size_t);
     void *(*pvalloc)(size_t);
+    size_t (*malloc_usable_size)(void *);
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     void *(*mmap64)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
@@ -218,11 +222,11 @@ static inline void ms_stack_account_free(ms_stack_rec *r, uint64_t bytes)
 }
 
 /* ===========================================================================
- * Live heap blocks (live.c): striped open-addressing table, each stripe with its own
- * spinlock and its own array that grows; no global lock.
+ * Live heap blocks (live.c): a dense array of entries; each tracked block's header
+ * (below) names its entry, so allocation and free write one entry and never search.
  * ========================================================================= */
 typedef struct ms_live_entry {
-    uint64_t addr;       /* 0 = empty */
+    uint64_t addr;       /* the program's pointer; 0 = free entry */
     uint64_t size;       /* bytes asked for */
     uint64_t ticks;      /* ms_ticks() at allocation; ms_ticks_to_ns() converts */
     uint32_t stack_id;
@@ -230,21 +234,71 @@ typedef struct ms_live_entry {
 } ms_live_entry;         /* 32 bytes */
 
 int ms_live_init(uint64_t capacity) MS_INTERNAL;
-/* 0 on success, -1 when dropped (table full). */
-int ms_live_insert(const ms_live_entry *e) MS_INTERNAL;
-/* Removes addr; copies the entry to *out and returns 1 if it was there. */
-int ms_live_remove(uint64_t addr, ms_live_entry *out) MS_INTERNAL;
+/* An unused entry index (from the thread's cache), or 0 when the table is full. */
+uint32_t ms_live_take_index(void) MS_INTERNAL;
+void ms_live_put_index(uint32_t idx) MS_INTERNAL;
+void ms_live_set(uint32_t idx, const ms_live_entry *e) MS_INTERNAL;
+void ms_live_clear(uint32_t idx) MS_INTERNAL;
+int ms_live_get(uint32_t idx, ms_live_entry *out) MS_INTERNAL;
+/* Gives the calling thread's cached indices back (thread exit). */
+void ms_live_thread_exit(void) MS_INTERNAL;
+/* Looks a program pointer up through its header; 1 and *out if it is a live block. */
 int ms_live_find(uint64_t addr, ms_live_entry *out) MS_INTERNAL;
+/* Exact number of live entries (scans the used part of the array: not for hot paths). */
 uint64_t ms_live_count(void) MS_INTERNAL;
 uint64_t ms_live_bytes_reserved(void) MS_INTERNAL; /* agent memory used by the table */
-#define MS_ITER_NOLOCK 0x1u /* for a forked child where no other thread runs */
-/* Calls fn for every live heap block (stripe by stripe, each stripe locked while it is
- * visited unless MS_ITER_NOLOCK). fn must not allocate; a non-zero return stops. */
+#define MS_ITER_NOLOCK 0x1u /* accepted for compatibility: iteration takes no lock */
+/* Calls fn for every live heap block. Entries are read without a lock (a block freed
+ * meanwhile may or may not be seen). fn must not allocate; a non-zero return stops. */
 typedef int (*ms_live_fn)(const ms_live_entry *e, unsigned kind, void *arg);
 int ms_live_foreach(ms_live_fn fn, void *arg, unsigned flags) MS_INTERNAL;
 void ms_live_fork_prepare(void) MS_INTERNAL;
 void ms_live_fork_parent(void) MS_INTERNAL;
 void ms_live_fork_child(void) MS_INTERNAL;
+
+/* ===========================================================================
+ * Heap block header (alloc.c): every block the agent hands out while ready carries 16
+ * bytes just below the program's pointer. For memalign-family blocks with alignment
+ * A > 16 the real block starts A bytes below the pointer (align_log2 = log2 A).
+ *   u32 index   live entry (0: not tracked, e.g. table full)
+ *   u32 check   (hash of pointer and a per-process secret) & ~63 | align_log2
+ *   u64 meta    size asked (low 40 bits) | stack id (high 24 bits)
+ * A block without a valid check (allocated before init, by an agent thread, or by
+ * another path) is passed to the real functions unchanged.
+ * ========================================================================= */
+typedef struct ms_hdr {
+    uint32_t index;
+    uint32_t check;
+    uint64_t meta;
+} ms_hdr;
+#define MS_HDR_SIZE 16u
+#define MS_HDR_SIZE_BITS 40
+#define MS_HDR_SIZE_MASK ((1ull << MS_HDR_SIZE_BITS) - 1)
+#define MS_HDR_MAX_STACK ((1u << 24) - 1)
+extern uint64_t ms_hdr_secret MS_INTERNAL;
+static inline uint32_t ms_hdr_check(const void *p, unsigned align_log2)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)p ^ ms_hdr_secret) * 0x9E3779B97F4A7C15ull;
+    return ((uint32_t)(h >> 32) & ~63u) | (align_log2 & 63u);
+}
+static inline ms_hdr *ms_hdr_of(const void *p)
+{
+    return (ms_hdr *)((char *)(uintptr_t)p - MS_HDR_SIZE);
+}
+/* 1 if p carries a header written by the agent. */
+static inline int ms_hdr_valid(const void *p)
+{
+    if (((uintptr_t)p & 15) != 0 || (uintptr_t)p < 4096)
+        return 0;
+    const ms_hdr *h = ms_hdr_of(p);
+    unsigned a = h->check & 63u;
+    return (h->check & ~63u) == (ms_hdr_check(p, 0) & ~63u) && (a == 0 || a >= 5);
+}
+static inline void *ms_hdr_base(void *p)
+{
+    unsigned a = ms_hdr_of(p)->check & 63u;
+    return (char *)p - (a ? (1ull << a) : MS_HDR_SIZE);
+}
 
 /* ===========================================================================
  * Regions (mmap.c): live mmap regions (kind mmap) and thread stacks (kind stack), in a
@@ -309,10 +363,11 @@ void ms_unwind_invalidate(void) MS_INTERNAL;
 /* ===========================================================================
  * Recording (alloc.c hot path; record.c slow parts).
  * ========================================================================= */
-/* Records a new heap block: unwinds, interns, accounts, inserts. */
-void ms_record_heap(void *p, size_t size) MS_INTERNAL;
-/* Forgets a heap block before it is freed; returns 1 if it was tracked. */
-int ms_forget_heap(void *p) MS_INTERNAL;
+/* Records a new heap block at p (its 16 header bytes below p are ours to write):
+ * unwinds, interns, accounts, takes a live entry and writes the header. */
+void ms_record_heap(void *p, size_t size, unsigned align_log2) MS_INTERNAL;
+/* Forgets a block whose header is valid, before it is freed (entry and counters). */
+void ms_forget_heap(void *p) MS_INTERNAL;
 /* Takes a block just removed from the live table out of its stack's counters (its
  * weight when it was sampled). */
 void ms_account_forget(const ms_live_entry *e) MS_INTERNAL;

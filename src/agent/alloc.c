@@ -1,6 +1,8 @@
-/* Hot path: the malloc-family interposers. Each forwards to the real function with the
- * re-entrancy flag raised (so the allocator's own mmap calls are not recorded), then
- * records or forgets the block. Runs inside the target: no locks, no malloc of ours. */
+/* Hot path: the malloc-family interposers. Each asks the real allocator for 16 bytes
+ * more, records the block (header below the program's pointer + one live entry) with
+ * the re-entrancy flag raised (so the allocator's own mmap calls are not recorded), and
+ * undoes this on free. Blocks without a valid header go to the real functions as they
+ * are. Runs inside the target: no locks, no malloc of ours. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -10,46 +12,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "agent/sampler.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
-
-/* ===========================================================================
- * Slow paths: before init, during bootstrap, or re-entered from inside the agent.
- * ========================================================================= */
-static MS_NOINLINE void *ms_malloc_passthrough(size_t n)
-{
-    ms_init();
-    if (ms_real.malloc && ms_state != MS_STATE_INITING)
-        return ms_real.malloc(n);
-    if (ms_real.malloc && ms_self.busy == 0)
-        return ms_real.malloc(n);
-    return ms_boot_alloc(n, 16);
-}
-
-static MS_NOINLINE void *ms_aligned_passthrough(size_t align, size_t n)
-{
-    ms_init();
-    if (ms_real.memalign && (ms_state != MS_STATE_INITING || ms_self.busy == 0))
-        return ms_real.memalign(align, n);
-    return ms_boot_alloc(n, align);
-}
-
-static MS_NOINLINE void ms_free_slow(void *p)
-{
-    if (ms_boot_owns(p))
-        return;
-    ms_init();
-    if (ms_state == MS_STATE_READY && ms_self.busy == 0) {
-        ms_enter();
-        ms_forget_heap(p);
-        ms_real.free(p);
-        ms_leave();
-        return;
-    }
-    if (ms_real.free)
-        ms_real.free(p);
-}
 
 static inline int ms_fast_ok(void)
 {
@@ -58,16 +22,77 @@ static inline int ms_fast_ok(void)
 }
 
 /* ===========================================================================
+ * Slow paths: before init, during bootstrap, or re-entered from inside the agent (and
+ * in the agent's own threads): no header, nothing recorded.
+ * ========================================================================= */
+static inline int ms_can_real(void)
+{
+    return ms_state != MS_STATE_INITING || ms_self.busy == 0;
+}
+
+static MS_NOINLINE void *ms_malloc_passthrough(size_t n)
+{
+    ms_init();
+    if (ms_real.malloc && ms_can_real())
+        return ms_real.malloc(n);
+    return ms_boot_alloc(n, 16);
+}
+
+static MS_NOINLINE void *ms_aligned_passthrough(size_t align, size_t n)
+{
+    ms_init();
+    if (ms_real.memalign && ms_can_real())
+        return ms_real.memalign(align, n);
+    return ms_boot_alloc(n, align);
+}
+
+/* Frees p whatever it is: bootstrap arena, a block with our header, or a foreign one. */
+static MS_NOINLINE void ms_free_any(void *p)
+{
+    if (ms_boot_owns(p))
+        return;
+    ms_init();
+    if (!ms_real.free)
+        return;
+    if (ms_state == MS_STATE_READY && ms_hdr_valid(p)) {
+        ms_enter();
+        ms_forget_heap(p);
+        ms_real.free(ms_hdr_base(p));
+        ms_leave();
+        return;
+    }
+    ms_real.free(p);
+}
+
+static size_t ms_usable(void *p)
+{
+    if (ms_boot_owns(p))
+        return ms_boot_size(p);
+    if (!ms_real.malloc_usable_size)
+        return 0;
+    if (ms_state == MS_STATE_READY && ms_hdr_valid(p)) {
+        void *base = ms_hdr_base(p);
+        size_t u = ms_real.malloc_usable_size(base);
+        size_t off = (size_t)((char *)p - (char *)base);
+        return u > off ? u - off : 0;
+    }
+    return ms_real.malloc_usable_size(p);
+}
+
+/* ===========================================================================
  * Interposers
  * ========================================================================= */
 MS_EXPORT void *malloc(size_t n)
 {
-    if (!ms_fast_ok())
+    if (!ms_fast_ok() || MS_UNLIKELY(n > SIZE_MAX - 64))
         return ms_malloc_passthrough(n);
     ms_enter();
-    void *p = ms_real.malloc(n);
-    if (MS_LIKELY(p != NULL))
-        ms_record_heap(p, n);
+    char *r = ms_real.malloc(n + MS_HDR_SIZE);
+    void *p = NULL;
+    if (MS_LIKELY(r != NULL)) {
+        p = r + MS_HDR_SIZE;
+        ms_record_heap(p, n, 0);
+    }
     ms_leave();
     return p;
 }
@@ -76,75 +101,92 @@ MS_EXPORT void free(void *p)
 {
     if (!p)
         return;
-    if (!ms_fast_ok() || MS_UNLIKELY(ms_boot_owns(p))) {
-        ms_free_slow(p);
+    if (MS_UNLIKELY(!ms_fast_ok()) || MS_UNLIKELY(ms_boot_owns(p)) || MS_UNLIKELY(!ms_hdr_valid(p))) {
+        ms_free_any(p);
         return;
     }
     ms_enter();
     ms_forget_heap(p);
-    ms_real.free(p);
+    ms_real.free(ms_hdr_base(p));
     ms_leave();
 }
 
 MS_EXPORT void *calloc(size_t a, size_t b)
 {
     size_t n;
-    if (__builtin_mul_overflow(a, b, &n)) {
+    if (__builtin_mul_overflow(a, b, &n) || n > SIZE_MAX - 64) {
         errno = ENOMEM;
         return NULL;
     }
     if (!ms_fast_ok()) {
         ms_init();
-        if (ms_real.calloc && (ms_state != MS_STATE_INITING || ms_self.busy == 0))
+        if (ms_real.calloc && ms_can_real())
             return ms_real.calloc(a, b);
         return ms_boot_alloc(n, 16); /* static arena memory is zero */
     }
     ms_enter();
-    void *p = ms_real.calloc(a, b);
-    if (MS_LIKELY(p != NULL))
-        ms_record_heap(p, n);
+    char *r = ms_real.calloc(1, n + MS_HDR_SIZE);
+    void *p = NULL;
+    if (MS_LIKELY(r != NULL)) {
+        p = r + MS_HDR_SIZE;
+        ms_record_heap(p, n, 0);
+    }
     ms_leave();
+    return p;
+}
+
+/* realloc by copy: for bootstrap, foreign and over-aligned blocks. */
+static void *ms_realloc_copy(void *old, size_t n)
+{
+    size_t have = ms_usable(old);
+    if (ms_state == MS_STATE_READY && ms_hdr_valid(old) && ms_hdr_of(old)->index) {
+        size_t asked = (size_t)(ms_hdr_of(old)->meta & MS_HDR_SIZE_MASK);
+        if (asked < have)
+            have = asked;
+    }
+    void *p = malloc(n);
+    if (!p)
+        return NULL;
+    memcpy(p, old, have < n ? have : n);
+    free(old);
     return p;
 }
 
 static void *ms_realloc_impl(void *old, size_t n)
 {
-    if (MS_UNLIKELY(old && ms_boot_owns(old))) {
-        size_t on = ms_boot_size(old);
-        void *p = malloc(n);
-        if (p)
-            memcpy(p, old, on < n ? on : n);
-        return p;
+    if (!old)
+        return malloc(n);
+    if (n == 0) { /* glibc: frees and returns NULL */
+        free(old);
+        return NULL;
     }
     if (!ms_fast_ok()) {
+        if (ms_boot_owns(old) || (ms_state == MS_STATE_READY && ms_hdr_valid(old)))
+            return ms_realloc_copy(old, n);
         ms_init();
-        if (ms_real.realloc && (ms_state != MS_STATE_INITING || ms_self.busy == 0))
+        if (ms_real.realloc && ms_can_real())
             return ms_real.realloc(old, n);
         void *p = ms_boot_alloc(n, 16);
         return p;
     }
-    if (!old)
-        return malloc(n);
+    if (MS_UNLIKELY(ms_boot_owns(old)) || MS_UNLIKELY(!ms_hdr_valid(old)) ||
+        MS_UNLIKELY((ms_hdr_of(old)->check & 63u) != 0) || MS_UNLIKELY(n > SIZE_MAX - 64))
+        return ms_realloc_copy(old, n);
     ms_enter();
-    ms_live_entry e;
-    memset(&e, 0, sizeof e);
-    int had = ms_live_remove((uint64_t)(uintptr_t)old, &e);
-    void *p = ms_real.realloc(old, n);
-    if (p == NULL && n != 0) {
-        /* Failed: the old block is still live, put it back unchanged. */
-        if (had && ms_live_insert(&e) != 0) {
-            ms_account_forget(&e);
-            MS_HEALTH_INC(dropped_blocks);
-        }
-        ms_leave();
-        return NULL;
+    /* the header moves with the data; the block keeps its live entry if it had one */
+    ms_forget_heap(old);
+    char *r = ms_real.realloc((char *)old - MS_HDR_SIZE, n + MS_HDR_SIZE);
+    void *p;
+    if (MS_UNLIKELY(r == NULL)) {
+        /* the old block is intact: record it again (from this call site) */
+        r = (char *)old - MS_HDR_SIZE;
+        size_t asked = (size_t)(ms_hdr_of(old)->meta & MS_HDR_SIZE_MASK);
+        ms_record_heap(old, asked, 0);
+        p = NULL;
+    } else {
+        p = r + MS_HDR_SIZE;
+        ms_record_heap(p, n, 0);
     }
-    if (had)
-        ms_account_forget(&e);
-    else if (!ms_sampler_cfg.enabled) /* sampled mode: most blocks are not tracked */
-        MS_HEALTH_INC(unknown_frees);
-    if (p)
-        ms_record_heap(p, n);
     ms_leave();
     return p;
 }
@@ -164,49 +206,69 @@ MS_EXPORT void *reallocarray(void *old, size_t a, size_t b)
     return ms_realloc_impl(old, n);
 }
 
-static void *ms_memalign_common(size_t align, size_t n, int which)
+static unsigned ms_log2(size_t a)
 {
+    return (unsigned)(63 - __builtin_clzll((unsigned long long)a));
+}
+
+/* Over-aligned blocks: the real block starts `align` bytes below the pointer. */
+static void *ms_aligned(size_t align, size_t n)
+{
+    if (align & (align - 1)) { /* memalign rounds a bad alignment up, like glibc */
+        size_t a = 32;
+        while (a < align && a)
+            a <<= 1;
+        align = a;
+    }
+    if (align <= MS_HDR_SIZE)
+        return malloc(n);
+    if (!align || n > SIZE_MAX - align - 64) {
+        errno = ENOMEM;
+        return NULL;
+    }
     if (!ms_fast_ok())
         return ms_aligned_passthrough(align, n);
     ms_enter();
+    char *r = ms_real.memalign(align, n + align);
     void *p = NULL;
-    switch (which) {
-    case 0: p = ms_real.memalign(align, n); break;
-    case 1: p = ms_real.aligned_alloc(align, n); break;
-    case 2: p = ms_real.valloc(n); break;
-    case 3: p = ms_real.pvalloc(n); break;
+    if (MS_LIKELY(r != NULL)) {
+        p = r + align;
+        ms_record_heap(p, n, ms_log2(align));
     }
-    if (MS_LIKELY(p != NULL))
-        ms_record_heap(p, n);
     ms_leave();
     return p;
 }
 
-MS_EXPORT void *memalign(size_t align, size_t n) { return ms_memalign_common(align, n, 0); }
-MS_EXPORT void *aligned_alloc(size_t align, size_t n) { return ms_memalign_common(align, n, 1); }
-MS_EXPORT void *valloc(size_t n) { return ms_memalign_common(4096, n, 2); }
-MS_EXPORT void *pvalloc(size_t n) { return ms_memalign_common(4096, n, 3); }
+MS_EXPORT void *memalign(size_t align, size_t n) { return ms_aligned(align, n); }
+MS_EXPORT void *aligned_alloc(size_t align, size_t n) { return ms_aligned(align, n); }
+MS_EXPORT void *valloc(size_t n) { return ms_aligned((size_t)sysconf(_SC_PAGESIZE), n); }
+
+MS_EXPORT void *pvalloc(size_t n)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t r = n ? (n + pg - 1) & ~(pg - 1) : pg;
+    return ms_aligned(pg, r);
+}
 
 MS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
-    if (!ms_fast_ok()) {
-        ms_init();
-        if (ms_real.posix_memalign && (ms_state != MS_STATE_INITING || ms_self.busy == 0))
-            return ms_real.posix_memalign(out, align, n);
-        if (align < sizeof(void *) || (align & (align - 1)))
-            return EINVAL;
-        void *p = ms_boot_alloc(n, align);
-        if (!p)
-            return ENOMEM;
-        *out = p;
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    int saved = errno;
+    void *p = ms_aligned(align, n);
+    if (!p)
+        return ENOMEM;
+    errno = saved;
+    *out = p;
+    return 0;
+}
+
+MS_EXPORT size_t malloc_usable_size(void *p)
+{
+    if (!p)
         return 0;
-    }
-    ms_enter();
-    int rc = ms_real.posix_memalign(out, align, n);
-    if (rc == 0 && *out)
-        ms_record_heap(*out, n);
-    ms_leave();
-    return rc;
+    ms_init();
+    return ms_usable(p);
 }
 
 MS_EXPORT void cfree(void *p) { free(p); }

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -134,6 +135,7 @@ static void ms_resolve(void)
     R(aligned_alloc);
     R(valloc);
     R(pvalloc);
+    R(malloc_usable_size);
     R(mmap);
     R(mmap64);
     R(munmap);
@@ -230,6 +232,9 @@ static int ms_init_slow(void)
     }
     ms_enter();
     ms_resolve();
+    const uint64_t *rnd = (const uint64_t *)getauxval(AT_RANDOM);
+    ms_hdr_secret = (rnd ? rnd[0] ^ rnd[1] : 0) ^ (uint64_t)(uintptr_t)&expected ^
+                    ((uint64_t)getpid() << 32) ^ 0x6d656d7369676874ull;
     ms_tick0 = ms_ticks();
     ms_ns0 = ms_now_ns();
     ms_read_options();

@@ -1,47 +1,28 @@
-/* Live heap blocks: address -> (size, stack, tid, time). 1024 stripes, each an
- * open-addressing (linear probing, backward-shift delete) array of 32-byte entries
- * with its own spinlock, grown by 1.5x in place of a global lock or a global resize.
- * Runs inside the target: memory from mmap only; locks are never held across fork. */
+/* Live heap blocks: a dense preallocated (mmap) array of 32-byte entries indexed by a
+ * number that the block's own 16-byte header carries (see agent.h). Allocation and
+ * free never search: they write one entry, so the hot path takes no cache miss on the
+ * table (a hash keyed by address missed on nearly every call). Free indices are cached
+ * per thread and exchanged with a global pool in batches, so no global lock is taken
+ * per call. Runs inside the target: mmap memory only; no lock is held across fork. */
 #include <sched.h>
 #include <string.h>
 
 #include "agent/agent.h"
 
-#define MS_STRIPE_BITS 10
-#define MS_NSTRIPES (1u << MS_STRIPE_BITS)
-#define MS_STRIPE_MIN_SLOTS 128u /* one 4 KiB page */
+static ms_live_entry *ms_entries; /* index 0 unused */
+static uint32_t ms_entries_cap;
+static uint32_t ms_hwm = 1;       /* next never-used index */
+/* global pool of free indices, exchanged in batches of MS_IDX_BATCH */
+static uint32_t *ms_pool;
+static uint32_t ms_pool_n;
+static int ms_pool_lock;
+#define MS_IDX_BATCH (MS_IDX_CACHE / 2)
 
-typedef struct ms_stripe {
-    int lock;
-    uint32_t count;
-    uint32_t cap;   /* slots */
-    uint32_t limit; /* max entries (capacity share) */
-    ms_live_entry *slots;
-} __attribute__((aligned(64))) ms_stripe;
-
-static ms_stripe *ms_stripes;
-
-static inline uint64_t live_hash(uint64_t a)
-{
-    uint64_t h = (a >> 4) * 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 29);
-}
-
-static inline uint32_t live_home(uint64_t h, uint32_t cap)
-{
-    return (uint32_t)(((h & 0xffffffffull) * cap) >> 32);
-}
-
-static inline ms_stripe *live_stripe(uint64_t h)
-{
-    return &ms_stripes[h >> (64 - MS_STRIPE_BITS)];
-}
-
-static inline void stripe_lock(ms_stripe *s)
+static void pool_lock(void)
 {
     for (unsigned spins = 0;; spins++) {
-        if (!__atomic_load_n(&s->lock, __ATOMIC_RELAXED) &&
-            !__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE))
+        if (!__atomic_load_n(&ms_pool_lock, __ATOMIC_RELAXED) &&
+            !__atomic_exchange_n(&ms_pool_lock, 1, __ATOMIC_ACQUIRE))
             return;
         if (spins > 64)
             sched_yield();
@@ -50,191 +31,165 @@ static inline void stripe_lock(ms_stripe *s)
     }
 }
 
-static inline void stripe_unlock(ms_stripe *s)
+static void pool_unlock(void)
 {
-    __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ms_pool_lock, 0, __ATOMIC_RELEASE);
 }
 
 int ms_live_init(uint64_t capacity)
 {
-    ms_stripes = ms_sys_mmap(sizeof(ms_stripe) * MS_NSTRIPES);
-    if (!ms_stripes)
-        return -1;
-    uint64_t per = capacity / MS_NSTRIPES;
-    per = per + per / 8 + 16;
-    if (per > 0x3fffffffu)
-        per = 0x3fffffffu;
-    for (unsigned i = 0; i < MS_NSTRIPES; i++)
-        ms_stripes[i].limit = (uint32_t)per;
-    return 0;
+    if (capacity < 1024)
+        capacity = 1024;
+    if (capacity > 0xfffffff0ull)
+        capacity = 0xfffffff0ull;
+    ms_entries_cap = (uint32_t)capacity + 1;
+    ms_entries = ms_sys_mmap((size_t)ms_entries_cap * sizeof(ms_live_entry));
+    ms_pool = ms_sys_mmap((size_t)ms_entries_cap * sizeof(uint32_t));
+    return ms_entries && ms_pool ? 0 : -1;
 }
 
-/* Inserts without checks into a table known to have room. */
-static void stripe_put(ms_live_entry *slots, uint32_t cap, const ms_live_entry *e)
+/* Refills the calling thread's cache: a batch from the pool, else fresh indices. */
+static MS_NOINLINE uint32_t live_refill(void)
 {
-    uint32_t i = live_home(live_hash(e->addr), cap);
-    while (slots[i].addr)
-        i = i + 1 == cap ? 0 : i + 1;
-    slots[i] = *e;
-}
-
-static int stripe_grow(ms_stripe *s)
-{
-    uint64_t ncap = s->cap ? (uint64_t)s->cap + s->cap / 2 : MS_STRIPE_MIN_SLOTS;
-    uint64_t bytes = (ncap * sizeof(ms_live_entry) + 4095) & ~4095ull;
-    ncap = bytes / sizeof(ms_live_entry);
-    if (ncap > 0xffffffffull)
-        return -1;
-    ms_live_entry *n = ms_sys_mmap(bytes);
-    if (!n)
-        return -1;
-    for (uint32_t i = 0; i < s->cap; i++)
-        if (s->slots[i].addr)
-            stripe_put(n, (uint32_t)ncap, &s->slots[i]);
-    ms_sys_munmap(s->slots, (size_t)s->cap * sizeof(ms_live_entry));
-    s->slots = n;
-    s->cap = (uint32_t)ncap;
-    return 0;
-}
-
-int ms_live_insert(const ms_live_entry *e)
-{
-    uint64_t h = live_hash(e->addr);
-    ms_stripe *s = live_stripe(h);
-    stripe_lock(s);
-    if (MS_UNLIKELY((uint64_t)(s->count + 1) * 4 > (uint64_t)s->cap * 3)) {
-        if (s->count >= s->limit || stripe_grow(s) != 0) {
-            stripe_unlock(s);
-            return -1;
-        }
+    ms_tls *t = &ms_self;
+    pool_lock();
+    if (ms_pool_n > 0) {
+        uint32_t k = ms_pool_n < MS_IDX_BATCH ? ms_pool_n : MS_IDX_BATCH;
+        ms_pool_n -= k;
+        memcpy(t->idx, ms_pool + ms_pool_n, k * sizeof(uint32_t));
+        t->nidx = k;
     }
-    uint32_t cap = s->cap;
-    uint32_t i = live_home(h, cap);
-    ms_live_entry *slots = s->slots;
-    while (slots[i].addr) {
-        if (slots[i].addr == e->addr) { /* stale entry (missed free): replace */
-            ms_account_forget(&slots[i]);
-            slots[i] = *e;
-            stripe_unlock(s);
+    pool_unlock();
+    if (t->nidx == 0) {
+        if (__atomic_load_n(&ms_hwm, __ATOMIC_RELAXED) >= ms_entries_cap)
+            return 0; /* full (until indices come back through the pool) */
+        uint32_t start = __atomic_fetch_add(&ms_hwm, MS_IDX_BATCH, __ATOMIC_RELAXED);
+        uint32_t end = start + MS_IDX_BATCH;
+        if (start >= ms_entries_cap)
             return 0;
-        }
-        i = i + 1 == cap ? 0 : i + 1;
+        if (end > ms_entries_cap)
+            end = ms_entries_cap;
+        uint32_t n = 0;
+        for (uint32_t i = end; i > start;) /* popped from the end: increasing order */
+            t->idx[n++] = --i;
+        t->nidx = n;
     }
-    slots[i] = *e;
-    s->count++;
-    stripe_unlock(s);
-    return 0;
+    return t->idx[--t->nidx];
 }
 
-static int stripe_lookup(ms_stripe *s, uint64_t h, uint64_t addr, uint32_t *at)
+uint32_t ms_live_take_index(void)
 {
-    uint32_t cap = s->cap;
-    if (!cap)
-        return 0;
-    uint32_t i = live_home(h, cap);
-    ms_live_entry *slots = s->slots;
-    while (slots[i].addr) {
-        if (slots[i].addr == addr) {
-            *at = i;
-            return 1;
-        }
-        i = i + 1 == cap ? 0 : i + 1;
-    }
-    return 0;
+    ms_tls *t = &ms_self;
+    if (MS_LIKELY(t->nidx > 0))
+        return t->idx[--t->nidx];
+    return live_refill();
 }
 
-int ms_live_remove(uint64_t addr, ms_live_entry *out)
+static MS_NOINLINE void live_spill(void)
 {
-    uint64_t h = live_hash(addr);
-    ms_stripe *s = live_stripe(h);
-    stripe_lock(s);
-    uint32_t i;
-    if (!stripe_lookup(s, h, addr, &i)) {
-        stripe_unlock(s);
-        return 0;
+    ms_tls *t = &ms_self;
+    pool_lock();
+    uint32_t k = MS_IDX_BATCH;
+    if (ms_pool_n + k <= ms_entries_cap) {
+        memcpy(ms_pool + ms_pool_n, t->idx + t->nidx - k, k * sizeof(uint32_t));
+        ms_pool_n += k;
+        t->nidx -= k;
     }
-    ms_live_entry *slots = s->slots;
-    uint32_t cap = s->cap;
-    *out = slots[i];
-    /* backward-shift deletion keeps every probe chain unbroken without tombstones */
-    uint32_t j = i;
-    for (;;) {
-        j = j + 1 == cap ? 0 : j + 1;
-        if (!slots[j].addr)
+    pool_unlock();
+}
+
+void ms_live_put_index(uint32_t idx)
+{
+    ms_tls *t = &ms_self;
+    if (MS_UNLIKELY(t->nidx == MS_IDX_CACHE))
+        live_spill();
+    if (MS_LIKELY(t->nidx < MS_IDX_CACHE))
+        t->idx[t->nidx++] = idx;
+}
+
+void ms_live_thread_exit(void)
+{
+    ms_tls *t = &ms_self;
+    while (t->nidx >= MS_IDX_BATCH) {
+        uint32_t before = t->nidx;
+        live_spill();
+        if (t->nidx == before)
             break;
-        uint32_t k = live_home(live_hash(slots[j].addr), cap);
-        int move = (j > i) ? (k <= i || k > j) : (k <= i && k > j);
-        if (move) {
-            slots[i] = slots[j];
-            i = j;
-        }
     }
-    slots[i].addr = 0;
-    s->count--;
-    stripe_unlock(s);
-    return 1;
+    if (t->nidx) {
+        pool_lock();
+        if (ms_pool_n + t->nidx <= ms_entries_cap) {
+            memcpy(ms_pool + ms_pool_n, t->idx, t->nidx * sizeof(uint32_t));
+            ms_pool_n += t->nidx;
+            t->nidx = 0;
+        }
+        pool_unlock();
+    }
 }
 
-int ms_live_find(uint64_t addr, ms_live_entry *out)
+void ms_live_set(uint32_t idx, const ms_live_entry *e)
 {
-    uint64_t h = live_hash(addr);
-    ms_stripe *s = live_stripe(h);
-    stripe_lock(s);
-    uint32_t i;
-    int found = stripe_lookup(s, h, addr, &i);
-    if (found)
-        *out = s->slots[i];
-    stripe_unlock(s);
-    return found;
+    ms_live_entry *d = &ms_entries[idx];
+    d->size = e->size;
+    d->ticks = e->ticks;
+    d->stack_id = e->stack_id;
+    d->tid = e->tid;
+    __atomic_store_n(&d->addr, e->addr, __ATOMIC_RELEASE);
+}
+
+void ms_live_clear(uint32_t idx)
+{
+    __atomic_store_n(&ms_entries[idx].addr, 0, __ATOMIC_RELEASE);
+}
+
+int ms_live_get(uint32_t idx, ms_live_entry *out)
+{
+    if (idx == 0 || idx >= ms_entries_cap)
+        return 0;
+    *out = ms_entries[idx];
+    return out->addr != 0;
 }
 
 uint64_t ms_live_count(void)
 {
-    uint64_t n = 0;
-    for (unsigned i = 0; i < MS_NSTRIPES; i++)
-        n += __atomic_load_n(&ms_stripes[i].count, __ATOMIC_RELAXED);
+    uint32_t hwm = __atomic_load_n(&ms_hwm, __ATOMIC_RELAXED);
+    if (hwm > ms_entries_cap)
+        hwm = ms_entries_cap;
+    uint64_t n = 0; /* exact but O(high-water mark): for snapshots, not the hot path */
+    for (uint32_t i = 1; i < hwm; i++)
+        n += __atomic_load_n(&ms_entries[i].addr, __ATOMIC_RELAXED) != 0;
     return n;
 }
 
 uint64_t ms_live_bytes_reserved(void)
 {
-    uint64_t n = sizeof(ms_stripe) * MS_NSTRIPES;
-    for (unsigned i = 0; i < MS_NSTRIPES; i++)
-        n += (uint64_t)__atomic_load_n(&ms_stripes[i].cap, __ATOMIC_RELAXED) * sizeof(ms_live_entry);
-    return n;
+    uint32_t hwm = __atomic_load_n(&ms_hwm, __ATOMIC_RELAXED);
+    if (hwm > ms_entries_cap)
+        hwm = ms_entries_cap;
+    /* touched pages of the entry array and of the pool */
+    return ((uint64_t)hwm * sizeof(ms_live_entry) + 4095) / 4096 * 4096 +
+           ((uint64_t)ms_pool_n * 4 + 4095) / 4096 * 4096;
 }
 
 int ms_live_foreach(ms_live_fn fn, void *arg, unsigned flags)
 {
-    for (unsigned i = 0; i < MS_NSTRIPES; i++) {
-        ms_stripe *s = &ms_stripes[i];
-        if (!(flags & MS_ITER_NOLOCK))
-            stripe_lock(s);
-        int stop = 0;
-        for (uint32_t j = 0; j < s->cap && !stop; j++)
-            if (s->slots[j].addr)
-                stop = fn(&s->slots[j], MS_KIND_HEAP, arg);
-        if (!(flags & MS_ITER_NOLOCK))
-            stripe_unlock(s);
+    (void)flags; /* entries are read without a lock; a racing free shows as 0 */
+    uint32_t hwm = __atomic_load_n(&ms_hwm, __ATOMIC_RELAXED);
+    if (hwm > ms_entries_cap)
+        hwm = ms_entries_cap;
+    for (uint32_t i = 1; i < hwm; i++) {
+        if (!__atomic_load_n(&ms_entries[i].addr, __ATOMIC_ACQUIRE))
+            continue;
+        ms_live_entry e = ms_entries[i];
+        if (!e.addr)
+            continue;
+        int stop = fn(&e, MS_KIND_HEAP, arg);
         if (stop)
             return stop;
     }
     return 0;
 }
 
-void ms_live_fork_prepare(void)
-{
-    for (unsigned i = 0; i < MS_NSTRIPES; i++)
-        stripe_lock(&ms_stripes[i]);
-}
-
-void ms_live_fork_parent(void)
-{
-    for (unsigned i = 0; i < MS_NSTRIPES; i++)
-        stripe_unlock(&ms_stripes[i]);
-}
-
-void ms_live_fork_child(void)
-{
-    ms_live_fork_parent();
-}
+void ms_live_fork_prepare(void) { pool_lock(); }
+void ms_live_fork_parent(void) { pool_unlock(); }
+void ms_live_fork_child(void) { pool_unlock(); }

@@ -24,7 +24,7 @@ const ms_option_def ms_option_table[] = {
      "live mmap regions and thread stacks tracked"},
     {"thread_capacity", MS_OPT_SIZE, OFF(thread_capacity), 8, "16K", NULL,
      "threads in the registry"},
-    {"pc_cache", MS_OPT_SIZE, OFF(pc_cache), 8, "256K", NULL,
+    {"pc_cache", MS_OPT_SIZE, OFF(pc_cache), 8, "64K", NULL,
      "entries in the cache of per-pc unwind rules"},
     {"blocks", MS_OPT_BOOL, OFF(blocks), 8, "1", NULL, "write every live block (BLKS)"},
     {"follow_fork", MS_OPT_BOOL, OFF(follow_fork), 8, "0", NULL,

@@ -1,62 +1,102 @@
-/* Recording: unwind the caller, intern its stack, account the block and insert it in
- * the live table; forget a block before the allocator frees it.
+/* Recording: unwind the caller, intern its stack, account the block, take a live entry
+ * and write the block's header; forget a block before the allocator frees it.
  * Runs inside the target with the re-entrancy flag raised: no malloc, no global lock. */
 #include <string.h>
 
 #include "agent/agent.h"
-#include "agent/sampler.h"
+
+uint64_t ms_hdr_secret;
+
+/* A small per-thread cache of recent stacks (direct-mapped by a hash of the pcs): the
+ * global table's index, records and pc arena are large and cold, and an allocation
+ * site is usually hit again soon by the same thread. Exact: the pcs are compared. */
+#define MS_SCACHE 32
+#define MS_SCACHE_DEPTH 64
+typedef struct scache_ent {
+    uint64_t hash;
+    uint32_t id, depth;
+    uint32_t flags, kind;
+    uint64_t pcs[MS_SCACHE_DEPTH];
+} scache_ent;
+static __thread scache_ent ms_scache[MS_SCACHE] __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t scache_hash(const uint64_t *pcs, unsigned d, unsigned kind)
+{
+    uint64_t h = 0x51af4d1f3ull * (d + 1) + kind;
+    for (unsigned i = 0; i < d; i++)
+        h = (h ^ pcs[i]) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 32);
+}
 
 uint32_t ms_current_stack(unsigned kind)
 {
     uint64_t pcs[MS_MAX_DEPTH_LIMIT];
     unsigned flags = 0;
     unsigned d = ms_unwind(pcs, (unsigned)ms_opt.max_depth, &flags);
-    return ms_stack_intern(kind, pcs, d, flags);
+    if (d > MS_SCACHE_DEPTH)
+        return ms_stack_intern(kind, pcs, d, flags);
+    uint64_t h = scache_hash(pcs, d, kind);
+    scache_ent *c = &ms_scache[h & (MS_SCACHE - 1)];
+    if (c->id && c->hash == h && c->depth == d && c->kind == kind && c->flags == flags &&
+        memcmp(c->pcs, pcs, d * sizeof(uint64_t)) == 0)
+        return c->id;
+    uint32_t id = ms_stack_intern(kind, pcs, d, flags);
+    c->id = id;
+    c->hash = h;
+    c->depth = d;
+    c->kind = kind;
+    c->flags = flags;
+    memcpy(c->pcs, pcs, d * sizeof(uint64_t));
+    return id;
 }
 
-void ms_record_heap(void *p, size_t size)
+void ms_record_heap(void *p, size_t size, unsigned align_log2)
 {
-    uint64_t w = size; /* bytes this record stands for */
-    ms_control_maybe_start();
-    if (MS_UNLIKELY(ms_sampler_cfg.enabled)) {
-        w = ms_sampler_weigh(size);
-        if (!w)
-            return; /* not sampled: not unwound, not stored */
-    }
-    uint64_t nb = ms_sampler_count_estimate(size, w);
     uint32_t sid = ms_current_stack(MS_KIND_HEAP);
+    ms_hdr *h = ms_hdr_of(p);
+    uint32_t idx = ms_live_take_index();
+    if (MS_UNLIKELY(idx == 0 || sid > MS_HDR_MAX_STACK || size > MS_HDR_SIZE_MASK)) {
+        if (idx)
+            ms_live_put_index(idx);
+        MS_HEALTH_INC(dropped_blocks);
+        h->index = 0;
+        h->meta = 0;
+        h->check = ms_hdr_check(p, align_log2);
+        return;
+    }
     ms_stack_rec *r = ms_stack_get(sid);
     if (r)
-        ms_stack_account_alloc_n(r, nb, w);
-    ms_live_entry e = {(uint64_t)(uintptr_t)p, size, ms_ticks(), sid,
-                       ms_sampler_tag_tid(ms_gettid(), size, w)};
-    if (MS_UNLIKELY(ms_live_insert(&e) != 0)) {
-        MS_HEALTH_INC(dropped_blocks);
-        if (r) { /* not tracked: take it out of the counters again */
-            __atomic_fetch_sub(&r->alloc_blocks, nb, __ATOMIC_RELAXED);
-            __atomic_fetch_sub(&r->alloc_bytes, w, __ATOMIC_RELAXED);
-            ms_control_note(r, -(int64_t)w, -(int64_t)nb);
-        }
-    }
+        ms_stack_account_alloc(r, size);
+    ms_live_entry e = {(uint64_t)(uintptr_t)p, size, ms_ticks(), sid, ms_gettid()};
+    ms_live_set(idx, &e);
+    h->index = idx;
+    h->meta = (uint64_t)size | ((uint64_t)sid << MS_HDR_SIZE_BITS);
+    h->check = ms_hdr_check(p, align_log2);
 }
 
-void ms_account_forget(const ms_live_entry *e)
+void ms_forget_heap(void *p)
 {
-    ms_stack_rec *r = ms_stack_get(e->stack_id);
-    if (!r)
+    ms_hdr *h = ms_hdr_of(p);
+    uint32_t idx = h->index;
+    if (!idx)
         return;
-    uint64_t w = ms_sampler_entry_weight(e->size, e->tid);
-    ms_stack_account_free_n(r, ms_sampler_count_estimate(e->size, w), w);
+    h->index = 0;
+    ms_live_clear(idx);
+    ms_live_put_index(idx);
+    uint32_t sid = (uint32_t)(h->meta >> MS_HDR_SIZE_BITS);
+    ms_stack_rec *r = ms_stack_get(sid);
+    if (r)
+        ms_stack_account_free(r, h->meta & MS_HDR_SIZE_MASK);
 }
 
-int ms_forget_heap(void *p)
+int ms_live_find(uint64_t addr, ms_live_entry *out)
 {
-    ms_live_entry e;
-    if (!ms_live_remove((uint64_t)(uintptr_t)p, &e)) {
-        if (!ms_sampler_cfg.enabled) /* sampled mode: most frees are of unsampled blocks */
-            MS_HEALTH_INC(unknown_frees);
+    const void *p = (const void *)(uintptr_t)addr;
+    if (!ms_hdr_valid(p))
         return 0;
-    }
-    ms_account_forget(&e);
+    ms_live_entry e;
+    if (!ms_live_get(ms_hdr_of(p)->index, &e) || e.addr != addr)
+        return 0;
+    *out = e;
     return 1;
 }

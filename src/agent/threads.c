@@ -156,6 +156,7 @@ static void ms_thread_exit_bookkeeping(void)
     if (!s || ms_self.exit_done)
         return;
     ms_self.exit_done = 1;
+    ms_live_thread_exit();
     uint32_t old = __atomic_fetch_or(&s->state, MS_THR_EXITED, __ATOMIC_ACQ_REL);
     if (old & MS_THR_DETACHED)
         slot_finish(s);

@@ -575,7 +575,7 @@ static MS_NOINLINE uint64_t rule_miss(uintptr_t pc, cfi_entry *slot, unsigned ge
     return rule;
 }
 
-static inline uint64_t rule_get(uintptr_t pc)
+static MS_NOINLINE uint64_t rule_get_global(uintptr_t pc)
 {
     unsigned gen = __atomic_load_n(&ms_gen, __ATOMIC_RELAXED);
     uint64_t i = pc_hash(pc) & ms_cache_mask;
@@ -601,6 +601,26 @@ static inline uint64_t rule_get(uintptr_t pc)
         }
     }
     return rule_miss(pc, NULL, gen);
+}
+
+/* Per-thread direct-mapped front cache (8 KiB, stays in L1/L2): the global table is
+ * large and shared, and the program's own data pushes it out of the caches. */
+#define MS_CFI_L1 512
+typedef struct cfi_l1 {
+    uint64_t pc, rule;
+} cfi_l1;
+static __thread cfi_l1 ms_cfi_l1[MS_CFI_L1] __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t rule_get(uintptr_t pc)
+{
+    cfi_l1 *e = &ms_cfi_l1[(pc ^ (pc >> 9)) & (MS_CFI_L1 - 1)];
+    if (MS_LIKELY(e->pc == pc) &&
+        MS_LIKELY(RULE_GEN(e->rule) == __atomic_load_n(&ms_gen, __ATOMIC_RELAXED)))
+        return e->rule;
+    uint64_t r = rule_get_global(pc);
+    e->pc = pc;
+    e->rule = r;
+    return r;
 }
 
 uint64_t ms_cfi_rule_for(uintptr_t pc)
@@ -638,25 +658,132 @@ uint64_t ms_cfi_cache_used(void)
 }
 
 /* ---------------------------------------------------------------------------
- * The walk
+ * The walk, with reuse of the previous walk of the same thread: every step records
+ * its state (pc, sp, bp) and the stack words it read. When a new walk reaches a state
+ * the previous walk also passed through, and every word the previous walk read from
+ * there on still holds the same value, the rest of the walk is necessarily the same
+ * (it is a function of the registers, those words and the cached rules), so its frames
+ * are copied after checking one or two words per frame instead of looking rules up.
  * ------------------------------------------------------------------------- */
+#define MS_CFI_SLOTS 256 /* steps a trace buffer can hold */
+#define MS_CFI_HEAD 32   /* a fresh trace starts here: room to prepend a new prefix */
+typedef struct cfi_trace {
+    uint32_t start, n; /* steps [start, start+n) */
+    uint32_t stop;     /* after the last step the walk ended: 1 at an outermost frame
+                        * (its pc, ra[last], is the last frame), 2 on a null return
+                        * address, 0 not recorded (continue from the last step) */
+    unsigned gen;
+    uintptr_t pc[MS_CFI_SLOTS], sp[MS_CFI_SLOTS], bp[MS_CFI_SLOTS];
+    uintptr_t cfa[MS_CFI_SLOTS], ra[MS_CFI_SLOTS];
+    uintptr_t bpslot[MS_CFI_SLOTS], bpval[MS_CFI_SLOTS]; /* bpslot 0: bp unchanged */
+    uintptr_t dslot[MS_CFI_SLOTS];                        /* *(dslot) gave cfa; 0: none */
+    uint8_t usebp[MS_CFI_SLOTS]; /* the CFA rule of this step reads the bp register */
+} cfi_trace;
+static __thread cfi_trace ms_traces[2] __attribute__((tls_model("initial-exec")));
+static __thread unsigned ms_trace_cur __attribute__((tls_model("initial-exec")));
+
+static inline int tr_verify(const cfi_trace *t, uint32_t from)
+{
+    uint32_t end = t->start + t->n;
+    for (uint32_t m = from; m < end; m++) {
+        if (*(const uintptr_t *)(t->cfa[m] - 8) != t->ra[m])
+            return 0;
+        if (t->bpslot[m] && *(const uintptr_t *)t->bpslot[m] != t->bpval[m])
+            return 0;
+        if (t->dslot[m] && *(const uintptr_t *)t->dslot[m] != t->cfa[m])
+            return 0;
+    }
+    return 1;
+}
+
+/* Copies steps [from, from+k) of s to position `to` of d. */
+static inline void tr_move(cfi_trace *d, uint32_t to, const cfi_trace *s, uint32_t from, uint32_t k)
+{
+#define C(f) memmove(&d->f[to], &s->f[from], k * sizeof(uintptr_t))
+    C(pc); C(sp); C(bp); C(cfa); C(ra); C(bpslot); C(bpval); C(dslot);
+#undef C
+    memmove(&d->usebp[to], &s->usebp[from], k);
+}
+
+/* Does the walk from step m on depend on the bp register's value at step m? Only if a
+ * CFA rule reads bp before a step reloads it from the stack (code built without frame
+ * pointers uses rbp as an ordinary register, so requiring it equal would never match). */
+static inline int tr_needs_bp(const cfi_trace *t, uint32_t m, uint32_t end)
+{
+    for (; m < end; m++) {
+        if (t->usebp[m])
+            return 1;
+        if (t->bpslot[m])
+            return 0;
+    }
+    return 0;
+}
+
+static inline void tr_push(cfi_trace *t, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t cfa,
+                           uintptr_t ra, uintptr_t bpslot, uintptr_t bpval, uintptr_t dslot,
+                           int usebp)
+{
+    uint32_t i = t->start + t->n++;
+    t->usebp[i] = (uint8_t)usebp;
+    t->pc[i] = pc;
+    t->sp[i] = sp;
+    t->bp[i] = bp;
+    t->cfa[i] = cfa;
+    t->ra[i] = ra;
+    t->bpslot[i] = bpslot;
+    t->bpval[i] = bpval;
+    t->dslot[i] = dslot;
+}
+
 int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
 {
-    uintptr_t pc, sp, bp;
-    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-                     : "=r"(pc), "=r"(sp), "=r"(bp));
     ms_thread_bounds();
-    uintptr_t lo = sp, hi = ms_self.stack_hi;
-    if (MS_UNLIKELY(!hi || sp >= hi)) {
+    uintptr_t hi = ms_self.stack_hi;
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t lo = fp;
+    uintptr_t pc = 0, sp = 0, bp = 0;
+    if (MS_UNLIKELY(!hi || fp >= hi)) {
         *flags |= MS_STACKF_UNWIND_FAIL;
         MS_HEALTH_INC(unwind_failures);
         return 0;
     }
+    /* The agent is built with frame pointers: leave its own frames by following rbp
+     * (CFA = rbp + 16, return address at rbp + 8, caller's rbp at rbp) until the return
+     * address is outside the agent. No rule lookups for frames that are never kept. */
+    for (unsigned i = 0;; i++) {
+        if (i == 64 || fp < lo || fp + 16 > hi || (fp & 7)) {
+            *flags |= MS_STACKF_UNWIND_FAIL;
+            MS_HEALTH_INC(unwind_failures);
+            return 0;
+        }
+        uintptr_t ra = ((const uintptr_t *)fp)[1];
+        uintptr_t next = ((const uintptr_t *)fp)[0];
+        if (ra < ms_self_lo || ra >= ms_self_hi) {
+            pc = ra;
+            sp = fp + 16;
+            bp = next;
+            break;
+        }
+        fp = next;
+    }
+    if (pc < 4096)
+        return 0;
+    unsigned gen = __atomic_load_n(&ms_gen, __ATOMIC_RELAXED);
+    cfi_trace *prev = &ms_traces[ms_trace_cur & 1];
+    cfi_trace *cur = &ms_traces[(ms_trace_cur + 1) & 1]; /* new steps go here */
+    int reuse = prev->n > 0 && prev->gen == gen;
+    uint32_t k = prev->start; /* cursor into prev, by increasing sp */
+    uint32_t pend = prev->start + prev->n;
+    cur->start = MS_CFI_HEAD;
+    cur->n = 0;
+    cur->stop = 0;
+    cur->gen = gen;
+    ms_trace_cur++; /* by default cur is the trace the next walk starts from */
     unsigned n = 0;
-    int exact = 1; /* the first pc is exact; later ones are return addresses */
+    int overflow = 0; /* steps not kept in cur: it cannot end with stop != 0 */
     for (;;) {
         int self = pc >= ms_self_lo && pc < ms_self_hi;
-        if (!self && !exact) {
+        if (!self) {
             if (n == max) {
                 *flags |= MS_STACKF_TRUNCATED;
                 MS_HEALTH_INC(unwind_truncated);
@@ -664,16 +791,80 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
             }
             pcs[n++] = pc;
         }
-        uint64_t rule = rule_get(exact ? pc : pc - 1);
+        if (reuse) {
+            while (k < pend && prev->sp[k] < sp)
+                k++;
+            if (k < pend && prev->sp[k] == sp && prev->pc[k] == pc &&
+                (prev->bp[k] == bp || !tr_needs_bp(prev, k, pend)) && tr_verify(prev, k)) {
+                uint32_t last = pend - 1;
+                for (uint32_t m = k + 1; m <= last + 1; m++) {
+                    uintptr_t q;
+                    if (m <= last)
+                        q = prev->pc[m];
+                    else if (prev->stop == 1)
+                        q = prev->ra[last]; /* the outermost frame */
+                    else
+                        break;
+                    if (q >= ms_self_lo && q < ms_self_hi)
+                        continue;
+                    if (n == max) {
+                        *flags |= MS_STACKF_TRUNCATED;
+                        MS_HEALTH_INC(unwind_truncated);
+                        break;
+                    }
+                    pcs[n++] = q;
+                }
+                uintptr_t sp_match = sp, bp_match = bp;
+                /* the new trace: cur's steps, then prev's steps from k on */
+                uint32_t j = cur->n;
+                if (!overflow && k >= j) { /* prepend in place: prev stays current */
+                    tr_move(prev, k - j, cur, cur->start, j);
+                    prev->start = k - j;
+                    prev->n = pend - prev->start;
+                    ms_trace_cur--;
+                    cur = prev;
+                } else {
+                    uint32_t room = MS_CFI_SLOTS - (cur->start + j);
+                    uint32_t take = pend - k < room ? pend - k : room;
+                    tr_move(cur, cur->start + j, prev, k, take);
+                    cur->n = j + take;
+                    cur->stop = take == pend - k && !overflow ? prev->stop : 0;
+                    if (take < pend - k)
+                        overflow = 1;
+                }
+                if (n == max && (*flags & MS_STACKF_TRUNCATED))
+                    return (int)n;
+                if (cur->stop)
+                    return (int)n;
+                /* not recorded to the end (depth limit or capacity): walk on from there */
+                uint32_t l = cur->start + cur->n - 1, f = l;
+                pc = cur->ra[l];
+                sp = cur->cfa[l];
+                /* bp now: the last value reloaded from the stack, or the one at the match */
+                while (f > cur->start && !cur->bpslot[f] && cur->sp[f] > sp_match)
+                    f--;
+                bp = cur->bpslot[f] ? cur->bpval[f] : bp_match;
+                reuse = 0;
+                if (pc < 4096) {
+                    cur->stop = overflow ? 0 : 2;
+                    return (int)n;
+                }
+                continue; /* pc is a return address: recorded at the top of the loop */
+            }
+        }
+        uint64_t rule = rule_get(pc - 1); /* pc is a return address: look up the call */
         unsigned kind = RULE_KIND(rule);
-        if (kind == R_KIND_END)
+        if (kind == R_KIND_END) {
+            cur->stop = overflow ? 0 : 1;
             return (int)n;
+        }
         if (MS_UNLIKELY(kind != R_KIND_NORMAL)) {
+            cur->n = 0;
             if (n > 0 && !mod_find(pc))
                 return (int)n; /* ran off the known code (e.g. JIT): keep what we have */
             return -1;
         }
-        uintptr_t cfa;
+        uintptr_t cfa, dslot = 0, bpslot = 0, bpval = 0;
         switch (RULE_BASE(rule)) {
         case R_CFA_SP: cfa = sp + (intptr_t)RULE_CFAOFF(rule); break;
         case R_CFA_BP: cfa = bp + (intptr_t)RULE_CFAOFF(rule); break;
@@ -682,27 +873,35 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
             if (a < lo || a + 8 > hi || (a & 7))
                 goto bad;
             cfa = *(const uintptr_t *)a;
+            dslot = a;
             break;
         }
         }
-        if (cfa < lo + 8 || cfa > hi || (cfa & 7))
+        if (cfa < lo + 8 || cfa > hi || (cfa & 7) || cfa <= sp)
             goto bad;
         uintptr_t ra = *(const uintptr_t *)(cfa - 8);
         if (RULE_BPSAVED(rule)) {
             uintptr_t a = cfa + (intptr_t)RULE_BPOFF(rule);
             if (a < lo || a + 8 > hi)
                 goto bad;
-            bp = *(const uintptr_t *)a;
+            bpslot = a;
+            bpval = *(const uintptr_t *)a;
         }
-        if (ra < 4096)
+        if (cur->start + cur->n < MS_CFI_SLOTS)
+            tr_push(cur, pc, sp, bp, cfa, ra, bpslot, bpval, dslot, RULE_BASE(rule) != R_CFA_SP);
+        else
+            overflow = 1;
+        if (bpslot)
+            bp = bpval;
+        if (ra < 4096) {
+            cur->stop = overflow ? 0 : 2;
             return (int)n;
-        if (cfa <= sp)
-            goto bad;
+        }
         sp = cfa;
         pc = ra;
-        exact = 0;
     }
 bad:
+    cur->n = 0;
     *flags |= MS_STACKF_UNWIND_FAIL;
     MS_HEALTH_INC(unwind_failures);
     return (int)n;
