@@ -16,12 +16,14 @@ foreach(t pprof android trend diff_merge browser)
   ms_integration_test(export_${t} ${CMAKE_CURRENT_LIST_DIR}/integration/export_${t}.py)
   set_tests_properties(export_${t} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
-# libFuzzer target for the Android dump importer and the exporters behind it, built with
-# clang directly like the snapshot fuzzer, run for a bounded 15 s from the fixtures.
+# libFuzzer target for the Android dump importer, the snapshot reader and the exporters,
+# diff, trend and merge behind them, built with clang directly like the snapshot fuzzer,
+# run for a bounded 15 s from the Android fixtures and the snapshot seeds.
 set(MS_FUZZ_ANDROID ${MS_TEST_BIN}/fuzz/fuzz_export_android)
 set(MS_FUZZ_ANDROID_SRCS ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_export_android.c
-  ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c ${PROJECT_SOURCE_DIR}/src/core/fileio.c)
-foreach(f android_dump stack_agg collapsed pprof flamegraph html_report diff trend load
+  ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c ${PROJECT_SOURCE_DIR}/src/core/fileio.c
+  ${PROJECT_SOURCE_DIR}/src/core/snapshot_write.c)
+foreach(f android_dump stack_agg collapsed pprof flamegraph html_report diff trend load merge
           symbolize report_json report_text report_model json_writer)
   list(APPEND MS_FUZZ_ANDROID_SRCS ${PROJECT_SOURCE_DIR}/src/analysis/${f}.c)
 endforeach()
@@ -42,7 +44,8 @@ if(MS_CLANG AND MS_EXPORT_FUZZ_PROBE EQUAL 0)
     DEPENDS ${MS_FUZZ_ANDROID_SRCS} COMMENT "Building the Android dump fuzzer with clang" VERBATIM)
   add_custom_target(export_fuzz_android_bin ALL DEPENDS ${MS_FUZZ_ANDROID})
   add_test(NAME export_fuzz_android COMMAND sh -c
-    "rm -rf \"$1\" && mkdir -p \"$1\" && cp \"$2\"/*.txt \"$1\"/ && \"$0\" -max_total_time=15 -timeout=10 -rss_limit_mb=1024 -artifact_prefix=\"$1\"/ -print_final_stats=1 \"$1\""
-    ${MS_FUZZ_ANDROID} ${MS_TEST_BIN}/fuzz/corpus-android ${PROJECT_SOURCE_DIR}/tests/data/android)
+    "rm -rf \"$1\" && mkdir -p \"$1\" && cp \"$2\"/*.txt \"$3\"/*.seed \"$1\"/ && \"$0\" -max_total_time=15 -timeout=10 -rss_limit_mb=1024 -artifact_prefix=\"$1\"/ -print_final_stats=1 \"$1\""
+    ${MS_FUZZ_ANDROID} ${MS_TEST_BIN}/fuzz/corpus-android ${PROJECT_SOURCE_DIR}/tests/data/android
+    ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/snapshot)
   set_tests_properties(export_fuzz_android PROPERTIES TIMEOUT 120)
 endif()

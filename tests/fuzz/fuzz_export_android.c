@@ -1,5 +1,6 @@
-/* libFuzzer target: the Android native heap dump importer on arbitrary text, then every
- * exporter (collapsed, pprof, svg, html), diff and trend on whatever it accepts. Any
+/* libFuzzer target: the Android native heap dump importer on arbitrary text (or the
+ * snapshot reader, for input that starts with the snapshot magic), then every exporter
+ * (collapsed, pprof, svg, html), diff, trend and merge on whatever it accepts. Any
  * crash, overread or leak is a bug in code that reads untrusted files. */
 #include <stdint.h>
 #include <stdio.h>
@@ -9,16 +10,46 @@
 #include "analysis/android_dump.h"
 #include "analysis/diff.h"
 #include "analysis/export.h"
+#include "analysis/merge.h"
 #include "analysis/trend.h"
+#include <zlib.h>
 
 static FILE *sink;
+
+/* Rewrites every chunk's CRC so that mutations reach the payload parsers. */
+static void fix_crcs(uint8_t *d, size_t n)
+{
+    size_t off = 32;
+    while (off + 24 <= n) {
+        uint64_t len = 0;
+        for (int i = 7; i >= 0; i--)
+            len = len << 8 | d[off + 8 + i];
+        if (len > n - off - 24)
+            return;
+        uint32_t crc = (uint32_t)crc32(0, d + off + 24, (uInt)len);
+        for (int i = 0; i < 4; i++)
+            d[off + 16 + i] = (uint8_t)(crc >> (8 * i));
+        off += 24 + (size_t)((len + 7) & ~7ull);
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!sink)
         sink = fopen("/dev/null", "w");
     char err[512];
-    ms_snapshot *s = ms_android_dump_parse((const char *)data, size, "fuzz", err, sizeof err);
+    ms_snapshot *s;
+    if (size >= 8 && !memcmp(data, MS_SNAP_MAGIC, 8)) {
+        uint8_t *copy = malloc(size);
+        if (!copy)
+            return 0;
+        memcpy(copy, data, size);
+        fix_crcs(copy, size);
+        s = ms_snapshot_parse(copy, size, "fuzz", err, sizeof err);
+        free(copy);
+    } else {
+        s = ms_android_dump_parse((const char *)data, size, "fuzz", err, sizeof err);
+    }
     if (!s)
         return 0;
     ms_export_opts o = {.metric = MS_METRIC_LIVE_BYTES, .top = 5};
@@ -32,6 +63,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ms_diff_write_text(d, &o, sink, err, sizeof err);
         ms_diff_write_svg(d, &o, sink, err, sizeof err);
         ms_diff_free(d);
+    }
+    ms_snapshot *m = ms_merge(series, 2, NULL, err, sizeof err);
+    if (m) {
+        ms_export_collapsed(m, NULL, &o, sink, err, sizeof err);
+        ms_snapshot_free(m);
     }
     ms_trend *t = ms_trend_build(series, 2, NULL, MS_AGG_BY_SYMBOLS, err, sizeof err);
     if (t) {
