@@ -29,6 +29,22 @@ static const char *human(uint64_t v, char *buf, size_t len)
     return buf;
 }
 
+/* Strings from the snapshot and from symbol files are untrusted: a control character
+ * (a terminal escape sequence) is shown as '?'. Long strings are cut. */
+#define SAFE_LEN 1024
+static const char *safe(const char *str, char *buf)
+{
+    if (!str)
+        return NULL;
+    size_t i = 0;
+    for (; str[i] && i < SAFE_LEN - 1; i++) {
+        unsigned char c = (unsigned char)str[i];
+        buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    buf[i] = 0;
+    return buf;
+}
+
 static const char *base_name(const char *p)
 {
     const char *s = p ? strrchr(p, '/') : NULL;
@@ -47,12 +63,13 @@ static void print_frames_max(FILE *out, const ms_snapshot *s, ms_symbolizer *sym
     if (n == 0)
         fprintf(out, "      (no frames recorded)\n");
     for (size_t i = 0; i < n && i < max_shown; i++) {
+        char b[SAFE_LEN];
         fprintf(out, "      %s%s", f[i].inlined ? "(inlined) " : "",
-                f[i].function ? f[i].function : "??");
+                f[i].function ? safe(f[i].function, b) : "??");
         if (f[i].file)
-            fprintf(out, "  %s:%d", f[i].file, f[i].line);
+            fprintf(out, "  %s:%d", safe(f[i].file, b), f[i].line);
         else if (f[i].module)
-            fprintf(out, "  %s+0x%" PRIx64, base_name(f[i].module), f[i].module_offset);
+            fprintf(out, "  %s+0x%" PRIx64, safe(base_name(f[i].module), b), f[i].module_offset);
         else
             fprintf(out, "  0x%" PRIx64, f[i].address);
         fputc('\n', out);
@@ -97,12 +114,13 @@ static void print_header(FILE *out, const ms_snapshot *s)
     const char *pid = ms_snapshot_meta(s, "pid");
     const char *reason = ms_snapshot_meta(s, "reason");
     const char *when = ms_snapshot_meta(s, "snapshot_ns");
-    fprintf(out, "memsight report: %s\n", s->path);
-    fprintf(out, "program: %s", exe ? exe : "(unknown)");
+    char b[SAFE_LEN];
+    fprintf(out, "memsight report: %s\n", safe(s->path, b));
+    fprintf(out, "program: %s", exe ? safe(exe, b) : "(unknown)");
     if (pid)
-        fprintf(out, " (pid %s)", pid);
+        fprintf(out, " (pid %s)", safe(pid, b));
     if (reason)
-        fprintf(out, ", snapshot at %s", reason);
+        fprintf(out, ", snapshot at %s", safe(reason, b));
     if (when) {
         time_t t = (time_t)(strtoull(when, NULL, 10) / 1000000000ull);
         struct tm tm;
@@ -113,10 +131,11 @@ static void print_header(FILE *out, const ms_snapshot *s)
     fputc('\n', out);
     const char *cmd = ms_snapshot_meta(s, "cmdline");
     if (cmd)
-        fprintf(out, "command: %s\n", cmd);
+        fprintf(out, "command: %s\n", safe(cmd, b));
     if (s->flags & MS_SNAP_F_SAMPLED) {
         const char *iv = ms_snapshot_meta(s, "sample_interval");
-        fprintf(out, "sampled: counts are estimates (mean interval %s bytes)\n", iv ? iv : "?");
+        fprintf(out, "sampled: counts are estimates (mean interval %s bytes)\n",
+                iv ? safe(iv, b) : "?");
     }
 }
 
@@ -167,15 +186,16 @@ static void print_health(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
         for (size_t i = 0; i < s->nhealth; i++) {
             if (s->health[i].value == 0)
                 continue;
-            fprintf(out, "%s %s=%" PRIu64, col++ ? "," : "", s->health[i].name,
+            char b[SAFE_LEN];
+            fprintf(out, "%s %s=%" PRIu64, col++ ? "," : "", safe(s->health[i].name, b),
                     s->health[i].value);
         }
         fprintf(out, col ? "\n" : " all counters zero\n");
     }
-    char lost[512];
+    char lost[512], b[SAFE_LEN];
     if (ms_report_lost(s, lost, sizeof lost))
         fprintf(out, "warning: the agent lost records (%s): the numbers above are lower bounds\n",
-                lost);
+                safe(lost, b));
     if (s->unknown_chunks)
         fprintf(out, "note: %zu chunk(s) of a newer format version were skipped\n",
                 s->unknown_chunks);
@@ -183,7 +203,7 @@ static void print_health(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
         const char *const *lines;
         size_t n = ms_symbolizer_warnings(sym, &lines);
         for (size_t i = 0; i < n; i++)
-            fprintf(out, "warning: %s\n", lines[i]);
+            fprintf(out, "warning: %s\n", safe(lines[i], b));
     }
 }
 
@@ -232,10 +252,10 @@ int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *o
         }
         free(r);
     }
-    char lost[512];
+    char lost[512], sb[SAFE_LEN];
     if (ms_report_lost(s, lost, sizeof lost))
         fprintf(out, "memsight: warning: the agent lost records (%s): the numbers are lower "
                      "bounds\n",
-                lost);
+                safe(lost, sb));
     return ferror(out) ? -1 : 0;
 }

@@ -133,6 +133,22 @@ def main():
     rc, out, err = report("--format", "collapsed", good)
     check(rc == 0 or "not available in this build" in err, f"collapsed: {err}")
 
+    # Terminal escapes planted in a snapshot never reach the terminal.
+    evil = report_mksnap.Snapshot()
+    evil.meta = [("exe", "/bin/\x1b]0;owned\x07x\x1b[2J"), ("pid", "1\r2")]
+    evil.health = [("dropped_\x1b[31mblocks", 3)]
+    evil.add_stack(1, "heap", [0x1234], 1, 10, 1, 10)
+    path = os.path.join(tmp, "evil.msnap")
+    with open(path, "wb") as f:
+        f.write(evil.build())
+    rc, out, err = report(path)
+    check(rc == 0 and b"\x1b" not in out and b"\x07" not in out and b"\r" not in out,
+          f"control characters in the text report: {out!r}")
+    check(b"program: /bin/?]0;owned?x?[2J (pid 1?2)" in out, "escapes shown as '?'")
+    rc, out, err = report("--format", "json", path)
+    check(rc == 0 and json.loads(out)["meta"]["exe"] == "/bin/\x1b]0;owned\x07x\x1b[2J",
+          "JSON keeps the exact string, escaped")
+
     if failures:
         print(f"{len(failures)} failure(s); files in {tmp}")
         return 1
