@@ -2,7 +2,8 @@
 """`memsight trend` ranks the steady leak first. ex_trend leaks 16 KiB from leak_steady
 at every step, keeps 1 MiB from jump_once once (a larger growth, but a single jump), and
 grows and shrinks a cache (churn_cache). Two series: snapshots written by the program
-after every step of one run, and exit snapshots of runs of increasing length."""
+after every step of one run, exit snapshots of runs of increasing length, and the
+agent's interval snapshots of one run."""
 import os
 import sys
 
@@ -56,6 +57,18 @@ for k in range(1, 7):
     files += [s for s in run_program(sub, "ex_trend", str(k)) if s.endswith("-exit.msnap")]
 check(len(files) == 6, "expected 6 exit snapshots, got %r" % files)
 check_ranking(files, "separate runs")
+
+# 3. one run with the agent's own interval snapshots (every 100 ms, steps every 40 ms)
+d3 = tmpdir("trend3")
+memsight("run", "-q", "-o", d3, "-O", "interval=100", "--", os.path.join(PROGRAMS, "ex_trend"),
+         "16", "sleep", "40")
+snaps = snapshots(d3)
+if len(snaps) <= 1:
+    # an agent built without the periodic control thread writes only the exit snapshot
+    print("note: this agent wrote no interval snapshots; series 3 not checked")
+else:
+    check(len(snaps) >= 5, "expected 5+ interval snapshots, got %r" % snaps)
+    check_ranking([d3], "interval snapshots")
 
 # a directory with no snapshot is an error with a message, not a crash
 empty = tmpdir("trend-empty")

@@ -1,14 +1,16 @@
 /* Ground truth for `memsight trend`: one call stack leaks steadily (16 KiB at every
  * step), one jumps once (1 MiB kept at step 3), one cache grows and shrinks, and short
- * bursts allocate and free within a step. Usage: ex_trend STEPS [snap]. With "snap" and
- * the agent loaded, a snapshot is written after every step (memsight_dump, else
- * memsight_leak_check); without, the exit snapshot is the only one, so a series comes
- * from runs of increasing STEPS. The steady leak must rank first. */
+ * bursts allocate and free within a step. Usage: ex_trend STEPS [snap | sleep MS]. With
+ * "snap" and the agent loaded, a snapshot is written after every step (memsight_dump,
+ * else memsight_leak_check); with "sleep MS" each step is followed by a pause, for the
+ * agent's interval snapshots; without either, the exit snapshot is the only one, so a
+ * series comes from runs of increasing STEPS. The steady leak must rank first. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define STEADY_BYTES (16 * 1024)
 #define JUMP_BYTES (1024 * 1024)
@@ -59,6 +61,11 @@ int main(int argc, char **argv)
 {
     int steps = argc > 1 ? atoi(argv[1]) : 8;
     int snap = argc > 2 && !strcmp(argv[2], "snap");
+    long pause_ms = argc > 3 && !strcmp(argv[2], "sleep") ? atol(argv[3]) : 0;
+    if (pause_ms < 0 || pause_ms > 10000) {
+        fprintf(stderr, "ex_trend: sleep 0..10000 ms\n");
+        return 2;
+    }
     if (steps < 1 || steps > 16) {
         fprintf(stderr, "usage: ex_trend STEPS(1..16) [snap]\n");
         return 2;
@@ -73,6 +80,11 @@ int main(int argc, char **argv)
             jump_once();
         churn_cache(churn_levels[s]);
         burst(s);
+        if (pause_ms) {
+            struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+            while (nanosleep(&ts, &ts) != 0)
+                ;
+        }
         if (snap && dump) {
             char path[4096];
             if (dump(path, sizeof path) != 0) {
