@@ -303,10 +303,12 @@ static void *ctl_main(void *arg)
     __atomic_store_n(&ctl.tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
     prctl(PR_SET_NAME, "memsight-ctl", 0, 0, 0);
     /* Block every signal but ours, so that a program whose threads all block the
-     * request signal still gets its requests answered here. */
+     * request signal still gets its requests answered here; and the leak scan's stop
+     * signal, so that a scan does not wait for this thread to answer. */
     sigset_t all;
     sigfillset(&all);
     sigdelset(&all, ctl.signo);
+    sigdelset(&all, ms_leak_stop_signal());
     pthread_sigmask(SIG_SETMASK, &all, NULL);
     __atomic_store_n(&ctl.state, CTL_RUNNING, __ATOMIC_RELEASE);
 

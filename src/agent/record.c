@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/sampler.h"
 
 uint64_t ms_hdr_secret;
 
@@ -52,8 +53,19 @@ uint32_t ms_current_stack(unsigned kind)
 
 void ms_record_heap(void *p, size_t size, unsigned align_log2)
 {
-    uint32_t sid = ms_current_stack(MS_KIND_HEAP);
     ms_hdr *h = ms_hdr_of(p);
+    uint64_t w = size; /* bytes this record stands for (its weight when sampled) */
+    ms_control_maybe_start();
+    if (MS_UNLIKELY(ms_sampler_cfg.enabled)) {
+        w = ms_sampler_weigh(size);
+        if (!w) { /* not sampled: a header saying "not tracked", nothing unwound */
+            h->index = 0;
+            h->meta = 0;
+            h->check = ms_hdr_check(p, align_log2);
+            return;
+        }
+    }
+    uint32_t sid = ms_current_stack(MS_KIND_HEAP);
     uint32_t idx = ms_live_take_index();
     if (MS_UNLIKELY(idx == 0 || sid > MS_HDR_MAX_STACK || size > MS_HDR_SIZE_MASK)) {
         if (idx)
@@ -66,8 +78,9 @@ void ms_record_heap(void *p, size_t size, unsigned align_log2)
     }
     ms_stack_rec *r = ms_stack_get(sid);
     if (r)
-        ms_stack_account_alloc(r, size);
-    ms_live_entry e = {(uint64_t)(uintptr_t)p, size, ms_ticks(), sid, ms_gettid()};
+        ms_stack_account_alloc_n(r, ms_sampler_count_estimate(size, w), w);
+    ms_live_entry e = {(uint64_t)(uintptr_t)p, size, ms_ticks(), sid,
+                       ms_sampler_tag_tid(ms_gettid(), size, w)};
     ms_live_set(idx, &e);
     h->index = idx;
     h->meta = (uint64_t)size | ((uint64_t)sid << MS_HDR_SIZE_BITS);
@@ -81,12 +94,18 @@ void ms_forget_heap(void *p)
     if (!idx)
         return;
     h->index = 0;
+    uint64_t size = h->meta & MS_HDR_SIZE_MASK, w = size;
+    if (MS_UNLIKELY(ms_sampler_cfg.interval)) { /* the sample count rides in the entry */
+        ms_live_entry e;
+        if (ms_live_get(idx, &e))
+            w = ms_sampler_entry_weight(size, e.tid);
+    }
     ms_live_clear(idx);
     ms_live_put_index(idx);
     uint32_t sid = (uint32_t)(h->meta >> MS_HDR_SIZE_BITS);
     ms_stack_rec *r = ms_stack_get(sid);
     if (r)
-        ms_stack_account_free(r, h->meta & MS_HDR_SIZE_MASK);
+        ms_stack_account_free_n(r, ms_sampler_count_estimate(size, w), w);
 }
 
 int ms_live_find(uint64_t addr, ms_live_entry *out)

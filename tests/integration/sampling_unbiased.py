@@ -33,8 +33,13 @@ def run(options):
         return truth, sf.read(snaps[0][3])
 
 
+TRUTH = None
+
+
 def check(options, site_tol, total_tol):
+    global TRUTH
     truth, snap = run(options)
+    TRUTH = truth
     assert truth['allocation_calls'] >= 1000000, truth
     est = sf.by_site(snap, SITES)
     failures = []
@@ -70,6 +75,15 @@ def main():
             failures.append('seed %d: snapshot not marked as sampled at 4096' % seed)
         if snap['health'].get('dropped_blocks', 0) or snap['health'].get('dropped_stacks', 0):
             failures.append('seed %d: records were dropped' % seed)
+        # it really sampled: few blocks tracked, and estimates that are not the exact truth
+        tracked = snap['health'].get('live_table_blocks')
+        true_blocks = sum(v['live_blocks'] for v in TRUTH['sites'].values())
+        if tracked is None or tracked > true_blocks // 5:
+            failures.append('seed %d: %r blocks tracked of %d live: not sampling' %
+                            (seed, tracked, true_blocks))
+        small = sf.by_site(snap, SITES)['sm_site_small'][0]
+        if small == TRUTH['sites']['sm_site_small']['live_bytes']:
+            failures.append('seed %d: the small blocks were counted exactly: not sampling' % seed)
     if failures:
         sys.exit('FAIL: ' + '; '.join(failures))
     print('ok')
