@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analysis/report_model.h"
@@ -453,8 +454,11 @@ static int run_child(char **argv, pid_t *pid_out)
 /* ===========================================================================
  * The summary.
  * ========================================================================= */
-/* The exit snapshot of pid: memsight-<pid>-<NNNN>-exit.msnap with the largest NNNN. */
-static int find_exit_snapshot(const char *dir, pid_t pid, char *out, size_t len)
+/* The exit snapshot of pid: memsight-<pid>-<NNNN>-exit.msnap with the largest NNNN.
+ * *others counts the exit snapshots of other processes (forked children) written since
+ * `since`. */
+static int find_exit_snapshot(const char *dir, pid_t pid, time_t since, char *out, size_t len,
+                              int *others)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -463,10 +467,17 @@ static int find_exit_snapshot(const char *dir, pid_t pid, char *out, size_t len)
     int pl = snprintf(prefix, sizeof prefix, "memsight-%ld-", (long)pid);
     long best = -1;
     struct dirent *e;
+    *others = 0;
     while ((e = readdir(d))) {
         const char *n = e->d_name;
-        if (strncmp(n, prefix, (size_t)pl) != 0)
+        if (strncmp(n, prefix, (size_t)pl) != 0) {
+            size_t nl = strlen(n);
+            struct stat st;
+            if (!strncmp(n, "memsight-", 9) && nl > 11 && !strcmp(n + nl - 11, "-exit.msnap") &&
+                fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime >= since)
+                (*others)++;
             continue;
+        }
         char *end;
         long seq = strtol(n + pl, &end, 10);
         if (end == n + pl || strcmp(end, "-exit.msnap") != 0)
@@ -481,10 +492,12 @@ static int find_exit_snapshot(const char *dir, pid_t pid, char *out, size_t len)
     return best >= 0 ? 0 : -1;
 }
 
-static void summarise(const char *dir, pid_t pid, int top, int status)
+static void summarise(const char *dir, pid_t pid, time_t since, int top, int status)
 {
     char path[PATH_MAX + 64];
-    if (find_exit_snapshot(dir, pid, path, sizeof path) != 0) {
+    int others = 0;
+    int found = find_exit_snapshot(dir, pid, since, path, sizeof path, &others) == 0;
+    if (!found) {
         if (status == 126 || status == 127)
             return; /* the program did not start; the reason is already printed */
         fprintf(stderr,
@@ -505,6 +518,9 @@ static void summarise(const char *dir, pid_t pid, int top, int status)
     ms_report_summary(s, sym, top, stderr);
     fprintf(stderr, "memsight: snapshot %s\nmemsight: full report: memsight report %s\n", path,
             path);
+    if (others)
+        fprintf(stderr, "memsight: %d more exit snapshot(s) from child processes in %s\n", others,
+                dir);
     ms_symbolizer_free(sym);
     ms_snapshot_free(s);
 }
@@ -551,10 +567,11 @@ int ms_cmd_run(int argc, char **argv)
         return 2;
     }
     pid_t pid = 0;
+    time_t start = time(NULL);
     int status = run_child(cmd, &pid);
     if (status < 0)
         return 2;
     if (!ctx.quiet && !unobservable)
-        summarise(dir, pid, ctx.top, status);
+        summarise(dir, pid, start, ctx.top, status);
     return status;
 }

@@ -55,6 +55,26 @@ else
     bad "no exit snapshot in the summary: $(cat "$T/run.err")"
 fi
 
+# 2b. A program that forks: each child writes its own snapshot, the summary counts them.
+cat > "$T/fork.c" <<'EOF'
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/wait.h>
+static void *volatile keep;
+int main(void) {
+    for (int i = 0; i < 2; i++)
+        if (fork() == 0) { keep = malloc(50); exit(0); }
+    while (wait(NULL) > 0) {}
+    return 0;
+}
+EOF
+$CC -O2 -g -o "$T/fork" "$T/fork.c" || exit 1
+"$MEMSIGHT" run -o "$T/fsnaps" -- "$T/fork" 2>"$T/fork.err"; got=$?
+expect_eq "forking program: status" "$got" 0
+expect_eq "forking program: exit snapshots" "$(ls "$T"/fsnaps/memsight-*-exit.msnap | wc -l)" 3
+grep -q "2 more exit snapshot(s) from child processes" "$T/fork.err" && ok "children's snapshots counted" \
+    || bad "children not counted: $(cat "$T/fork.err")"
+
 # 3. Death by a signal: 128+signal, as a shell reports it.
 "$MEMSIGHT" run -q -o "$T/snaps" -- sh -c 'kill -TERM $$' 2>/dev/null; got=$?
 expect_eq "killed by SIGTERM gives 143" "$got" 143
