@@ -18,7 +18,20 @@ if(Python3_FOUND)
   endif()
 endif()
 # The libFuzzer target is built with clang by the test itself (whatever compiler builds
-# the project) and runs for a bounded time over the committed seed corpus.
+# the project) and runs for a bounded time over the committed seed corpus. With
+# -DMEMSIGHT_FUZZ=ON and clang as the compiler it is also a regular target, for longer
+# runs by hand: build/tests/fuzz/fuzz_hprof tests/fuzz/corpus/hprof
+if(MEMSIGHT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
+  set(MS_HPROF_FUZZ_SRC reader graph names sizes histogram summary)
+  list(TRANSFORM MS_HPROF_FUZZ_SRC PREPEND ${PROJECT_SOURCE_DIR}/src/hprof/)
+  list(TRANSFORM MS_HPROF_FUZZ_SRC APPEND .c)
+  add_executable(fuzz_hprof ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_hprof.c ${MS_HPROF_FUZZ_SRC})
+  target_include_directories(fuzz_hprof PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(fuzz_hprof PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(fuzz_hprof PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(fuzz_hprof PRIVATE PkgConfig::ZLIB)
+  set_target_properties(fuzz_hprof PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${MS_TEST_BIN}/fuzz)
+endif()
 find_program(MS_HPROF_CLANG clang)
 if(MS_HPROF_CLANG)
   ms_integration_test(hprof_fuzz ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_fuzz.sh ${MS_HPROF_CLANG})
