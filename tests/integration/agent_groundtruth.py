@@ -3,8 +3,12 @@
 the exit snapshot holds exactly the live blocks and bytes the program says it keeps, per
 calling function, and that expected caller chains appear in the stacks.
 
+Two independent readings must agree with the program: the agent's raw snapshot (read
+by agent_snap.py, with `nm` for names) and `memsight report FILE --format json` (the
+JSON contract, symbolized by libdw).
+
 Usage: agent_groundtruth.py PROGRAM [MEMSIGHT_OPTIONS extra...]
-Environment: MS_AGENT, MS_PROGRAMS (set by ms_integration_test)."""
+Environment: MS_AGENT, MS_PROGRAMS, MEMSIGHT (set by ms_integration_test)."""
 import json
 import os
 import subprocess
@@ -100,11 +104,50 @@ def check(prog, extra):
     for k in ('dropped_blocks', 'dropped_stacks', 'dropped_regions'):
         if snap['health'].get(k):
             errors.append('health %s = %d' % (k, snap['health'][k]))
+    errors += check_json(path, exe, expects, chains)
     if errors:
         print('snapshot: %s (unwinder %s)' % (path, snap['meta'].get('unwinder')))
         fail('\n  '.join([prog] + errors))
     print('ok %s %s: %d expectations, %d chains, unwinder %s' % (
         prog, ','.join(extra), len(expects), len(chains), snap['meta'].get('unwinder')))
+
+
+def check_json(path, exe, expects, chains):
+    """The same expectations through `memsight report --format json`."""
+    memsight = os.environ.get('MEMSIGHT')
+    if not memsight or not os.path.exists(memsight):
+        return ['MEMSIGHT is not set: cannot check the JSON report']
+    p = subprocess.run([memsight, 'report', path, '--format', 'json'], capture_output=True,
+                       text=True, timeout=120)
+    if p.returncode != 0:
+        return ['memsight report failed (%d): %s' % (p.returncode, p.stderr.strip())]
+    rep = json.loads(p.stdout)
+    errors = []
+    by_func = {}
+    for st in rep['stacks']:
+        func = None
+        for fr in st['frames']:  # innermost first; inlined frames come before their caller
+            if fr.get('inlined'):
+                continue  # the expectations name the functions that hold the call
+            if fr.get('module') and os.path.realpath(fr['module']) == exe and fr.get('function'):
+                func = fr['function']
+                break
+        agg = by_func.setdefault((func, st['kind']), [0, 0])
+        agg[0] += st['live_blocks']
+        agg[1] += st['live_bytes']
+    for _, func, kind, nblk, nbytes in expects:
+        got = by_func.get((func, kind), [0, 0])
+        if got != [int(nblk), int(nbytes)]:
+            errors.append('json report: %s %s: expected %s / %s, report says %d / %d'
+                          % (func, kind, nblk, nbytes, got[0], got[1]))
+    for chain in chains:
+        if not any(all(c in [f.get('function') for f in st['frames']] for c in chain)
+                   for st in rep['stacks']):
+            errors.append('json report: no stack holds %s' % ' -> '.join(chain))
+    t = rep['totals']
+    if t['live_blocks'] != t['heap_live_blocks'] + t['mmap_live_blocks'] + t.get('stack_live_blocks', 0):
+        errors.append('json report: totals do not add up: %r' % t)
+    return errors
 
 
 if __name__ == '__main__':
