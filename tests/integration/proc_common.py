@@ -80,3 +80,9 @@ def memsight(*args, check_rc=True, **kw):
     if check_rc and r.returncode != 0:
         fail(f"memsight {' '.join(map(str, args))} exited {r.returncode}: {r.stderr}")
     return r
+
+
+def stable(a, b):
+    """Two rollups of a stopped process agree on everything but PSS, which moves when
+    other processes start or stop sharing its pages."""
+    return {k: v for k, v in a.items() if "Pss" not in k} == {k: v for k, v in b.items() if "Pss" not in k}
