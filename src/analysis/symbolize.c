@@ -8,6 +8,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -123,15 +124,15 @@ static void hex(const uint8_t *b, size_t n, char *out, size_t outlen)
         out[o < outlen ? o : outlen - 1] = 0;
 }
 
-/* Returns 1 when the file at m->path has the recorded build-id (or none was recorded),
- * 0 with a warning otherwise. */
-static int check_build_id(ms_symbolizer *sym, const ms_module *m, int fd)
+/* Whether the ELF file open on fd carries the recorded build-id (or none was recorded);
+ * when not, why says so. */
+static int build_id_matches(const ms_module *m, int fd, char *why, size_t whylen)
 {
     if (m->build_id_len == 0)
         return 1;
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     if (!elf) {
-        warn(sym, "%s: not an ELF file: %s; its frames stay unresolved", m->path, elf_errmsg(-1));
+        snprintf(why, whylen, "not an ELF file (%s)", elf_errmsg(-1));
         return 0;
     }
     const void *bid = NULL;
@@ -144,13 +145,39 @@ static int check_build_id(ms_symbolizer *sym, const ms_module *m, int fd)
             hex(bid, (size_t)n, have, sizeof have);
         else
             snprintf(have, sizeof have, "none");
-        warn(sym,
-             "%s: build-id %s differs from the recorded %s (the file changed since the "
-             "snapshot); its frames stay unresolved",
-             m->path, have, want);
+        snprintf(why, whylen,
+                 "build-id %s differs from the recorded %s (the file changed since the snapshot)",
+                 have, want);
     }
     elf_end(elf);
     return ok;
+}
+
+/* Looks for <root>/.build-id/xx/yyyy.debug under MEMSIGHT_DEBUG_DIRS (colon-separated)
+ * and /usr/lib/debug: the debug file of exactly the recorded build. Returns an open fd
+ * (its build-id checked) and its path, or -1. */
+static int open_by_build_id(const ms_module *m, char *path, size_t len)
+{
+    if (m->build_id_len < 2)
+        return -1;
+    char rest[130];
+    hex(m->build_id + 1, m->build_id_len - 1, rest, sizeof rest);
+    const char *env = getenv("MEMSIGHT_DEBUG_DIRS");
+    char roots[4096];
+    snprintf(roots, sizeof roots, "%s%s/usr/lib/debug", env ? env : "", env && *env ? ":" : "");
+    for (char *save = NULL, *r = strtok_r(roots, ":", &save); r; r = strtok_r(NULL, ":", &save)) {
+        int w = snprintf(path, len, "%s/.build-id/%02x/%s.debug", r, m->build_id[0], rest);
+        if (w < 0 || (size_t)w >= len)
+            continue;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        char why[256];
+        if (build_id_matches(m, fd, why, sizeof why))
+            return fd;
+        close(fd);
+    }
+    return -1;
 }
 
 static void load_module(ms_symbolizer *sym, size_t idx)
@@ -159,21 +186,31 @@ static void load_module(ms_symbolizer *sym, size_t idx)
     sym->mod_state[idx] = MOD_UNAVAILABLE;
     if (!m->path || m->path[0] != '/')
         return; /* [vdso] and other anonymous modules have no file */
+    char why[512] = "";
     int fd = open(m->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        warn(sym, "%s: cannot open (%m); its frames stay unresolved", m->path);
-        return;
-    }
-    if (!check_build_id(sym, m, fd)) {
+    if (fd < 0)
+        snprintf(why, sizeof why, "cannot open (%s)", strerror(errno));
+    else if (!build_id_matches(m, fd, why, sizeof why)) {
         close(fd);
-        return;
+        fd = -1;
+    }
+    const char *file = m->path;
+    char dbg[4096];
+    if (fd < 0) {
+        fd = open_by_build_id(m, dbg, sizeof dbg);
+        if (fd < 0) {
+            warn(sym, "%s: %s; its frames stay unresolved", m->path, why);
+            return;
+        }
+        warn(sym, "%s: %s; using %s, found by its build-id", m->path, why, dbg);
+        file = dbg;
     }
     dwfl_report_begin_add(sym->dwfl);
-    Dwfl_Module *dm = dwfl_report_elf(sym->dwfl, m->path, m->path, fd, m->load_bias, true);
+    Dwfl_Module *dm = dwfl_report_elf(sym->dwfl, m->path, file, fd, m->load_bias, true);
     dwfl_report_end(sym->dwfl, NULL, NULL);
     if (!dm) {
         close(fd);
-        warn(sym, "%s: cannot read: %s; its frames stay unresolved", m->path, dwfl_errmsg(-1));
+        warn(sym, "%s: cannot read: %s; its frames stay unresolved", file, dwfl_errmsg(-1));
         return;
     }
     sym->mod_state[idx] = MOD_OK;
@@ -249,7 +286,13 @@ ms_symbolizer *ms_symbolizer_new(const ms_snapshot *s)
     if (!sym)
         return NULL;
     sym->s = s;
-    sym->debuginfo_path = strdup("-.debug:/usr/lib/debug");
+    /* Separate debug files: beside the file, then under the debug roots by build-id. */
+    const char *env = getenv("MEMSIGHT_DEBUG_DIRS");
+    size_t dl = 32 + (env ? strlen(env) : 0);
+    sym->debuginfo_path = malloc(dl);
+    if (sym->debuginfo_path)
+        snprintf(sym->debuginfo_path, dl, "-.debug:%s%s/usr/lib/debug", env ? env : "",
+                 env && *env ? ":" : "");
     sym->cb.find_elf = dwfl_build_id_find_elf;
     sym->cb.find_debuginfo = dwfl_standard_find_debuginfo;
     sym->cb.section_address = dwfl_offline_section_address;

@@ -258,6 +258,48 @@ static void test_build_id_mismatch(void **state)
     ms_symbolizer_free(sym);
 }
 
+static void test_debug_file_by_build_id(void **state)
+{
+    (void)state;
+    /* The module's file is gone, but its debug file sits under a debug root by build-id
+     * (as Debian's -dbgsym packages install them): frames resolve from it. */
+    char root[] = "/tmp/ms-test-debugroot-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    char dir[256], rest[140], dbg[512], cmd[8192];
+    snprintf(dir, sizeof dir, "%s/.build-id/%02x", root, self_module.build_id[0]);
+    for (uint32_t i = 1; i < self_module.build_id_len; i++)
+        snprintf(rest + 2 * (i - 1), 3, "%02x", self_module.build_id[i]);
+    snprintf(dbg, sizeof dbg, "%s/%s.debug", dir, rest);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && objcopy --only-keep-debug '%s' '%s'", dir,
+             self_path, dbg);
+    if (system(cmd) != 0) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        assert_int_equal(system(cmd), 0);
+        skip();
+    }
+    setenv("MEMSIGHT_DEBUG_DIRS", root, 1);
+    ms_module m = self_module;
+    m.path = "/nonexistent/program-since-deleted";
+    ms_snapshot s2 = snap;
+    s2.modules = &m;
+    ms_symbolizer *sym = ms_symbolizer_new(&s2);
+    ms_test_outer_of_inline();
+    ms_frame f[8];
+    int n = ms_symbolize(sym, captured_pc, 1, f, 8);
+    assert_int_equal(n, 2);
+    assert_string_equal(f[0].function, "ms_test_inlined_helper");
+    assert_string_equal(f[1].function, "ms_test_outer_of_inline");
+    assert_int_equal(f[1].line, captured_outer_line);
+    assert_string_equal(f[0].module, "/nonexistent/program-since-deleted");
+    const char *const *w;
+    assert_int_equal(ms_symbolizer_warnings(sym, &w), 1);
+    assert_non_null(strstr(w[0], "found by its build-id"));
+    ms_symbolizer_free(sym);
+    unsetenv("MEMSIGHT_DEBUG_DIRS");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_unknown_pc),
         cmocka_unit_test(test_symtab_fallback_and_demangling),
         cmocka_unit_test(test_build_id_mismatch),
+        cmocka_unit_test(test_debug_file_by_build_id),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
