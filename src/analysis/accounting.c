@@ -792,6 +792,25 @@ int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, c
     ex->mmap_stacks = es;
     ex->nmmap_stacks = nes;
 
+    /* Each snapshot thread's stack: the RSS of the stack mappings its range overlaps. */
+    ex->threads = calloc(s->nthreads + 1, sizeof *ex->threads);
+    if (!ex->threads) {
+        snprintf(err, errlen, "explain: out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < s->nthreads; k++) {
+        const ms_thread *th = &s->threads[k];
+        uint64_t lo = th->stack_lo, hi = th->stack_hi;
+        if (!lo || hi <= lo || hi - lo > ((uint64_t)1 << 30))
+            continue;
+        ms_explain_thread *et = &ex->threads[ex->nthreads++];
+        et->tid = th->tid;
+        et->name = th->name ? th->name : "";
+        for (size_t i = 0; i < sm->n; i++)
+            if (a.vma_cat[i] == MS_CAT_STACK && sm->v[i].start < hi && sm->v[i].end > lo)
+                et->stack_kb += sm->v[i].kb[MS_SM_RSS];
+    }
+
     /* The heap's RSS: tracked bytes, then the allocator's per-block overhead, then the
      * free space it keeps. mallinfo2 would separate the last two exactly; without it,
      * the overhead follows glibc's chunk layout when every block is known, and overhead
@@ -837,6 +856,7 @@ out:
 
 void ms_explain_free(ms_explain *ex)
 {
+    free(ex->threads);
     free(ex->mmap_stacks);
     memset(ex, 0, sizeof *ex);
 }
@@ -896,6 +916,12 @@ int ms_explain_write(FILE *out, const ms_explain *ex, const ms_snapshot *s, ms_s
             ms_acct_json_string(out, label);
             fputc('}', out);
         }
+        fputs("],\"threads\":[", out);
+        for (size_t i = 0; i < ex->nthreads; i++) {
+            fprintf(out, "%s{\"tid\":%u,\"name\":", i ? "," : "", ex->threads[i].tid);
+            ms_acct_json_string(out, ex->threads[i].name);
+            fprintf(out, ",\"stack_kb\":%llu}", (unsigned long long)ex->threads[i].stack_kb);
+        }
         fprintf(out, "],\"agent_tables_bytes\":%llu}\n", (unsigned long long)ex->agent_tables_bytes);
         return ferror(out) ? -1 : 0;
     }
@@ -922,6 +948,14 @@ int ms_explain_write(FILE *out, const ms_explain *ex, const ms_snapshot *s, ms_s
                     (unsigned long long)e->rss_kb, (unsigned long long)(e->bytes >> 10),
                     (unsigned long long)e->regions, label);
         }
+    }
+    if (ex->nthreads) {
+        fprintf(out, "\nthread stacks (resident):\n");
+        for (size_t i = 0; i < ex->nthreads && i < 20; i++)
+            fprintf(out, "  %10llu kB  tid %u %s\n", (unsigned long long)ex->threads[i].stack_kb,
+                    ex->threads[i].tid, ex->threads[i].name);
+        if (ex->nthreads > 20)
+            fprintf(out, "  ... %zu more threads\n", ex->nthreads - 20);
     }
     if (ex->agent_tables_bytes)
         fprintf(out, "\nthe agent's own tables reserve %llu kB (resident part counted in unexplained)\n",

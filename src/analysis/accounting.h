@@ -148,6 +148,12 @@ typedef struct ms_explain_stack {
     uint64_t rss_kb;  /* resident kB of the mappings they cover (pro rata) */
 } ms_explain_stack;
 
+typedef struct ms_explain_thread {
+    uint32_t tid;
+    const char *name;  /* from the snapshot (lives as long as it) */
+    uint64_t stack_kb; /* resident kB of the mappings its stack range covers */
+} ms_explain_thread;
+
 typedef struct ms_explain {
     uint64_t rss_kb;
     uint64_t part_kb[MS_EX_COUNT];
@@ -163,6 +169,8 @@ typedef struct ms_explain {
     ms_explain_stack *mmap_stacks;
     size_t nmmap_stacks;
     size_t threads_in_snapshot;
+    ms_explain_thread *threads; /* the snapshot's threads with a known stack range */
+    size_t nthreads;
     uint64_t agent_tables_bytes; /* the agent's own reserved tables (HLTH), in unexplained */
 } ms_explain;
 

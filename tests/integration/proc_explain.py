@@ -87,6 +87,11 @@ with tempfile.TemporaryDirectory() as tmp:
                  if m["category"] == "stack" and m.get("tid") not in tids)
     within(parts["stacks"] - others, 3 * int(truth["stack_touch_kb"]), "thread stacks")
     check(parts["code"] > 0, "no code")
+    # Per thread: each of the program's threads holds at least what it touched.
+    per = {t["tid"]: t["stack_kb"] for t in d["threads"]}
+    for tid in tids:
+        check(tid in per, f"thread {tid} missing from the explanation")
+        within(per[tid], int(truth["stack_touch_kb"]), f"stack of thread {tid}")
     check(d2["heap"]["tracked_bytes"] == d["heap"]["tracked_bytes"], "--snapshot gives the same heap")
     check("unexplained" in text and "tracked mmap by call stack" in text, "text output")
 

@@ -300,6 +300,9 @@ static void test_explain(void **state)
     assert_int_equal(ex.mmap_stacks[0].rss_kb, 200);
     assert_int_equal(ex.mmap_stacks[0].bytes, 200 * 1024);
     assert_int_equal(ex.part_kb[MS_EX_STACKS], 64 + 12);
+    assert_int_equal(ex.nthreads, 1);
+    assert_int_equal(ex.threads[0].tid, 9);
+    assert_int_equal(ex.threads[0].stack_kb, 64);
     assert_int_equal(ex.part_kb[MS_EX_CODE], 40);
     assert_int_equal(ex.part_kb[MS_EX_UNEXPLAINED], 200 + 32);
     assert_non_null(strstr(ex.heap_method, "chunk"));
