@@ -1,6 +1,7 @@
-/* Streaming HPROF reader: maps the file once and makes two passes over the mapping
- * (pass 1 indexes records, strings and classes; pass 2 decodes references into the CSR
- * graph), dropping pages behind it so resident memory stays small. Every length in the
+/* Streaming HPROF reader: maps the file once and makes three passes over the mapping
+ * (1: records, strings, classes, ids; 2: each object's kind, class, size and reference
+ * count; 3: the references, into the CSR arrays), dropping pages behind it so resident
+ * memory stays small. Every length in the
  * file is checked before use; the reader never prints and never trusts a count. */
 #define _GNU_SOURCE
 #include "hprof/reader.h"
@@ -706,7 +707,7 @@ static int heap_index(rd *r, uint32_t heap_id, uint64_t name_sid, int named)
     return (int)g->nheap++;
 }
 
-/* ==== pass 1 and pass 2 over the heap-dump records ================================= */
+/* ==== the three passes over the heap-dump records ================================= */
 
 /* A non-null reference of the current object: counted in pass 2, stored in pass 3
  * (MS_HIDX_NONE when it names no object of the dump; those are squeezed out after). */
