@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -248,9 +249,42 @@ void ms_control_get_stats(ms_control_stats *s)
 /* ====================================================================================
  * The thread
  * ================================================================================== */
+/* At exit the agent writes its exit snapshot from a destructor, and the process ends
+ * right after: a snapshot this thread started then would be cut off (a stray temporary
+ * file). So the work below runs only while not stopping, and the destructor waits for a
+ * piece already started (Dekker-style: both sides store, then read the other's flag). */
+static int ctl_stopping, ctl_working;
+
+static int ctl_begin_work(void)
+{
+    __atomic_store_n(&ctl_working, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&ctl_stopping, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&ctl_working, 0, __ATOMIC_SEQ_CST);
+        return 0;
+    }
+    return 1;
+}
+
+static void ctl_end_work(void)
+{
+    __atomic_store_n(&ctl_working, 0, __ATOMIC_SEQ_CST);
+}
+
+__attribute__((destructor(102))) static void ctl_stop_at_exit(void)
+{
+    /* destructor(102) runs before the agent's exit snapshot (destructor(101)) */
+    __atomic_store_n(&ctl_stopping, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&ctl_working, __ATOMIC_SEQ_CST) &&
+           __atomic_load_n(&ctl.state, __ATOMIC_ACQUIRE) == CTL_RUNNING)
+        sched_yield();
+}
+
 static void ctl_snapshot(const char *reason)
 {
+    if (!ctl_begin_work())
+        return;
     int rc = ms_snapshot_write(reason, NULL, NULL, NULL, 0);
+    ctl_end_work();
     if (rc == 0)
         STAT_INC(snapshots);
     else
@@ -261,9 +295,12 @@ static void ctl_snapshot(const char *reason)
  * whose stack and registers are not roots; the result is a "leakcheck" snapshot. */
 static void ctl_leak_scan(void)
 {
+    if (!ctl_begin_work())
+        return;
     ms_leak_caller who;
     memset(&who, 0, sizeof who);
     int rc = ms_leak_check_and_write(&who, "leakcheck", NULL, 0);
+    ctl_end_work();
     if (rc == 0)
         STAT_INC(snapshots);
     else
@@ -476,6 +513,7 @@ void ms_control_fork_child(int keep)
     ctl.word = 0;
     ctl.pending = 0;
     ctl.tid = 0;
+    ctl_working = 0;
     ctl.bytes_fired = 0;
     ctl.rss_fired = 0;
     if (ctl.cfg.trigger_bytes)

@@ -90,6 +90,14 @@ def check_interval():
             s = sf.read(path)  # raises on a truncated or corrupted file
             if s['meta'].get('reason') != 'interval':
                 fail('%s: reason %r' % (path, s['meta'].get('reason')))
+        # snapshots every millisecond up to exit: the exit snapshot must not race with one
+        # cut off by the end of the process (no temporary file left behind)
+        for _ in range(5):
+            q = start(out, 'interval=1', '40')
+            q.wait(timeout=60)
+        stray = [n for n in os.listdir(out) if not n.endswith('.msnap')]
+        if stray:
+            fail('files left behind by snapshots cut off at exit: %r' % stray)
         exits = sf.snapshots(out, pid=p.pid, reason='exit')
         if len(exits) != 1 or (seqs and exits[0][1] <= seqs[-1]):
             fail('the exit snapshot should come last in the series: %r' % exits)
