@@ -141,6 +141,8 @@ static int layout(ftree *t, ms_metric m)
             fnode *c = &t->n[kids[j]];
             c->x = x;
             c->w = total > 0 ? (double)ms_metric_value(&c->c, m) / total : 0;
+            if (c->w > 1) /* only from saturated counters: keep inside the parent */
+                c->w = 1;
             x += c->w;
             c->next = 0;
             if (j == 0)
@@ -209,6 +211,8 @@ static void value_text(uint64_t v, ms_metric m, char *buf, size_t len)
 
 static void fit_label(FILE *out, const char *name, double px)
 {
+    if (!(px < 100000)) /* wider than any screen (or NaN): no label needs more */
+        px = 100000;
     int chars = (int)((px - 6) / CHAR_W);
     if (chars < 3)
         return;

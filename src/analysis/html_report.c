@@ -376,7 +376,7 @@ static void section_trend(FILE *out, const ms_trend *t, int top)
                 "<td class=\"n\" data-v=\"%" PRId64 "\">%s</td><td class=\"n\" data-v=\"%.6f\">%.1f%%</td>"
                 "<td class=\"stack\">",
                 r + 1, r + 1, st->score, st->score, st->grew, st->grew, t->nsnap - 1, st->slope,
-                ms_fmt_sbytes((int64_t)st->slope, sl, sizeof sl), t->have_times ? "/s" : "/snapshot",
+                ms_fmt_sbytes(ms_trend_slope_i64(st->slope), sl, sizeof sl), t->have_times ? "/s" : "/snapshot",
                 st->growth, ms_fmt_sbytes(st->growth, g, sizeof g), st->share, 100 * st->share);
         int shown = 0;
         for (uint32_t f = ks->nframes; f-- > 0 && shown < 6; shown++) {

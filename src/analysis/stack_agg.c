@@ -210,14 +210,20 @@ int ms_metric_parse(const char *t, ms_metric *m)
     return -1;
 }
 
+/* Saturating: counters from a crafted file must not wrap, so a sum stays >= its parts. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 void ms_counters_add(ms_snap_counters *d, const ms_snap_counters *s)
 {
-    d->live_blocks += s->live_blocks;
-    d->live_bytes += s->live_bytes;
-    d->alloc_blocks += s->alloc_blocks;
-    d->alloc_bytes += s->alloc_bytes;
-    d->free_blocks += s->free_blocks;
-    d->free_bytes += s->free_bytes;
+    d->live_blocks = sat_add(d->live_blocks, s->live_blocks);
+    d->live_bytes = sat_add(d->live_bytes, s->live_bytes);
+    d->alloc_blocks = sat_add(d->alloc_blocks, s->alloc_blocks);
+    d->alloc_bytes = sat_add(d->alloc_bytes, s->alloc_bytes);
+    d->free_blocks = sat_add(d->free_blocks, s->free_blocks);
+    d->free_bytes = sat_add(d->free_bytes, s->free_bytes);
 }
 
 /* ---- the aggregate ------------------------------------------------------------------ */

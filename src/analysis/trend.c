@@ -42,6 +42,17 @@ void ms_trend_sort_series(ms_snapshot **series, size_t n)
     }
 }
 
+int64_t ms_trend_slope_i64(double slope)
+{
+    if (!(slope == slope))
+        return 0;
+    if (slope >= 9.2e18)
+        return INT64_MAX;
+    if (slope <= -9.2e18)
+        return INT64_MIN + 1;
+    return (int64_t)llround(slope);
+}
+
 void ms_trend_free(ms_trend *t)
 {
     if (!t)
@@ -257,7 +268,7 @@ int ms_trend_write_text(const ms_trend *t, const ms_export_opts *o, FILE *out, c
         const ms_trend_stack *st = &t->stacks[t->rank[r]];
         char g[32], sl[48], tmp[32];
         ms_fmt_sbytes(st->growth, g, sizeof g);
-        snprintf(sl, sizeof sl, "%s%s", ms_fmt_sbytes((int64_t)llround(st->slope), tmp, sizeof tmp),
+        snprintf(sl, sizeof sl, "%s%s", ms_fmt_sbytes(ms_trend_slope_i64(st->slope), tmp, sizeof tmp),
                  rate_unit(t));
         char grew[24];
         snprintf(grew, sizeof grew, "%u/%zu", st->grew, n - 1);

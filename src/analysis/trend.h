@@ -42,6 +42,8 @@ void ms_trend_sort_series(ms_snapshot **series, size_t n);
 ms_trend *ms_trend_build(ms_snapshot *const *series, size_t n, ms_symbolizer *const *syms,
                          ms_agg_key by, char *err, size_t errlen);
 void ms_trend_free(ms_trend *t);
+/* A slope rounded to whole bytes, clamped to what an int64 holds. */
+int64_t ms_trend_slope_i64(double slope);
 
 int ms_trend_write_text(const ms_trend *t, const ms_export_opts *o, FILE *out, char *err,
                         size_t errlen);
