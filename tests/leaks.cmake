@@ -7,7 +7,8 @@ target_include_directories(leaks_unit_mark PRIVATE ${PROJECT_SOURCE_DIR}/include
 
 # Ground-truth programs: each prints what it expects (EXPECT, VALGRIND, RECORD lines).
 # Built with -O2 (no frame pointers) like ordinary release code.
-foreach(p stack register global tls thread_stack cycle tree interior freed mmap threads64 serve)
+foreach(p stack register global tls thread_stack cycle tree interior freed mmap threads64 serve
+    unmapped)
   ms_test_program(lk_${p} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lk_${p}.c
     FLAGS -O2 -g LIBS Threads::Threads)
 endforeach()
@@ -24,4 +25,5 @@ foreach(p global cycle tree interior freed)
   ms_integration_test(leaks_exit_${p} ${LK_GT} lk_${p} exit)
 endforeach()
 ms_integration_test(leaks_api_threads64 ${LK_GT} lk_threads64 api)
+ms_integration_test(leaks_api_unmapped ${LK_GT} lk_unmapped api)
 ms_integration_test(leaks_cli ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_cli.sh)

@@ -110,13 +110,32 @@ int ms_leak_check_and_write(const ms_leak_caller *who, const char *reason, char 
 /* ===========================================================================
  * Public API
  * ========================================================================= */
+/* The agent's dead frames below the caller hold copies of program pointers (the
+ * snapshot writer walks every block): zero them so that a later scan does not take
+ * them for the program's. Bounded by the thread's known stack. */
+__attribute__((noinline)) static void wipe_dead_stack(void)
+{
+    ms_thread_bounds();
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    size_t n = 32768;
+    if (ms_self.stack_lo && sp > ms_self.stack_lo && sp - ms_self.stack_lo < n + 8192)
+        n = sp - ms_self.stack_lo > 8192 ? sp - ms_self.stack_lo - 8192 : 0;
+    if (n == 0)
+        return;
+    volatile char buf[n];
+    memset((char *)buf, 0, n);
+    __asm__ volatile("" : : "r"(buf) : "memory");
+}
+
 __attribute__((visibility("default"), noinline)) int memsight_leak_check(char *path,
                                                                       unsigned long pathlen)
 {
     ms_leak_caller who;
     memset(&who, 0, sizeof who);
     MS_LEAK_CAPTURE(&who);
-    return ms_leak_check_and_write(&who, "leakcheck", path, pathlen);
+    int rc = ms_leak_check_and_write(&who, "leakcheck", path, pathlen);
+    wipe_dead_stack();
+    return rc;
 }
 
 /* ===========================================================================

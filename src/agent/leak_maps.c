@@ -139,9 +139,28 @@ const ms_lk_map *ms_lk_maps_find(const ms_lk_maps *maps, uint64_t addr)
     return NULL;
 }
 
+int ms_lk_maps_own(ms_lk_maps *maps, uint64_t lo, uint64_t hi)
+{
+    if (maps->nown >= MS_LK_MAX_OWN)
+        return -1;
+    maps->own_lo[maps->nown] = lo;
+    maps->own_hi[maps->nown] = hi;
+    maps->nown++;
+    return 0;
+}
+
 static const void *view(const ms_lk_maps *maps, uint64_t addr, uint64_t len, uint64_t *avail,
                         uint32_t need)
 {
+    for (size_t i = 0; i < maps->nown; i++) {
+        if (addr >= maps->own_lo[i] && addr < maps->own_hi[i]) {
+            uint64_t n = maps->own_hi[i] - addr;
+            *avail = n < len ? n : len;
+            return NULL;
+        }
+        if (maps->own_lo[i] > addr && maps->own_lo[i] - addr < len)
+            len = maps->own_lo[i] - addr; /* stop before it */
+    }
     const ms_lk_map *m = ms_lk_maps_find(maps, addr);
     if (m && (m->flags & need) == need && !(m->flags & MS_LKM_SKIP)) {
         uint64_t n = m->hi - addr;

@@ -21,11 +21,20 @@ typedef struct ms_lk_map {
     uint32_t reserved;
 } ms_lk_map;
 
+#define MS_LK_MAX_OWN 16
+
 typedef struct ms_lk_maps {
     ms_lk_map *m; /* sorted by lo (the kernel lists them so) */
     size_t n, cap;
     size_t truncated; /* mappings that did not fit */
+    /* the scanner's own memory, never read as the program's: the kernel may place it
+     * in a hole the program left (or merge it with a neighbouring mapping) */
+    uint64_t own_lo[MS_LK_MAX_OWN], own_hi[MS_LK_MAX_OWN];
+    size_t nown;
 } ms_lk_maps;
+
+/* Declares [lo, hi) as the scanner's own memory. Returns 0, or -1 when full. */
+int ms_lk_maps_own(ms_lk_maps *maps, uint64_t lo, uint64_t hi);
 
 /* Reads /proc/self/maps into maps->m (capacity maps->cap). Returns 0 or -errno. */
 int ms_lk_maps_read(ms_lk_maps *maps);

@@ -49,6 +49,8 @@ typedef struct lk_state {
     lk_seg segs[LK_MAX_SEGS];
     size_t nsegs;
     uint64_t ld_lo, ld_hi; /* the dynamic linker's code */
+    int64_t agent_tls_off; /* the agent's static TLS block, relative to the thread pointer */
+    uint64_t agent_tls_size;
     uint64_t tls_static; /* bytes of static TLS below the thread pointer */
     ms_leak_result res;
     ms_snap_leak_rec recs[LK_MAX_RECORDS];
@@ -115,6 +117,10 @@ typedef struct lk_child {
     uint64_t root_bytes;
     uint64_t regions;
     uint64_t loader_blocks;
+    /* the agent's TLS block of every thread: its caches hold copies of program
+     * pointers, and it lies inside static TLS and pthread stacks, which are roots */
+    uint64_t *hole_lo, *hole_hi;
+    size_t nholes;
 } lk_child;
 
 static lk_child *g_child;
@@ -135,10 +141,14 @@ static void child_fault(int sig, siginfo_t *si, void *uc)
 
 static void *child_mmap(size_t bytes)
 {
-    long r = syscall(SYS_mmap, 0, bytes ? bytes : 4096, PROT_READ | PROT_WRITE,
+    bytes = bytes ? (bytes + 4095) & ~(size_t)4095 : 4096;
+    long r = syscall(SYS_mmap, 0, bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (r < 0 && r > -4096)
         return NULL;
+    /* never read as the program's memory (it may sit in a hole the program left) */
+    if (g_child && ms_lk_maps_own(&g_child->maps, (uint64_t)r, (uint64_t)r + bytes) != 0)
+        syscall(SYS_exit_group, 5);
     return (void *)r;
 }
 
@@ -160,13 +170,36 @@ static int collect_block(const ms_live_entry *e, unsigned kind, void *arg)
 
 static void root_range(lk_child *c, uint64_t lo, uint64_t hi, ms_lk_view_fn view)
 {
-    if (hi <= lo)
+    while (hi > lo) {
+        /* the part before the first agent TLS hole that overlaps [lo, hi) */
+        uint64_t cut = hi, skip_to = hi;
+        for (size_t i = 0; i < c->nholes; i++) {
+            if (c->hole_hi[i] <= lo || c->hole_lo[i] >= hi)
+                continue;
+            uint64_t a = c->hole_lo[i] > lo ? c->hole_lo[i] : lo;
+            if (a < cut) {
+                cut = a;
+                skip_to = c->hole_hi[i];
+            }
+        }
+        if (cut > lo) {
+            ms_lk_view_fn saved = c->scan.view;
+            c->scan.view = view;
+            ms_lk_root_range(&c->scan, lo, cut);
+            c->scan.view = saved;
+            c->root_bytes += cut - lo;
+        }
+        lo = skip_to;
+    }
+}
+
+static void add_hole(lk_child *c, lk_state *st, uint64_t tp)
+{
+    if (!tp || !st->agent_tls_size || c->nholes >= LK_MAX_THREADS + 1)
         return;
-    ms_lk_view_fn saved = c->scan.view;
-    c->scan.view = view;
-    ms_lk_root_range(&c->scan, lo, hi);
-    c->scan.view = saved;
-    c->root_bytes += hi - lo;
+    c->hole_lo[c->nholes] = tp + (uint64_t)st->agent_tls_off;
+    c->hole_hi[c->nholes] = tp + (uint64_t)st->agent_tls_off + st->agent_tls_size;
+    c->nholes++;
 }
 
 static int root_region(const ms_live_entry *e, unsigned kind, void *arg)
@@ -348,6 +381,11 @@ static void child_main(lk_state *st, int wfd)
     if (!c)
         syscall(SYS_exit_group, 2);
     g_child = c;
+    ms_lk_maps_own(&c->maps, (uint64_t)(uintptr_t)c,
+                   ((uint64_t)(uintptr_t)c + sizeof *c + 4095) & ~(uint64_t)4095);
+    /* the scan's state in the parent holds saved registers: never program memory */
+    ms_lk_maps_own(&c->maps, (uint64_t)(uintptr_t)st,
+                   ((uint64_t)(uintptr_t)st + sizeof *st + 4095) & ~(uint64_t)4095);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = child_fault;
@@ -378,6 +416,17 @@ static void child_main(lk_state *st, int wfd)
     void *imem = child_mmap(ibytes);
     if (imem)
         ms_lk_index_build(&c->scan, imem, ibytes);
+
+    uint64_t self_tp;
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(self_tp));
+    c->hole_lo = child_mmap((LK_MAX_THREADS + 1) * sizeof(uint64_t));
+    c->hole_hi = child_mmap((LK_MAX_THREADS + 1) * sizeof(uint64_t));
+    if (!c->hole_lo || !c->hole_hi)
+        syscall(SYS_exit_group, 2);
+    add_hole(c, st, self_tp);
+    for (size_t i = 0; i < st->world.n; i++)
+        if (st->world.t[i].state == MS_LKT_STOPPED)
+            add_hole(c, st, st->world.t[i].tp);
 
     /* roots 0: blocks the dynamic linker allocated (DTVs, dynamic TLS, link maps): it
      * keeps them in places that are not roots here (the stack cache of joined threads,
@@ -415,8 +464,7 @@ static void child_main(lk_state *st, int wfd)
     if (w->timeout)
         ms_threads_foreach(root_unstopped, c);
     /* roots 3: the calling program thread */
-    uint64_t tp;
-    __asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+    uint64_t tp = self_tp;
     if (st->who && st->who->program_thread) {
         for (int r = 0; r < 8; r++)
             ms_lk_root_value(&c->scan, st->who->regs[r]);
@@ -531,6 +579,13 @@ static void add_module_segs(lk_state *st, struct dl_phdr_info *info)
         }
         if (ph->p_type == PT_TLS) {
             st->tls_static += (ph->p_memsz + ph->p_align + 15) & ~(uint64_t)15;
+            if (is_agent && info->dlpi_tls_data) {
+                /* initial-exec TLS sits at the same offset from every thread's pointer */
+                uint64_t tp;
+                __asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+                st->agent_tls_off = (int64_t)((uint64_t)(uintptr_t)info->dlpi_tls_data - tp);
+                st->agent_tls_size = ph->p_memsz;
+            }
             continue;
         }
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
@@ -606,6 +661,8 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
         st->nsegs = 0;
         st->tls_static = 0;
         st->ld_lo = st->ld_hi = 0;
+        st->agent_tls_off = 0;
+        st->agent_tls_size = 0;
         st->nmods = st->seen = 0;
         st->err = 0;
         dl_iterate_phdr(count_cb, st);
@@ -617,6 +674,7 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
         /* the module list kept changing: take it as it is now, outside the lock */
         st->nsegs = 0;
         st->tls_static = 0;
+        st->agent_tls_size = 0;
         dl_iterate_phdr(collect_cb, st);
         stop_fork_resume(st);
     }

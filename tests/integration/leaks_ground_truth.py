@@ -18,11 +18,14 @@ import glob
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
 
 CLASSES = ["definitely_lost", "indirectly_lost", "possibly_lost", "still_reachable"]
+FLAGS = 0  # bits the program expects in leaks.flags (FLAGS line)
+MIN_SKIPPED = [0]  # unreadable bytes the scan must have skipped (SKIPPED>= line)
 SHORT = {"definite": "definitely_lost", "indirect": "indirectly_lost",
          "possible": "possibly_lost", "reachable": "still_reachable"}
 
@@ -32,9 +35,36 @@ def fail(msg):
     sys.exit(1)
 
 
+def leak_stats(path):
+    """The (name, value) statistics after the LEAK chunk's records (docs/leaks.md)."""
+    d = open(path, "rb").read()
+    off, stats = 32, {}
+    while off + 24 <= len(d):
+        typ, _, length, _, _ = struct.unpack_from("<IIQII", d, off)
+        p = off + 24
+        if typ == struct.unpack("<I", b"LEAK")[0]:
+            q = p + 8 * 8 + 24
+            n = struct.unpack_from("<I", d, q)[0]
+            q += 4 + 72 * n
+            ns = struct.unpack_from("<I", d, q)[0]
+            q += 4
+            for _ in range(ns):
+                ln = struct.unpack_from("<I", d, q)[0]
+                name = d[q + 4:q + 4 + ln].decode()
+                stats[name] = struct.unpack_from("<Q", d, q + 4 + ln)[0]
+                q += 4 + ln + 8
+        off = p + ((length + 7) & ~7)
+    return stats
+
+
 def parse_expect(out):
     exp, at_least, records, vg = {}, set(), [], None
+    global FLAGS
     for line in out.splitlines():
+        if line.startswith("FLAGS "):
+            FLAGS = int(line.split()[1])
+        elif line.startswith("SKIPPED>="):
+            MIN_SKIPPED[0] = int(line.split(">=")[1])
         if line.startswith("EXPECT "):
             for m in re.finditer(r"(\w+)(>?=)(\d+)/(\d+)", line):
                 name = SHORT[m.group(1)]
@@ -100,6 +130,12 @@ def check_memsight(prog, mode, memsight):
                     fail("%s %s: %s is %d blocks / %d bytes, expected %s%d / %d" % (
                         os.path.basename(prog), path, c, got[0], got[1],
                         ">= " if c in at_least else "", want[0], want[1]))
+            if (leaks.get("flags", 0) & FLAGS) != FLAGS:
+                fail("%s: flags %#x lack the expected %#x" % (path, leaks.get("flags", 0), FLAGS))
+            skipped = leak_stats(path).get("skipped_bytes", 0)
+            if skipped < MIN_SKIPPED[0]:
+                fail("%s: %d unreadable bytes skipped, expected at least %d" % (
+                    path, skipped, MIN_SKIPPED[0]))
             recs = doc.get("leak_records", [])
             for cls, blocks, nbytes in records:
                 if not any(x["class"] == cls and x["blocks"] == blocks and x["bytes"] == nbytes
