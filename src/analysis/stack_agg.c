@@ -573,10 +573,47 @@ const char *ms_fmt_sbytes(int64_t n, char *buf, size_t len)
     return buf;
 }
 
+/* Length of the valid UTF-8 sequence starting at p (2..4), or 0 when it is not one
+ * (overlong forms, surrogates and code points above U+10FFFF included). */
+static int utf8_seq(const unsigned char *p)
+{
+    unsigned c = p[0];
+    int n;
+    unsigned min;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, min = 0x10000;
+    else
+        return 0;
+    unsigned cp = c & (0x3f >> (n - 1));
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* Bytes that are not valid UTF-8 would make an SVG unparsable and JSON invalid: '?'. */
 void ms_xml_escape(FILE *out, const char *s)
 {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned char c = *p;
+        if (c >= 0x80) {
+            int n = utf8_seq(p);
+            if (n) {
+                fwrite(p, 1, (size_t)n, out);
+                p += n - 1;
+            } else {
+                fputc('?', out);
+            }
+            continue;
+        }
         switch (c) {
         case '<': fputs("&lt;", out); break;
         case '>': fputs("&gt;", out); break;
@@ -595,8 +632,18 @@ void ms_xml_escape(FILE *out, const char *s)
 void ms_json_string(FILE *out, const char *s)
 {
     fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned char c = *p;
+        if (c >= 0x80) {
+            int n = utf8_seq(p);
+            if (n) {
+                fwrite(p, 1, (size_t)n, out);
+                p += n - 1;
+            } else {
+                fputc('?', out);
+            }
+            continue;
+        }
         switch (c) {
         case '"': fputs("\\\"", out); break;
         case '\\': fputs("\\\\", out); break;

@@ -414,6 +414,29 @@ static void test_escaping_and_html(void **state)
     ms_snapshot_free(s);
 }
 
+static char *escaped(void (*fn)(FILE *, const char *), const char *in)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fn(f, in);
+    fclose(f);
+    return buf;
+}
+
+/* Invalid UTF-8 from a symbol or a dump would make the SVG unparsable and the JSON
+ * invalid: such bytes become '?', valid sequences stay. */
+static void test_utf8(void **state)
+{
+    (void)state;
+    char *x = escaped(ms_xml_escape, "na\xc3\xafve \xe2\x82\xac bad\xff\xc3 over\xc0\xaf sur\xed\xa0\x80 cut\xe2\x82");
+    assert_string_equal(x, "na\xc3\xafve \xe2\x82\xac bad?? over?? sur??? cut??");
+    free(x);
+    x = escaped(ms_json_string, "a\"\\\x01\xf0\x9f\x98\x80\xf5\x80\x80\x80</script>");
+    assert_string_equal(x, "\"a\\\"\\\\\\u0001\xf0\x9f\x98\x80????\\u003c/script\\u003e\"");
+    free(x);
+}
+
 static void test_metric_names(void **state)
 {
     (void)state;
@@ -440,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_pprof),
         cmocka_unit_test(test_collapsed_and_svg),
         cmocka_unit_test(test_escaping_and_html),
+        cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_metric_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
