@@ -14,6 +14,7 @@
 
 #include "analysis/android_dump.h"
 #include "analysis/export.h"
+#include "analysis/stack_agg.h"
 #include "analysis/symbolize.h"
 #include "analysis/trend.h"
 #include "commands.h"
@@ -187,6 +188,16 @@ int ms_cmd_trend(int argc, char **argv)
         }
     }
     ms_trend_sort_series(series, nfiles);
+    /* a series mixes programs only by mistake (a shared output directory): say so */
+    for (size_t i = 1; i < nfiles; i++) {
+        const char *e0 = ms_agg_meta(series[0], "exe"), *ei = ms_agg_meta(series[i], "exe");
+        if (e0 && ei && strcmp(e0, ei) != 0) {
+            fprintf(stderr, "memsight trend: warning: %s is of %s, %s of %s; stacks of different "
+                    "programs are followed as one series\n",
+                    series[i]->path, ei, series[0]->path, e0);
+            break;
+        }
+    }
     if (symbols)
         for (size_t i = 0; i < nfiles; i++)
             syms[i] = ms_symbolizer_new(series[i]);
