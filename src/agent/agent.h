@@ -285,6 +285,13 @@ static inline ms_hdr *ms_hdr_of(const void *p)
 {
     return (ms_hdr *)((char *)(uintptr_t)p - MS_HDR_SIZE);
 }
+/* Sampled and min_size modes give most blocks no header, so the 16 bytes below a
+ * pointer are usually the allocator's (or the previous block's data): a matching check
+ * is then confirmed exactly (control.c's ms_hdr_confirm: the live entry names p, or an
+ * untracked header carries a second 64-bit mark of p). */
+extern int ms_hdr_confirm_needed MS_INTERNAL;
+int ms_hdr_confirm(const void *p) MS_INTERNAL;
+uint64_t ms_hdr_mark(const void *p) MS_INTERNAL;
 /* 1 if p carries a header written by the agent. */
 static inline int ms_hdr_valid(const void *p)
 {
@@ -292,7 +299,8 @@ static inline int ms_hdr_valid(const void *p)
         return 0;
     const ms_hdr *h = ms_hdr_of(p);
     unsigned a = h->check & 63u;
-    return (h->check & ~63u) == (ms_hdr_check(p, 0) & ~63u) && (a == 0 || a >= 5);
+    return (h->check & ~63u) == (ms_hdr_check(p, 0) & ~63u) && (a == 0 || a >= 5) &&
+           (MS_LIKELY(!ms_hdr_confirm_needed) || ms_hdr_confirm(p));
 }
 static inline void *ms_hdr_base(void *p)
 {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/sampler.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
 
@@ -87,6 +88,11 @@ MS_EXPORT void *malloc(size_t n)
     if (!ms_fast_ok() || MS_UNLIKELY(n > SIZE_MAX - 64))
         return ms_malloc_passthrough(n);
     ms_enter();
+    if (MS_UNLIKELY(ms_sampler_cfg.enabled) && !ms_sampler_pick(n)) {
+        void *q = ms_real.malloc(n); /* not sampled: a plain block, no header */
+        ms_leave();
+        return q;
+    }
     char *r = ms_real.malloc(n + MS_HDR_SIZE);
     void *p = NULL;
     if (MS_LIKELY(r != NULL)) {
@@ -125,6 +131,11 @@ MS_EXPORT void *calloc(size_t a, size_t b)
         return ms_boot_alloc(n, 16); /* static arena memory is zero */
     }
     ms_enter();
+    if (MS_UNLIKELY(ms_sampler_cfg.enabled) && !ms_sampler_pick(n)) {
+        void *q = ms_real.calloc(a, b);
+        ms_leave();
+        return q;
+    }
     char *r = ms_real.calloc(1, n + MS_HDR_SIZE);
     void *p = NULL;
     if (MS_LIKELY(r != NULL)) {
@@ -168,6 +179,16 @@ static void *ms_realloc_impl(void *old, size_t n)
             return ms_real.realloc(old, n);
         void *p = ms_boot_alloc(n, 16);
         return p;
+    }
+    if (MS_UNLIKELY(ms_sampler_cfg.enabled) && !ms_boot_owns(old) && !ms_hdr_valid(old) &&
+        n <= SIZE_MAX - 64) {
+        /* sampled mode: a plain (unsampled) block stays plain unless the new size is
+         * picked; then it moves into a recorded block by copy */
+        ms_enter();
+        int picked = ms_sampler_pick(n);
+        void *q = picked ? NULL : ms_real.realloc(old, n);
+        ms_leave();
+        return picked ? ms_realloc_copy(old, n) : q;
     }
     if (MS_UNLIKELY(ms_boot_owns(old)) || MS_UNLIKELY(!ms_hdr_valid(old)) ||
         MS_UNLIKELY((ms_hdr_of(old)->check & 63u) != 0) || MS_UNLIKELY(n > SIZE_MAX - 64))
@@ -229,6 +250,11 @@ static void *ms_aligned(size_t align, size_t n)
     if (!ms_fast_ok())
         return ms_aligned_passthrough(align, n);
     ms_enter();
+    if (MS_UNLIKELY(ms_sampler_cfg.enabled) && !ms_sampler_pick(n)) {
+        void *q = ms_real.memalign(align, n);
+        ms_leave();
+        return q;
+    }
     char *r = ms_real.memalign(align, n + align);
     void *p = NULL;
     if (MS_LIKELY(r != NULL)) {

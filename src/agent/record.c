@@ -57,10 +57,10 @@ void ms_record_heap(void *p, size_t size, unsigned align_log2)
     uint64_t w = size; /* bytes this record stands for (its weight when sampled) */
     ms_control_maybe_start();
     if (MS_UNLIKELY(ms_sampler_cfg.enabled)) {
-        w = ms_sampler_weigh(size);
-        if (!w) { /* not sampled: a header saying "not tracked", nothing unwound */
+        w = ms_sampler_take(size);
+        if (!w) { /* not sampled (realloc in place): a header saying "not tracked" */
             h->index = 0;
-            h->meta = 0;
+            h->meta = ms_hdr_mark(p);
             h->check = ms_hdr_check(p, align_log2);
             return;
         }
@@ -72,7 +72,7 @@ void ms_record_heap(void *p, size_t size, unsigned align_log2)
             ms_live_put_index(idx);
         MS_HEALTH_INC(dropped_blocks);
         h->index = 0;
-        h->meta = 0;
+        h->meta = ms_hdr_mark(p);
         h->check = ms_hdr_check(p, align_log2);
         return;
     }

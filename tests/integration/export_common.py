@@ -1,5 +1,6 @@
 """Helpers shared by the export_* integration tests: running memsight and the test
 programs, go tool pprof, and headless Chromium (DOM dumps and screenshots)."""
+import atexit
 import json
 import os
 import re
@@ -52,8 +53,24 @@ def run_program(outdir, *args):
     return snapshots(outdir)
 
 
+_tmpdirs = []
+
+
+def _cleanup():
+    if os.environ.get("MS_KEEP_TMP"):
+        print("kept: " + " ".join(_tmpdirs), file=sys.stderr)
+        return
+    for d in _tmpdirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_cleanup)
+
+
 def tmpdir(name):
+    """A private directory, removed at exit (kept when MS_KEEP_TMP is set)."""
     d = tempfile.mkdtemp(prefix="ms-" + name + "-")
+    _tmpdirs.append(d)
     return d
 
 
