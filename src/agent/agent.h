@@ -39,7 +39,6 @@ typedef struct ms_options {
     uint64_t thread_capacity;/* thread_capacity=N: threads in the registry */
     uint64_t pc_cache;       /* pc_cache=N: entries of the unwind-rule cache */
     uint64_t leak_check;     /* leak_check=off|exit|signal: reachability scan (leak_*.c) */
-    uint64_t leak_signal;    /* leak_signal=N: wakes the scanner (leak_check=signal) */
     uint64_t leak_stop_signal; /* leak_stop_signal=N: stops threads during a scan */
     /* production mode (sampler.c, control.c) */
     uint64_t sample_interval;/* sample=BYTES: Poisson byte sampling, mean interval (0 = all) */

@@ -32,9 +32,7 @@ const ms_option_def ms_option_table[] = {
     {"exit_snapshot", MS_OPT_BOOL, OFF(exit_snapshot), 8, "1", NULL,
      "write a snapshot when the process exits"},
     {"leak_check", MS_OPT_ENUM, OFF(leak_check), 8, "off", "off|exit|signal",
-     "reachability leak scan: at exit, or whenever leak_signal arrives"},
-    {"leak_signal", MS_OPT_U64, OFF(leak_signal), 8, "0", NULL,
-     "signal that asks for a leak scan with leak_check=signal (0 = SIGRTMAX-2)"},
+     "reachability leak scan: at exit, or on each request (control thread, request 2)"},
     {"leak_stop_signal", MS_OPT_U64, OFF(leak_stop_signal), 8, "0", NULL,
      "signal that stops the threads during a leak scan (0 = SIGRTMAX-3)"},
     /* production mode: docs/production.md */
