@@ -57,6 +57,8 @@ int ms_lk_maps_parse_line(const char *s, size_t len, ms_lk_map *out)
     if (s[i + 2] == 'x')
         f |= MS_LKM_X;
     i += 4;
+    while (i < len && s[i] == ' ')
+        i++;
     /* offset, dev, inode, then the path after spaces */
     for (int field = 0; field < 3; field++) {
         while (i < len && s[i] != ' ')
