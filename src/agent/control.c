@@ -557,9 +557,29 @@ __attribute__((visibility("default"))) int __libc_start_main(
 /* ====================================================================================
  * Production mode from the agent's options
  * ================================================================================== */
+int ms_hdr_confirm_needed;
+
+/* A second, independent 64-bit mark of p for headers that name no live entry. */
+uint64_t ms_hdr_mark(const void *p)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)p ^ ~ms_hdr_secret) * 0xD6E8FEB86659FD93ull;
+    return (h ^ (h >> 29)) | 1;
+}
+
+int ms_hdr_confirm(const void *p)
+{
+    const ms_hdr *h = ms_hdr_of(p);
+    if (!h->index)
+        return h->meta == ms_hdr_mark(p);
+    ms_live_entry e;
+    return ms_live_get(h->index, &e) && e.addr == (uint64_t)(uintptr_t)p;
+}
+
 void ms_production_init(void)
 {
     ms_sampler_configure(ms_opt.sample_interval, ms_opt.min_size, ms_opt.seed != 0, ms_opt.seed);
+    /* most blocks get no header: a header's check must be confirmed before trusting it */
+    ms_hdr_confirm_needed = ms_sampler_cfg.enabled;
     ms_control_config c;
     memset(&c, 0, sizeof c);
     c.enabled = ms_opt.control != 0;

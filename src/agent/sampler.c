@@ -153,12 +153,14 @@ void ms_sampler_configure(uint64_t interval, uint64_t min_size, int has_seed, ui
     ms_sampler_cfg = c;
     atomic_store_explicit(&thread_ordinal, 0, memory_order_relaxed);
     ms_sampler_tls.remaining = 0;
+    ms_sampler_tls.pending_w = 0;
 }
 
 void ms_sampler_after_fork_child(void)
 {
     atomic_fetch_add_explicit(&process_epoch, 1, memory_order_relaxed);
     ms_sampler_tls.remaining = 0; /* the only thread left in the child */
+    ms_sampler_tls.pending_w = 0;
 }
 
 uint64_t ms_sampler_weigh_slow(ms_sampler_state *st, uint64_t size)

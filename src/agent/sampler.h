@@ -28,6 +28,8 @@ typedef struct ms_sampler_state {
     uint64_t remaining; /* sampled byte is the remaining-th from here; 0 = uninitialised */
     uint64_t rng;       /* xorshift64* state, never 0 once initialised */
     uint64_t epoch;     /* process epoch the state was seeded in (reseeded after fork) */
+    uint64_t pending_w; /* weight decided by ms_sampler_pick, not yet recorded */
+    uint64_t pending_size;
 } ms_sampler_state;
 
 extern ms_sampler_config ms_sampler_cfg;
@@ -54,6 +56,34 @@ static inline uint64_t ms_sampler_weigh(uint64_t size)
         return 0;
     }
     return ms_sampler_weigh_slow(st, size);
+}
+
+/* Before allocating (the agent gives recorded blocks a header, so it must know first):
+ * 1 if a block of `size` bytes is to be recorded, its weight kept for
+ * ms_sampler_take(); 0 if it is to be allocated plainly. */
+static inline int ms_sampler_pick(uint64_t size)
+{
+    ms_sampler_state *st = &ms_sampler_tls;
+    if (st->pending_w && st->pending_size == size)
+        return 1; /* already decided for this block (realloc by copy goes through malloc) */
+    uint64_t w = ms_sampler_weigh(size);
+    if (!w)
+        return 0;
+    st->pending_w = w;
+    st->pending_size = size;
+    return 1;
+}
+
+/* The weight of the block being recorded: the one ms_sampler_pick decided, else a
+ * decision now (paths that record without picking first, e.g. realloc in place). */
+static inline uint64_t ms_sampler_take(uint64_t size)
+{
+    ms_sampler_state *st = &ms_sampler_tls;
+    uint64_t w = st->pending_w;
+    st->pending_w = 0;
+    if (w && st->pending_size == size)
+        return w;
+    return ms_sampler_weigh(size);
 }
 
 /* A recorded block keeps its real size; how many samples it holds (its weight is
