@@ -27,7 +27,7 @@
 
 /* ---- metrics ---- */
 
-static const char *const metric_names[MS_MET_COUNT] = {
+static const char *const metric_names[MS_MET_CAT_FIRST] = {
     [MS_MET_RSS] = "rss",         [MS_MET_PSS] = "pss",         [MS_MET_USS] = "uss",
     [MS_MET_SWAP] = "swap",       [MS_MET_VMSIZE] = "vmsize",   [MS_MET_THREADS] = "threads",
     [MS_MET_FDS] = "fds",         [MS_MET_MEMAVAIL] = "memavail",
@@ -35,7 +35,11 @@ static const char *const metric_names[MS_MET_COUNT] = {
 
 const char *ms_watch_metric_name(enum ms_watch_metric m)
 {
-    return (unsigned)m < MS_MET_COUNT ? metric_names[m] : "?";
+    if ((unsigned)m < MS_MET_CAT_FIRST)
+        return metric_names[m];
+    if ((unsigned)m < MS_MET_COUNT)
+        return ms_acct_cat_name((enum ms_acct_cat)(m - MS_MET_CAT_FIRST));
+    return "?";
 }
 
 double ms_watch_metric_value(const ms_watch_sample *s, enum ms_watch_metric m)
@@ -51,14 +55,17 @@ double ms_watch_metric_value(const ms_watch_sample *s, enum ms_watch_metric m)
     case MS_MET_MEMAVAIL:
         return s->mem_total_kb ? 100.0 * (double)s->mem_available_kb / (double)s->mem_total_kb
                                : 100.0;
-    default: return 0;
+    default:
+        if ((unsigned)m >= MS_MET_CAT_FIRST && (unsigned)m < MS_MET_COUNT)
+            return (double)s->cat_rss_kb[m - MS_MET_CAT_FIRST];
+        return 0;
     }
 }
 
 static int is_memory_metric(int m)
 {
     return m == MS_MET_RSS || m == MS_MET_PSS || m == MS_MET_USS || m == MS_MET_SWAP ||
-           m == MS_MET_VMSIZE;
+           m == MS_MET_VMSIZE || m >= MS_MET_CAT_FIRST;
 }
 
 /* ---- tracker specs ---- */
@@ -140,13 +147,16 @@ int ms_tracker_parse(ms_tracker *t, const char *spec, int default_n, uint64_t de
     const char *p = spec;
     size_t ml = strcspn(p, "<>+");
     int m;
-    for (m = 0; m < MS_MET_COUNT; m++)
-        if (strlen(metric_names[m]) == ml && !strncmp(p, metric_names[m], ml))
+    for (m = 0; m < MS_MET_COUNT; m++) {
+        const char *name = ms_watch_metric_name((enum ms_watch_metric)m);
+        if (strlen(name) == ml && !strncmp(p, name, ml))
             break;
+    }
     if (m == MS_MET_COUNT || !p[ml]) {
         snprintf(err, errlen,
                  "tracker '%s': expected METRIC>VALUE, METRIC<VALUE or METRIC+VALUE/WINDOW with "
-                 "METRIC one of rss, pss, uss, swap, vmsize, threads, fds, memavail",
+                 "METRIC one of rss, pss, uss, swap, vmsize, threads, fds, memavail, or a "
+                 "category (native_heap, stack, code, file, anon, shmem, guard, other)",
                  spec);
         return -1;
     }
@@ -281,6 +291,26 @@ static int read_stat(int pid, uint64_t *start, char *state)
     return 0;
 }
 
+/* The RSS of every category from the full smaps (the rollup has no per-mapping view).
+ * Threads' stack pointers are not read each sample: stacks come from names and guard
+ * pages here. */
+static int sample_cats(ms_smaps *full, int pid, const char *exe, ms_watch_sample *s, char *err,
+                       size_t errlen)
+{
+    int rc = ms_smaps_read(full, pid, MS_SRC_SMAPS, err, errlen);
+    if (rc)
+        return rc;
+    ms_acct_hints h = {.exe = exe};
+    ms_acct a;
+    if (ms_acct_build(&a, full, &h, err, errlen) != 0)
+        return -ENOMEM;
+    for (int c = 0; c < MS_CAT_COUNT; c++)
+        s->cat_rss_kb[c] = a.cat[c].rss_kb;
+    s->has_cats = 1;
+    ms_acct_free(&a);
+    return 0;
+}
+
 static int sample_with(ms_smaps *sm, int *use_rollup, int pid, ms_watch_sample *s, char *err,
                        size_t errlen)
 {
@@ -323,11 +353,16 @@ static int sample_with(ms_smaps *sm, int *use_rollup, int pid, ms_watch_sample *
     return 0;
 }
 
-int ms_watch_sample_once(int pid, ms_watch_sample *s, char *err, size_t errlen)
+int ms_watch_sample_once(int pid, ms_watch_sample *s, int categories, char *err, size_t errlen)
 {
     ms_smaps sm = {0};
     int use_rollup = 1;
     int rc = sample_with(&sm, &use_rollup, pid, s, err, errlen);
+    if (rc == 0 && categories) {
+        char exe[4096];
+        rc = sample_cats(&sm, pid, ms_proc_exe(pid, exe, sizeof exe, err, errlen) == 0 ? exe : NULL,
+                         s, err, errlen);
+    }
     ms_smaps_free(&sm);
     return rc;
 }
@@ -340,7 +375,7 @@ typedef struct trk_state {
     int streak;
 } trk_state;
 
-static void series_header(FILE *f, int fmt, const ms_watch_opts *o)
+static void series_header(FILE *f, int fmt, const ms_watch_opts *o, int cats)
 {
     if (fmt != MS_SERIES_CSV)
         return;
@@ -348,13 +383,16 @@ static void series_header(FILE *f, int fmt, const ms_watch_opts *o)
           "private_dirty_kb,swap_kb,swap_pss_kb,vmsize_kb,vmhwm_kb,threads,fds,"
           "mem_total_kb,mem_available_kb",
           f);
+    if (cats)
+        for (int c = 0; c < MS_CAT_COUNT; c++)
+            fprintf(f, ",%s_kb", ms_acct_cat_name((enum ms_acct_cat)c));
     for (size_t i = 0; i < o->ntrackers; i++)
         fprintf(f, ",t%zu_value,t%zu_exceeded,t%zu_streak,t%zu_fired", i, i, i, i);
     fputc('\n', f);
 }
 
-static void series_row(FILE *f, int fmt, const ms_watch_opts *o, const ms_watch_sample *s,
-                       const trk_state *ts)
+static void series_row(FILE *f, int fmt, const ms_watch_opts *o, int cats,
+                       const ms_watch_sample *s, const trk_state *ts)
 {
     unsigned long long v[] = {s->t_ms,          s->unix_ms,     s->rss_kb,
                               s->pss_kb,        s->pss_anon_kb, s->pss_file_kb,
@@ -370,6 +408,9 @@ static void series_row(FILE *f, int fmt, const ms_watch_opts *o, const ms_watch_
     if (fmt == MS_SERIES_CSV) {
         for (size_t i = 0; i < nv; i++)
             fprintf(f, "%s%llu", i ? "," : "", v[i]);
+        if (cats)
+            for (int c = 0; c < MS_CAT_COUNT; c++)
+                fprintf(f, ",%llu", (unsigned long long)s->cat_rss_kb[c]);
         for (size_t i = 0; i < o->ntrackers; i++)
             fprintf(f, ",%.0f,%d,%d,%d", ts[i].value, ts[i].exceeded, ts[i].streak, ts[i].fired);
         fputc('\n', f);
@@ -377,6 +418,13 @@ static void series_row(FILE *f, int fmt, const ms_watch_opts *o, const ms_watch_
         fputc('{', f);
         for (size_t i = 0; i < nv; i++)
             fprintf(f, "%s\"%s\":%llu", i ? "," : "", names[i], v[i]);
+        if (cats) {
+            fputs(",\"categories\":{", f);
+            for (int c = 0; c < MS_CAT_COUNT; c++)
+                fprintf(f, "%s\"%s_kb\":%llu", c ? "," : "", ms_acct_cat_name((enum ms_acct_cat)c),
+                        (unsigned long long)s->cat_rss_kb[c]);
+            fputc('}', f);
+        }
         fputs(",\"trackers\":[", f);
         for (size_t i = 0; i < o->ntrackers; i++) {
             fprintf(f, "%s{\"spec\":", i ? "," : "");
@@ -407,6 +455,8 @@ typedef struct watch_state {
     int evdir_made;
     action_child *kids;
     size_t nkids, capkids;
+    int cats;       /* categories sampled */
+    char exe[4096]; /* the target's executable, for the categories */
 } watch_state;
 
 static void msg(const watch_state *w, const char *fmt, ...)
@@ -479,9 +529,9 @@ static int write_series_file(const watch_state *w, const char *path, int fmt, ch
     ms_outfile of;
     if (ms_outfile_open(&of, path, err, errlen) != 0)
         return -1;
-    series_header(of.fp, fmt, w->o);
+    series_header(of.fp, fmt, w->o, w->cats);
     for (size_t i = 0; i < w->n; i++)
-        series_row(of.fp, fmt, w->o, &w->samples[i], &w->states[i * w->o->ntrackers]);
+        series_row(of.fp, fmt, w->o, w->cats, &w->samples[i], &w->states[i * w->o->ntrackers]);
     return ms_outfile_commit(&of, err, errlen);
 }
 
@@ -637,7 +687,7 @@ static void fire(watch_state *w, int index, const ms_tracker *t)
                 ",\"metric\":\"%s\",\"kind\":\"%s\",\"threshold\":%.0f,\"window_ms\":%llu,"
                 "\"consecutive\":%d,\"value\":%.0f,\"sample_index\":%zu,\"t_ms\":%llu,"
                 "\"unix_ms\":%llu,\"rss_kb\":%llu,\"pss_kb\":%llu}\n",
-                metric_names[t->metric],
+                ms_watch_metric_name((enum ms_watch_metric)t->metric),
                 t->kind == MS_TRK_GROWTH ? "growth" : t->kind == MS_TRK_ABOVE ? "above" : "below",
                 t->threshold, (unsigned long long)t->window_ms, t->consecutive, t->value, w->n - 1,
                 (unsigned long long)s->t_ms, (unsigned long long)s->unix_ms,
@@ -718,12 +768,21 @@ int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t
                  rc == -ENOENT ? "no such process" : strerror(-rc));
         return -1;
     }
-    ms_smaps sm = {0};
+    w.cats = o->categories;
+    for (size_t i = 0; i < o->ntrackers; i++)
+        if (o->trackers[i].metric >= MS_MET_CAT_FIRST)
+            w.cats = 1;
+    if (w.cats && ms_proc_exe(o->pid, w.exe, sizeof w.exe, err, errlen) != 0)
+        w.exe[0] = '\0';
+    ms_smaps sm = {0}, full = {0};
     int use_rollup = 1;
     ms_watch_sample s;
     rc = sample_with(&sm, &use_rollup, o->pid, &s, err, errlen);
+    if (rc == 0 && w.cats)
+        rc = sample_cats(&full, o->pid, w.exe[0] ? w.exe : NULL, &s, err, errlen);
     if (rc != 0) {
         ms_smaps_free(&sm);
+        ms_smaps_free(&full);
         return -1;
     }
     ms_outfile series = {0};
@@ -731,10 +790,11 @@ int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t
     if (o->series_path) {
         if (ms_outfile_open(&series, o->series_path, err, errlen) != 0) {
             ms_smaps_free(&sm);
+            ms_smaps_free(&full);
             return -1;
         }
         have_series = 1;
-        series_header(series.fp, o->series_format, o);
+        series_header(series.fp, o->series_format, o, w.cats);
         fflush(series.fp);
     }
     for (size_t i = 0; i < o->ntrackers; i++) {
@@ -754,6 +814,8 @@ int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t
                 break;
             }
             rc = sample_with(&sm, &use_rollup, o->pid, &s, err, errlen);
+            if (rc == 0 && w.cats)
+                rc = sample_cats(&full, o->pid, w.exe[0] ? w.exe : NULL, &s, err, errlen);
             if (rc != 0) {
                 if (rc == -ENOENT || rc == -ESRCH || rc == -EINVAL) {
                     res->target_exited = 1;
@@ -784,7 +846,7 @@ int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t
                 res->triggers++;
         }
         if (have_series) {
-            series_row(series.fp, o->series_format, o, &s, ts);
+            series_row(series.fp, o->series_format, o, w.cats, &s, ts);
             fflush(series.fp);
         }
         int trig_index = res->triggers;
@@ -843,5 +905,6 @@ int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t
     free(w.states);
     free(w.kids);
     ms_smaps_free(&sm);
+    ms_smaps_free(&full);
     return ret;
 }

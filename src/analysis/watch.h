@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/accounting.h"
+
 /* ---- samples ---- */
 
 enum ms_watch_metric {
@@ -21,7 +23,10 @@ enum ms_watch_metric {
     MS_MET_THREADS,  /* count, status Threads */
     MS_MET_FDS,      /* count, entries of /proc/PID/fd */
     MS_MET_MEMAVAIL, /* percent of MemTotal that is MemAvailable, system-wide */
-    MS_MET_COUNT
+    /* RSS kB of one accounting category (native_heap, stack, code, file, anon, shmem,
+     * guard, other: enum ms_acct_cat order); needs the categories sampled. */
+    MS_MET_CAT_FIRST,
+    MS_MET_COUNT = MS_MET_CAT_FIRST + MS_CAT_COUNT
 };
 const char *ms_watch_metric_name(enum ms_watch_metric m);
 
@@ -32,6 +37,8 @@ typedef struct ms_watch_sample {
     uint64_t private_dirty_kb, swap_kb, swap_pss_kb;
     uint64_t vmsize_kb, vmhwm_kb, threads, fds;
     uint64_t mem_total_kb, mem_available_kb;
+    int has_cats;                         /* the categories below were sampled */
+    uint64_t cat_rss_kb[MS_CAT_COUNT];    /* RSS per accounting category */
 } ms_watch_sample;
 
 /* The value of a metric in a sample (memavail as a percentage, 0..100). */
@@ -67,7 +74,8 @@ typedef struct ms_tracker {
 
 /* Parses a tracker: METRIC>VALUE, METRIC<VALUE or METRIC+VALUE/WINDOW, optionally
  * followed by ",n=N", ",cooldown=DURATION". METRIC is rss, pss, uss, swap, vmsize,
- * threads, fds or memavail. Memory values are kB unless suffixed K, M, G (KiB, MiB, GiB);
+ * threads, fds, memavail, or a category name (native_heap, stack, code, file, anon,
+ * shmem, guard, other: that category's RSS). Memory values are kB unless suffixed K, M, G (KiB, MiB, GiB);
  * memavail takes a percentage ("memavail<5%"); durations are 500ms, 2s, 1m. Defaults for
  * n and cooldown come from the arguments. Returns 0 or -1 with a message. */
 int ms_tracker_parse(ms_tracker *t, const char *spec, int default_n, uint64_t default_cooldown_ms,
@@ -98,6 +106,9 @@ typedef struct ms_watch_opts {
     ms_tracker *trackers;   /* parsed with ms_tracker_parse; state is updated */
     size_t ntrackers;
     int max_triggers;       /* per run, over all trackers (0: default 3; <0: unlimited) */
+    int categories;         /* also read the full smaps each sample and record the RSS of
+                             * every category (implied by a category tracker); costs
+                             * the kernel's smaps generation, ~6 us per mapping */
 
     const char *series_path;   /* time series output (NULL: none) */
     int series_format;         /* enum ms_series_format */
@@ -133,7 +144,8 @@ typedef struct ms_watch_result {
  * start (no such process, not allowed, output not writable). */
 int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t errlen);
 
-/* Takes one sample of pid now (t_ms left 0). Returns 0 or -errno with a message. */
-int ms_watch_sample_once(int pid, ms_watch_sample *s, char *err, size_t errlen);
+/* Takes one sample of pid now (t_ms left 0), with the categories when `categories`.
+ * Returns 0 or -errno with a message. */
+int ms_watch_sample_once(int pid, ms_watch_sample *s, int categories, char *err, size_t errlen);
 
 #endif

@@ -39,10 +39,13 @@ static void usage(FILE *out)
             "  -o, --output FILE        write the time series (CSV, or JSON lines if FILE ends\n"
             "                           in .jsonl or .json, or with --series-format)\n"
             "      --series-format csv|jsonl\n"
+            "      --categories         also record each category's RSS (reads the full\n"
+            "                           smaps every sample; implied by a category trigger)\n"
             "  -t, --trigger SPEC       a tracker, repeatable:\n"
             "                             rss>500M  pss>1G  uss>...  swap>...  vmsize>3.5G\n"
             "                             threads>750  fds>1000  memavail<5%%\n"
             "                             rss+50M/10s   (growth over a window)\n"
+            "                             native_heap+20M/1m  anon>1G  (a category's RSS)\n"
             "                           optional ',n=N,cooldown=DUR' after a spec\n"
             "  -n, --consecutive N      exceedances in a row before firing (default 3)\n"
             "      --cooldown DUR       minimum time between firings of a tracker (default 60s)\n"
@@ -82,7 +85,7 @@ static int duration_ms(const char *s, uint64_t *out)
 
 int ms_cmd_watch(int argc, char **argv)
 {
-    enum { O_SERIES_FMT = 256, O_COOLDOWN, O_MAX, O_EXEC, O_DUMP, O_LEAKS, O_HEAP };
+    enum { O_SERIES_FMT = 256, O_COOLDOWN, O_MAX, O_EXEC, O_DUMP, O_LEAKS, O_HEAP, O_CATS };
     static const struct option opts[] = {
         {"interval", required_argument, 0, 'i'},    {"duration", required_argument, 0, 'd'},
         {"count", required_argument, 0, 'c'},       {"output", required_argument, 0, 'o'},
@@ -93,6 +96,7 @@ int ms_cmd_watch(int argc, char **argv)
         {"evidence-dir", required_argument, 0, 'e'}, {"exec", required_argument, 0, O_EXEC},
         {"dump", no_argument, 0, O_DUMP},           {"leaks", no_argument, 0, O_LEAKS},
         {"heap-dump", no_argument, 0, O_HEAP},      {"quiet", no_argument, 0, 'q'},
+        {"categories", no_argument, 0, O_CATS},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     ms_watch_opts o = {.interval_ms = 1000, .max_triggers = 3};
     const char *specs[64];
@@ -170,6 +174,7 @@ int ms_cmd_watch(int argc, char **argv)
         case O_DUMP: o.act_dump = 1; break;
         case O_LEAKS: o.act_leaks = 1; break;
         case O_HEAP: o.act_heap_dump = 1; break;
+        case O_CATS: o.categories = 1; break;
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
