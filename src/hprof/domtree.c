@@ -306,14 +306,31 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     free(poff);
     poff = NULL;
 
-    /* 4. Immediate dominators: nearest common ancestor of parent and semi, walking the
-     * already-final idoms of lower-numbered vertices. parent[] becomes idom[]. */
-    for (uint32_t k = 1; k < N; k++) {
-        uint32_t c = parent[k];
-        while (c > semi[k])
-            c = parent[c];
-        parent[k] = c;
+    /* 4. Immediate dominators: idom(k) is the deepest dominator-tree ancestor of the DFS
+     * parent whose number is <= semi(k) (ancestors have smaller numbers). Walking idoms one
+     * by one is quadratic on some graphs (a chain whose every vertex has a side path from
+     * near the root), so the tree built so far carries skew-binary jump pointers (Myers):
+     * each query takes O(log depth) steps. parent[] becomes idom[]. */
+    uint32_t *depth = malloc((size_t)N * sizeof *depth);
+    uint32_t *jump = malloc((size_t)N * sizeof *jump);
+    if (!depth || !jump) {
+        free(depth);
+        free(jump);
+        goto oom;
     }
+    depth[0] = 0;
+    jump[0] = 0;
+    for (uint32_t k = 1; k < N; k++) {
+        uint32_t c = parent[k], sk = semi[k];
+        while (c > sk)
+            c = jump[c] > sk ? jump[c] : parent[c];
+        parent[k] = c;
+        depth[k] = depth[c] + 1;
+        uint32_t j = jump[c];
+        jump[k] = depth[c] - depth[j] == depth[j] - depth[jump[j]] ? jump[j] : c;
+    }
+    free(depth);
+    free(jump);
     free(semi);
     semi = NULL;
 

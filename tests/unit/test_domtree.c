@@ -373,6 +373,27 @@ static void test_deep_chain_and_ladder(void **state)
             fail_msg("chain with back edges: idom[%u] = %u", v, dt.idom[v]);
     ms_domtree_free(&dt);
     g_free(&g);
+
+    /* A "broom": a chain c_0 -> ... -> c_{h-1} (each dominating the next) where c_i also
+     * points to t_i, and t_0 -> t_1 -> ... -> t_{h-1}. Every t_i is dominated by c_0 only:
+     * finding that by walking the deep dominator chain one step at a time costs h^2/2
+     * steps; the jump pointers make it h log h. */
+    const uint32_t h = 200000;
+    g_init(&g, 2 * h);
+    for (uint32_t v = 0; v < h; v++) {
+        if (v + 1 < h)
+            g_edge(&g, v, v + 1);
+        g_edge(&g, v, h + v);
+        if (v + 1 < h)
+            g_edge(&g, h + v, h + v + 1);
+    }
+    c = g_csr(&g);
+    assert_int_equal(ms_domtree_compute(&c, 0, &dt, err, sizeof err), 0);
+    for (uint32_t v = 1; v < h; v++)
+        if (dt.idom[v] != v - 1 || dt.idom[h + v] != 0)
+            fail_msg("broom: idom[c_%u] = %u, idom[t_%u] = %u", v, dt.idom[v], v, dt.idom[h + v]);
+    ms_domtree_free(&dt);
+    g_free(&g);
 }
 
 static void test_bad_input(void **state)
