@@ -21,6 +21,8 @@ int ms_state;
 ms_real_fns ms_real;
 ms_health_t ms_health;
 uintptr_t ms_self_lo, ms_self_hi;
+static pid_t ms_pid;      /* the process the agent's state belongs to */
+static int ms_exit_done;  /* the exit snapshot was written */
 
 /* ===========================================================================
  * Raw system calls and time
@@ -243,6 +245,7 @@ static int ms_init_slow(void)
              ms_stacks_init(ms_opt.stack_capacity) == 0 && ms_live_init(ms_opt.capacity) == 0 &&
              ms_regions_init(ms_opt.region_capacity) == 0 &&
              ms_threads_init(ms_opt.thread_capacity) == 0 && ms_unwind_init() == 0;
+    ms_pid = getpid();
     if (ok) {
         ms_threads_register_main();
         pthread_atfork(ms_atfork_prepare, ms_atfork_parent, ms_atfork_child);
@@ -274,12 +277,35 @@ __attribute__((constructor(101))) static void ms_constructor(void)
         ms_strip_preload();
 }
 
-__attribute__((destructor(101))) static void ms_destructor(void)
+/* The exit snapshot, once per process: from our destructor (exit(), return from main)
+ * or from _exit/_Exit (shells such as dash leave with _exit). Not in a vfork child or a
+ * raw clone sharing our memory: its pid is not the one the agent knows. */
+static void ms_exit_snapshot(void)
 {
-    if (ms_state != MS_STATE_READY || !ms_opt.exit_snapshot)
+    if (ms_state != MS_STATE_READY || !ms_opt.exit_snapshot || getpid() != ms_pid)
+        return;
+    if (__atomic_exchange_n(&ms_exit_done, 1, __ATOMIC_ACQ_REL))
         return;
     ms_leak_at_exit(); /* with leak_check=exit, adds its result to the exit snapshot */
     ms_snapshot_write("exit", NULL, NULL, NULL, 0);
+}
+
+__attribute__((destructor(101))) static void ms_destructor(void)
+{
+    ms_exit_snapshot();
+}
+
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+    ms_exit_snapshot();
+    syscall(SYS_exit_group, status);
+    for (;;)
+        ;
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status)
+{
+    _exit(status);
 }
 
 /* ===========================================================================
@@ -303,6 +329,8 @@ static void ms_atfork_parent(void)
 static void ms_atfork_child(void)
 {
     ms_self.tid = 0;
+    ms_pid = getpid();
+    ms_exit_done = 0;
     ms_live_fork_child();
     ms_regions_fork_child();
     ms_threads_fork_child();
