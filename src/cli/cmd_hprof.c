@@ -55,6 +55,7 @@ static void usage(FILE *out)
             "  --compressed-oops auto|yes|no       HotSpot 8-byte-id dumps (default: guess)\n"
             "  --strict                  exit 3 when the dump has problems (dangling\n"
             "                            references, duplicate ids, unknown records)\n"
+            "  --threads 1|2             threads reading the dump (default: 2 for large dumps)\n"
             "  --no-progress             no progress on stderr (shown only on a terminal)\n");
 }
 
@@ -308,7 +309,7 @@ int ms_cmd_hprof(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.progress = 1;
     enum { O_FORMAT = 256, O_SORT, O_TOP, O_BYCLASS, O_ALL, O_NORET, O_MODEL, O_COMP, O_STRICT,
-           O_NOPROG, O_CLASS };
+           O_NOPROG, O_CLASS, O_THREADS };
     static const struct option lo[] = {
         {"format", required_argument, 0, O_FORMAT},
         {"output", required_argument, 0, 'o'},
@@ -322,6 +323,7 @@ int ms_cmd_hprof(int argc, char **argv)
         {"strict", no_argument, 0, O_STRICT},
         {"no-progress", no_argument, 0, O_NOPROG},
         {"class", required_argument, 0, O_CLASS},
+        {"threads", required_argument, 0, O_THREADS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -382,6 +384,13 @@ int ms_cmd_hprof(int argc, char **argv)
         case O_STRICT: o.strict = 1; break;
         case O_NOPROG: o.progress = 0; break;
         case O_CLASS: o.class_name = optarg; break;
+        case O_THREADS:
+            if (strcmp(optarg, "1") && strcmp(optarg, "2")) {
+                fprintf(stderr, "memsight hprof: --threads takes 1 or 2\n");
+                return EXIT_USAGE;
+            }
+            o.ro.threads = atoi(optarg);
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return EXIT_USAGE;
         }

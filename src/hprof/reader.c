@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,16 @@ typedef struct rd {
     uint32_t cur;     /* passes 2 and 3: the current object */
     uint32_t kcls;    /* passes 2 and 3: class-dump ordinal */
     uint32_t prim_cls[16];
+    /* heap-dump records (offset of the record, class dumps before it), from pass 1 */
+    uint64_t *hrec;
+    uint32_t *hrec_kcls;
+    size_t nhrec, caphrec;
+    /* passes 2 and 3 on two threads: shared lock for problems and made-up classes;
+     * frozen: the class and name tables must not move (other threads read them) */
+    pthread_mutex_t *mu;
+    int frozen;
+    int thread_no;
+    uint64_t dangling; /* this thread's references to absent objects */
     uint32_t unknown_cls;
     /* interned string ids -> strs offsets */
     uint64_t *ih_key;
@@ -184,17 +195,21 @@ __attribute__((format(printf, 5, 6)))
 static void problem(rd *r, uint64_t off, uint8_t tag, uint8_t sub, const char *fmt, ...)
 {
     ms_hgraph *g = r->g;
+    if (r->mu)
+        pthread_mutex_lock(r->mu);
     g->problem_total++;
-    if (g->nproblem >= MS_HPROBLEMS_KEPT)
-        return;
-    ms_hproblem *p = &g->problems[g->nproblem++];
-    p->offset = off;
-    p->record = tag;
-    p->subrecord = sub;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->msg, sizeof p->msg, fmt, ap);
-    va_end(ap);
+    if (g->nproblem < MS_HPROBLEMS_KEPT) {
+        ms_hproblem *p = &g->problems[g->nproblem++];
+        p->offset = off;
+        p->record = tag;
+        p->subrecord = sub;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->msg, sizeof p->msg, fmt, ap);
+        va_end(ap);
+    }
+    if (r->mu)
+        pthread_mutex_unlock(r->mu);
 }
 
 /* Grows *p (elements of size el) to hold at least need, geometrically. */
@@ -509,9 +524,33 @@ static int grow_classes(rd *r, size_t need)
 }
 
 /* Adds a class the file did not dump (primitive array classes, unknown classes). */
+static uint32_t add_synthetic_class_locked(rd *r, const char *name, uint64_t id);
 static uint32_t add_synthetic_class(rd *r, const char *name, uint64_t id)
 {
+    if (!r->mu)
+        return add_synthetic_class_locked(r, name, id);
+    pthread_mutex_lock(r->mu);
+    uint32_t k = add_synthetic_class_locked(r, name, id);
+    pthread_mutex_unlock(r->mu);
+    return k;
+}
+
+static uint32_t add_synthetic_class_locked(rd *r, const char *name, uint64_t id)
+{
     ms_hgraph *g = r->g;
+    if (r->frozen) {
+        /* tables reserved before the threads started must not move: past the reserve,
+         * the class is counted as unknown */
+        /* the other thread may have made it already (each keeps its own cache) */
+        for (uint32_t s = g->nclass; s-- > 0;)
+            if ((g->classes[s].flags & MS_HCLASS_SYNTHETIC) && g->classes[s].id == id &&
+                !strcmp(g->strs + g->classes[s].name, name))
+                return s;
+        if (g->nclass + 1 > r->capcls || g->strs_len + strlen(name) + 1 > r->capstrs) {
+            fail(r, 0, 0, 0, "more classes missing from the dump than expected");
+            return MS_HCLASS_NONE;
+        }
+    }
     if (grow_classes(r, g->nclass + 1))
         return MS_HCLASS_NONE;
     uint32_t k = g->nclass++;
@@ -722,8 +761,8 @@ static inline int edge(rd *r, uint64_t id, uint32_t label, uint64_t at, uint8_t 
         return fail(r, at, tag, sub, "internal: more references than counted");
     ms_hidx t = ms_hgraph_find(g, id);
     if (t == MS_HIDX_NONE) {
-        g->dangling_refs++;
-        if (g->dangling_refs <= 8)
+        r->dangling++;
+        if (r->dangling <= 8)
             problem(r, at, tag, sub, "reference to 0x%llx, which is not in the dump",
                     (unsigned long long)id);
     }
@@ -978,19 +1017,33 @@ static uint32_t class_for_array(rd *r, uint64_t cid)
     uint32_t k = class_by_id(r, cid);
     if (k != MS_HCLASS_NONE)
         return k;
-    /* the array class was not dumped: name it from LOAD_CLASS when possible */
-    for (uint32_t s = r->g->nclass; s-- > 0;)
-        if ((r->g->classes[s].flags & MS_HCLASS_SYNTHETIC) && r->g->classes[s].id == cid && cid)
-            return s;
+    /* the array class was not dumped: name it from LOAD_CLASS when possible (the lookup
+     * of one made up before, and the making, under the lock when two threads run) */
     const lcent *l = find_lc(r, cid);
     const strent *st = l ? find_str(r, l->sid) : NULL;
-    if (!st)
-        return unknown_class(r);
     char raw[1024], norm[1024];
-    size_t n = st->len < sizeof raw ? st->len : sizeof raw - 1;
-    memcpy(raw, r->base + st->off, n);
-    ms_hprof_class_name_normalize(raw, n, norm, sizeof norm);
-    return add_synthetic_class(r, norm, cid);
+    if (st) {
+        size_t n = st->len < sizeof raw ? st->len : sizeof raw - 1;
+        memcpy(raw, r->base + st->off, n);
+        ms_hprof_class_name_normalize(raw, n, norm, sizeof norm);
+    } else {
+        snprintf(norm, sizeof norm, "(unknown class)");
+        cid = 0;
+    }
+    if (r->mu)
+        pthread_mutex_lock(r->mu);
+    k = MS_HCLASS_NONE;
+    for (uint32_t s = r->g->nclass; s-- > 0;)
+        if ((r->g->classes[s].flags & MS_HCLASS_SYNTHETIC) && r->g->classes[s].id == cid &&
+            !strcmp(r->g->strs + r->g->classes[s].name, norm)) {
+            k = s;
+            break;
+        }
+    if (k == MS_HCLASS_NONE)
+        k = add_synthetic_class_locked(r, norm, cid);
+    if (r->mu)
+        pthread_mutex_unlock(r->mu);
+    return k;
 }
 
 static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
@@ -1262,6 +1315,20 @@ static int walk(rd *r)
             }
             break;
         case 0x0C: case 0x1C:
+            if (r->pass == 1) {
+                size_t cap = r->caphrec;
+                if (GROW(r, r->hrec, r->caphrec, r->nhrec + 1))
+                    return -1;
+                if (cap != r->caphrec || !r->hrec_kcls) {
+                    uint32_t *k = realloc(r->hrec_kcls, r->caphrec * sizeof *k);
+                    if (!k)
+                        return fail(r, pos, tag, 0, "out of memory");
+                    r->hrec_kcls = k;
+                }
+                r->hrec[r->nhrec] = pos;
+                r->hrec_kcls[r->nhrec] = g->nclass;
+                r->nhrec++;
+            }
             if (heap_records(r, tag, body, body + len))
                 return -1;
             break;
@@ -1276,6 +1343,100 @@ static int walk(rd *r)
         pos = body + len;
         progress(r, pos);
     }
+    return 0;
+}
+
+/* Passes 2 and 3 over heap-dump records [from, to) found by pass 1 (whose lengths it
+ * has checked). */
+static int walk_heaps(rd *r, size_t from, size_t to)
+{
+    const uint8_t *b = r->base;
+    r->kcls = from < r->nhrec ? r->hrec_kcls[from] : 0;
+    r->cur = UINT32_MAX - 1;
+    r->prog_next = 0;
+    r->dropped_upto = from < r->nhrec ? r->hrec[from] & ~(uint64_t)0xFFFFF : 0;
+    for (size_t j = from; j < to; j++) {
+        uint64_t pos = r->hrec[j];
+        uint32_t len = be32(b + pos + 5);
+        if (heap_records(r, b[pos], pos + 9, pos + 9 + len))
+            return -1;
+        progress(r, pos + 9 + len);
+    }
+    return 0;
+}
+
+typedef struct half {
+    rd r;
+    size_t from, to;
+    char err[400];
+    int rc;
+} half;
+
+static void *run_half(void *arg)
+{
+    half *h = arg;
+    h->rc = walk_heaps(&h->r, h->from, h->to);
+    return NULL;
+}
+
+/* Runs pass r->pass over every heap-dump record: on two threads for a large dump (each
+ * takes a contiguous half of the records; objects are disjoint, so are their arrays),
+ * else on this one. */
+static int run_pass(rd *r, int threads)
+{
+    size_t split = r->nhrec;
+    if (threads > 1 && r->nhrec >= 2) {
+        uint64_t first = r->hrec[0], mid = first + (r->len - first) / 2;
+        for (split = 1; split < r->nhrec && r->hrec[split] < mid; split++)
+            ;
+    }
+    if (split >= r->nhrec) {
+        r->dangling = 0;
+        int rc = walk_heaps(r, 0, r->nhrec);
+        r->g->dangling_refs += r->dangling;
+        return rc;
+    }
+    half *h = calloc(1, sizeof *h);
+    if (!h)
+        return fail(r, 0, 0, 0, "out of memory");
+    h->r = *r;
+    h->r.err = h->err;
+    h->r.errlen = sizeof h->err;
+    h->r.o = NULL; /* progress from the first thread only */
+    h->r.thread_no = 1;
+    h->r.dangling = 0;
+    h->from = split;
+    h->to = r->nhrec;
+    r->dangling = 0;
+    pthread_t t;
+    int started = pthread_create(&t, NULL, run_half, h) == 0;
+    int rc = walk_heaps(r, 0, started ? split : r->nhrec);
+    if (started) {
+        pthread_join(t, NULL);
+        if (!rc && h->rc) {
+            snprintf(r->err, r->errlen, "%s", h->err);
+            rc = -1;
+        }
+        r->dups_reported += h->r.dups_reported;
+    }
+    r->g->dangling_refs += r->dangling + (started ? h->r.dangling : 0);
+    free(h);
+    return rc;
+}
+
+/* Before running passes 2 and 3 on two threads: every class's reference slots are
+ * computed now, and the class and name tables get room to spare so that the classes a
+ * thread may still have to make up (under the lock) never move them. */
+static int prepare_threads(rd *r)
+{
+    ms_hgraph *g = r->g;
+    for (uint32_t k = 0; k < g->nclass; k++)
+        if (class_slots(r, k))
+            return -1;
+    if (grow_classes(r, (size_t)g->nclass + 1024) ||
+        grow((void **)&g->strs, &r->capstrs, g->strs_len + 1024 * 128, 1))
+        return fail(r, 0, 0, 0, "out of memory");
+    r->frozen = 1;
     return 0;
 }
 
@@ -1319,11 +1480,21 @@ static void rd_free(rd *r)
     free(r->heap_sid);
     free(r->root_off);
     free(r->root_rec);
+    free(r->hrec);
+    free(r->hrec_kcls);
     free(r->slots);
     free(r->cbi);
     free(r->filled);
     free(r->ih_key);
     free(r->ih_val);
+}
+
+static int cmp_problem(const void *a, const void *b)
+{
+    const ms_hproblem *x = a, *y = b;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return strcmp(x->msg, y->msg);
 }
 
 static const ms_hgraph *cls_sort_g;
@@ -1355,6 +1526,10 @@ static int read_all(rd *r)
     ms_hsize_init(&g->model, r->o ? r->o->size_flavor : MS_HSIZE_AUTO, g->version, g->id_size,
                   compressed);
     compute_class_sizes(r);
+    /* the heap of objects before any HEAP_DUMP_INFO: made now, so no pass adds heaps */
+    int dh = heap_index(r, 0, 0, 0);
+    if (dh < 0)
+        return -1;
 
     /* pass 2: kinds, heaps, classes, sizes, reference counts */
     size_t n = g->nobj;
@@ -1366,12 +1541,23 @@ static int read_all(rd *r)
     if (!g->obj_kind || !g->obj_heap || !g->obj_class || !g->obj_size || !g->edge_off)
         return fail(r, 0, 0, 0, "out of memory for %zu objects", n);
     memset(g->obj_kind, 0xFF, n);
+    /* two threads for large dumps whose ids are all distinct (a repeated id would have
+     * both threads claim one object) */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int want = r->o ? r->o->threads : 0;
+    int threads = want == 2 || (want == 0 && r->len >= (64u << 20) && ncpu > 1) ? 2 : 1;
+    if (g->duplicate_ids)
+        threads = 1;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    if (threads > 1) {
+        if (prepare_threads(r))
+            return -1;
+        r->mu = &mu;
+    }
     r->pass = 2;
-    r->kcls = 0;
-    r->cur = UINT32_MAX - 1;
     r->last_cid = 0;
     r->last_k = class_by_id(r, 0);
-    if (walk(r))
+    if (run_pass(r, threads))
         return -1;
     for (size_t i = 0; i < n; i++) {
         if (g->obj_kind[i] == 0xFF)
@@ -1391,10 +1577,10 @@ static int read_all(rd *r)
             return fail(r, 0, 0, 0, "out of memory");
     }
     r->pass = 3;
-    r->kcls = 0;
-    r->cur = UINT32_MAX - 1;
-    if (walk(r))
+    if (run_pass(r, threads))
         return -1;
+    r->mu = NULL;
+    r->frozen = 0;
     g->nedge = ne;
     if (g->dangling_refs) {
         /* squeeze out the references to absent objects */
@@ -1421,6 +1607,8 @@ static int read_all(rd *r)
                 g->edge_label = l;
         }
     }
+    /* the two threads report in any order: list problems by file offset */
+    qsort(g->problems, g->nproblem, sizeof *g->problems, cmp_problem);
     if (g->duplicate_ids > 8)
         problem(r, 0, 0, 0, "%llu duplicate object ids in all (later records dropped)",
                 (unsigned long long)g->duplicate_ids);

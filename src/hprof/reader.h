@@ -13,6 +13,8 @@ typedef struct ms_hprof_read_opts {
     int size_flavor; /* enum ms_hsize_flavor; MS_HSIZE_AUTO by default */
     int compressed_oops; /* HotSpot 8-byte-id dumps: 0 = guess from array spacing as MAT
                           * does, 1 = assume compressed references, 2 = assume none */
+    int threads; /* 0: two threads for dumps of 64 MB and more when the machine has two
+                  * cores or more; 1: one thread; 2: two threads whatever the size */
     /* Called now and then with bytes processed and the total (both passes count);
      * NULL for none. */
     void (*progress)(void *arg, uint64_t done, uint64_t total);

@@ -1,6 +1,7 @@
 /* libFuzzer target for the HPROF reader: any input must be read or refused with a
  * message, never crash, and a graph it returns must be consistent (indices in range,
- * CSR monotonic); summary and histogram run over it too. Test code only. */
+ * CSR monotonic) and the same when read on two threads; summary and histogram run over
+ * it too. Test code only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +51,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     consistent(g);
+    /* the same input read on two threads gives the same graph */
+    ms_hgraph *g2 = NULL;
+    ms_hprof_read_opts two = {.threads = 2};
+    if (ms_hprof_read_mem(data, size, &two, &g2, err, sizeof err))
+        __builtin_trap();
+    if (g2->nobj != g->nobj || g2->nedge != g->nedge || g2->dangling_refs != g->dangling_refs ||
+        memcmp(g2->obj_class, g->obj_class, g->nobj * sizeof *g->obj_class) ||
+        memcmp(g2->edge_dst, g->edge_dst, g->nedge * sizeof *g->edge_dst) ||
+        memcmp(g2->edge_off, g->edge_off, ((size_t)g->nobj + 1) * sizeof *g->edge_off))
+        __builtin_trap();
+    ms_hgraph_free(g2);
     ms_hsummary s;
     ms_hsummary_compute(g, &s);
     ms_hsummary_print(devnull, "fuzz", g, &s, "json", err, sizeof err);

@@ -13,15 +13,21 @@
 
 #include "hprof/reader.h"
 
-static ms_hgraph *load(const char *name)
+static ms_hgraph *load_threads(const char *name, int threads)
 {
     const char *src = getenv("MS_SOURCE_DIR");
     char path[4096], err[512];
     snprintf(path, sizeof path, "%s/tests/data/hprof/%s", src ? src : ".", name);
     ms_hgraph *g = NULL;
-    if (ms_hprof_read(path, NULL, &g, err, sizeof err))
+    ms_hprof_read_opts o = {.threads = threads};
+    if (ms_hprof_read(path, &o, &g, err, sizeof err))
         fail_msg("%s", err);
     return g;
+}
+
+static ms_hgraph *load(const char *name)
+{
+    return load_threads(name, 1);
 }
 
 static uint32_t cls(const ms_hgraph *g, const char *name)
@@ -125,11 +131,37 @@ static void test_mat_instance_sizes(void **state)
     ms_hgraph_free(g);
 }
 
+/* Two threads (each half of the heap-dump segments) build the very same graph. */
+static void test_threads_same_graph(void **state)
+{
+    (void)state;
+    const char *names[] = {"adt-tools-base__dialer.android-hprof", "hprof-slurp__hprof-64.bin"};
+    for (int d = 0; d < 2; d++) {
+        ms_hgraph *a = load_threads(names[d], 1), *b = load_threads(names[d], 2);
+        assert_int_equal(a->nobj, b->nobj);
+        assert_int_equal(a->nedge, b->nedge);
+        assert_int_equal(a->nclass, b->nclass);
+        uint32_t n = a->nobj;
+        assert_memory_equal(a->obj_id, b->obj_id, n * sizeof *a->obj_id);
+        assert_memory_equal(a->obj_class, b->obj_class, n * sizeof *a->obj_class);
+        assert_memory_equal(a->obj_size, b->obj_size, n * sizeof *a->obj_size);
+        assert_memory_equal(a->obj_kind, b->obj_kind, n);
+        assert_memory_equal(a->obj_heap, b->obj_heap, n);
+        assert_memory_equal(a->edge_off, b->edge_off, (n + 1) * sizeof *a->edge_off);
+        assert_memory_equal(a->edge_dst, b->edge_dst, a->nedge * sizeof *a->edge_dst);
+        assert_memory_equal(a->edge_label, b->edge_label, a->nedge * sizeof *a->edge_label);
+        assert_int_equal(a->problem_total, b->problem_total);
+        ms_hgraph_free(a);
+        ms_hgraph_free(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dialer),
         cmocka_unit_test(test_mat_instance_sizes),
+        cmocka_unit_test(test_threads_same_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
