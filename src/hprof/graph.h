@@ -137,7 +137,8 @@ typedef struct ms_hroot {
 
 /* ---- heaps -------------------------------------------------------------------------
  * Android's HEAP_DUMP_INFO splits objects into heaps ("app", "zygote", "image"); other
- * dumps have one heap, "default". g->obj_heap[i] indexes g->heaps. */
+ * dumps have one heap, "default". A heap "default" (id 0) always exists, for objects
+ * before any HEAP_DUMP_INFO; it may hold no object. g->obj_heap[i] indexes g->heaps. */
 typedef struct ms_hheap {
     uint32_t id;   /* HPROF heap id ('A', 'Z', 'I', 0 = default) */
     uint32_t name; /* offset in g->strs */
