@@ -645,6 +645,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
     uint8_t *leaves = calloc((size_t)g->nobj / 8 + 1, 1);
     leak *lk = NULL;
     ms_hidx *parent = NULL;
+    uint32_t *pedge = NULL;
     uint8_t *status = NULL, *suspect = NULL;
     int rc = -1;
     if (!st || !leaves) {
@@ -664,7 +665,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         rc = 0;
         goto out;
     }
-    if (ms_hprof_path_tree(g, MS_HIDX_NONE, leaves, &parent, err, errlen) < 0)
+    if (ms_hprof_path_tree(g, MS_HIDX_NONE, leaves, &parent, &pedge, err, errlen) < 0)
         goto out;
     lk = calloc(nleak, sizeof *lk);
     if (!lk) {
@@ -680,7 +681,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
             continue;
         }
         ms_hprof_path p;
-        if (ms_hprof_path_from_tree(g, parent, i, &p, err, errlen) < 0)
+        if (ms_hprof_path_from_tree(g, parent, pedge, i, &p, err, errlen) < 0)
             goto out;
         free(status);
         free(suspect);
@@ -725,7 +726,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
                 grp->retained += r->retained[lk[j].obj];
         }
         grp->reason = reason_text[st[lk[k].obj] >> 2 & 3];
-        if (ms_hprof_path_from_tree(g, parent, lk[k].obj, &grp->trace, err, errlen) < 0)
+        if (ms_hprof_path_from_tree(g, parent, pedge, lk[k].obj, &grp->trace, err, errlen) < 0)
             goto out;
         grp->status = malloc(grp->trace.len);
         grp->suspect = malloc(grp->trace.len);
@@ -745,6 +746,7 @@ out:
     free(leaves);
     free(lk);
     free(parent);
+    free(pedge);
     free(status);
     free(suspect);
     return rc;

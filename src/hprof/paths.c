@@ -69,17 +69,25 @@ void ms_hprof_path_free(ms_hprof_path *p)
     memset(p, 0, sizeof *p);
 }
 
+/* pedge values besides an edge's rank among its source's edges */
+#define PEDGE_CLASS UINT32_MAX       /* the implicit object -> class reference */
+#define PEDGE_SCAN (UINT32_MAX - 1)  /* rank too large to keep: find it again */
+
 int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves,
-                       ms_hidx **parent_out, char *err, size_t errlen)
+                       ms_hidx **parent_out, uint32_t **pedge_out, char *err, size_t errlen)
 {
     *parent_out = NULL;
+    if (pedge_out)
+        *pedge_out = NULL;
     uint8_t *skip = ms_hprof_skip_edges(g);
     ms_hidx *parent = malloc(((size_t)g->nobj + 1) * sizeof *parent);
     ms_hidx *queue = malloc(((size_t)g->nobj + 1) * sizeof *queue);
-    if (!skip || !parent || !queue) {
+    uint32_t *pedge = pedge_out ? malloc(((size_t)g->nobj + 1) * sizeof *pedge) : NULL;
+    if (!skip || !parent || !queue || (pedge_out && !pedge)) {
         free(skip);
         free(parent);
         free(queue);
+        free(pedge);
         set_err(err, errlen, "path: out of memory for %u objects", g->nobj);
         return -1;
     }
@@ -113,6 +121,8 @@ int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves
                 if (u >= g->nobj || parent[u] != MS_HIDX_NONE)
                     continue;
                 parent[u] = v;
+                if (pedge)
+                    pedge[u] = i == e ? PEDGE_CLASS : i - b < PEDGE_SCAN ? (uint32_t)(i - b) : PEDGE_SCAN;
                 queue[tail++] = u;
                 if (u == target) {
                     found = 1;
@@ -124,11 +134,13 @@ int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves
     free(queue);
     free(skip);
     *parent_out = parent;
+    if (pedge_out)
+        *pedge_out = pedge;
     return 0;
 }
 
-int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, ms_hidx target,
-                            ms_hprof_path *out, char *err, size_t errlen)
+int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, const uint32_t *pedge,
+                            ms_hidx target, ms_hprof_path *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (target >= g->nobj || parent[target] == MS_HIDX_NONE)
@@ -154,6 +166,12 @@ int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, ms_hidx t
     for (k = 1; k < len; k++) {
         ms_hidx p = out->obj[k - 1], c = out->obj[k];
         uint64_t edge = MS_HPATH_CLASS_EDGE;
+        if (pedge && pedge[c] != PEDGE_SCAN) {
+            if (pedge[c] != PEDGE_CLASS)
+                edge = g->edge_off[p] + pedge[c];
+            out->edge[k] = edge;
+            continue;
+        }
         for (uint64_t i = g->edge_off[p]; i < g->edge_off[p + 1]; i++) {
             uint32_t label = g->edge_label[i];
             if (g->edge_dst[i] != c)
@@ -188,10 +206,12 @@ int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, cha
         return -1;
     }
     ms_hidx *parent;
-    if (ms_hprof_path_tree(g, target, NULL, &parent, err, errlen) < 0)
+    uint32_t *pedge;
+    if (ms_hprof_path_tree(g, target, NULL, &parent, &pedge, err, errlen) < 0)
         return -1;
-    int rc = ms_hprof_path_from_tree(g, parent, target, out, err, errlen);
+    int rc = ms_hprof_path_from_tree(g, parent, pedge, target, out, err, errlen);
     free(parent);
+    free(pedge);
     return rc;
 }
 

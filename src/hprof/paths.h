@@ -39,14 +39,16 @@ void ms_hprof_path_free(ms_hprof_path *p);
  * reached. The search stops early once target is reached (MS_HIDX_NONE: never). Objects
  * whose bit is set in leaves (a bitset over object indices, may be NULL) are reached but
  * not gone through, so no path passes through one (Shark's rule for leaking objects).
+ * With pedge_out, *pedge_out (malloc'ed, same size) records which edge reached each
+ * object, so that paths are rebuilt without scanning big arrays' edges again.
  * Returns 0, or -1 with a message. */
 #define MS_HPATH_ROOT (MS_HIDX_NONE - 1)
 int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves,
-                       ms_hidx **parent_out, char *err, size_t errlen);
-/* The path to target from a tree of ms_hprof_path_tree (len 0 if it was not reached).
- * Returns 0, or -1 with a message. */
-int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, ms_hidx target,
-                            ms_hprof_path *out, char *err, size_t errlen);
+                       ms_hidx **parent_out, uint32_t **pedge_out, char *err, size_t errlen);
+/* The path to target from a tree of ms_hprof_path_tree (len 0 if it was not reached);
+ * pedge may be NULL. Returns 0, or -1 with a message. */
+int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, const uint32_t *pedge,
+                            ms_hidx target, ms_hprof_path *out, char *err, size_t errlen);
 
 /* Object index of an id written in hex ("0x7f00a0", "7F00A0"). Returns 0, or -1 with a
  * message when the text is not an id or no object has it. */
