@@ -186,10 +186,14 @@ static inline long ref(const ms_lk_scan *s, uint64_t v)
     return i;
 }
 
+/* The mark works through a FIFO ring rather than a stack: blocks are taken in the
+ * order they were found, so the ones coming next are known and their memory can be
+ * prefetched while the current one is scanned (the scan is bound by memory latency).
+ * Each block is queued at most once per phase, so a ring of n entries never fills. */
 static inline void push(ms_lk_scan *s, size_t i)
 {
-    if (s->sp < s->stack_cap)
-        s->stack[s->sp++] = (uint32_t)i;
+    if (s->tail - s->head < s->stack_cap)
+        s->stack[s->tail++ % s->stack_cap] = (uint32_t)i;
     else
         s->overflow++;
 }
@@ -303,8 +307,17 @@ void ms_lk_root_start(ms_lk_scan *s, uint64_t v)
 
 static void drain(ms_lk_scan *s, int phase, size_t leader)
 {
-    while (s->sp > 0) {
-        ms_lk_block *b = &s->b[s->stack[--s->sp]];
+    enum { AHEAD = 8, LINES = 4 };
+    while (s->tail > s->head) {
+        ms_lk_block *b = &s->b[s->stack[s->head++ % s->stack_cap]];
+        if (s->tail - s->head > AHEAD) {
+            /* the first lines of a block queued a few places behind this one; the
+             * hardware streams the rest once the scan walks into it */
+            const ms_lk_block *nb = &s->b[s->stack[(s->head + AHEAD) % s->stack_cap]];
+            uint64_t lines = nb->size / 64 + 1;
+            for (uint64_t l = 0; l < lines && l < LINES; l++)
+                __builtin_prefetch((const char *)(uintptr_t)nb->addr + l * 64);
+        }
         scan_words(s, b->addr, b->addr + b->size, phase, leader);
     }
 }

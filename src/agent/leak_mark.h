@@ -49,9 +49,9 @@ typedef struct ms_lk_scan {
     size_t n;
     ms_lk_gran *idx; /* NULL: binary search over all blocks */
     uint64_t idx_mask;
-    uint32_t *stack; /* mark stack: capacity >= n */
+    uint32_t *stack; /* mark queue (a ring): capacity >= n */
     size_t stack_cap;
-    size_t sp;
+    size_t head, tail; /* pushed at tail, taken at head (counters, modulo the capacity) */
     ms_lk_view_fn view;
     void *ctx;
     uint64_t lo, hi; /* lowest block start, highest block end */
