@@ -107,8 +107,12 @@ MS_EXPORT void free(void *p)
 {
     if (!p)
         return;
-    if (MS_UNLIKELY(!ms_fast_ok()) || MS_UNLIKELY(ms_boot_owns(p)) || MS_UNLIKELY(!ms_hdr_valid(p))) {
+    if (MS_UNLIKELY(!ms_fast_ok()) || MS_UNLIKELY(ms_boot_owns(p))) {
         ms_free_any(p);
+        return;
+    }
+    if (!ms_hdr_valid(p)) { /* a plain block: most blocks in sampled mode */
+        ms_real.free(p);
         return;
     }
     ms_enter();

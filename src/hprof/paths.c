@@ -97,10 +97,16 @@ int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves
     for (int phase = 0; phase < 2 && !found; phase++) {
         for (uint32_t k = 0; k < g->nroot; k++) {
             ms_hidx o = g->roots[k].obj;
-            if (o >= g->nobj || parent[o] != MS_HIDX_NONE ||
-                low_priority_root(g->roots[k].type) != phase)
+            uint8_t type = g->roots[k].type;
+            if (o >= g->nobj || low_priority_root(type) != phase)
+                continue;
+            if (parent[o] == MS_HPATH_ROOT && pedge && root_rank(type) < root_rank((uint8_t)pedge[o]))
+                pedge[o] = type; /* a root object's pedge is the type of its best root */
+            if (parent[o] != MS_HIDX_NONE)
                 continue;
             parent[o] = MS_HPATH_ROOT;
+            if (pedge)
+                pedge[o] = type;
             queue[tail++] = o;
         }
         if (target < g->nobj && parent[target] != MS_HIDX_NONE)
@@ -187,6 +193,10 @@ int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, const uin
             break;
         }
         out->edge[k] = edge;
+    }
+    if (pedge) {
+        out->root_type = (uint8_t)pedge[out->obj[0]];
+        return 0;
     }
     int best = 99;
     for (uint32_t r = 0; r < g->nroot; r++)

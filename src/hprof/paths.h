@@ -40,7 +40,8 @@ void ms_hprof_path_free(ms_hprof_path *p);
  * whose bit is set in leaves (a bitset over object indices, may be NULL) are reached but
  * not gone through, so no path passes through one (Shark's rule for leaking objects).
  * With pedge_out, *pedge_out (malloc'ed, same size) records which edge reached each
- * object, so that paths are rebuilt without scanning big arrays' edges again.
+ * object (for a root object: the type of its preferred root), so that paths are rebuilt
+ * without scanning big arrays' edges or the root table again.
  * Returns 0, or -1 with a message. */
 #define MS_HPATH_ROOT (MS_HIDX_NONE - 1)
 int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves,
