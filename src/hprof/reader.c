@@ -37,6 +37,7 @@ typedef struct lcent {
 typedef struct clsx { /* per class, pass-1 ids resolved after the pass */
     uint64_t super_id, signers, pd;
     uint32_t slot_first, slot_count, data_size; /* reference slots of an instance */
+    uint32_t class_size; /* shallow size of the class object itself */
     uint8_t slots_done;
 } clsx;
 
@@ -685,8 +686,10 @@ static int resolve_classes(rd *r)
 static void compute_class_sizes(rd *r)
 {
     ms_hgraph *g = r->g;
-    for (uint32_t k = 0; k < g->nclass; k++)
+    for (uint32_t k = 0; k < g->nclass; k++) {
         g->classes[k].inst_shallow = ms_hsize_instance(&g->model, g, k);
+        r->cx[k].class_size = ms_hsize_class(&g->model, g, k);
+    }
 }
 
 /* Reference slots of an instance of class k (its fields, then its supers'). */
@@ -992,7 +995,7 @@ static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t e
     ms_hclass *c = &g->classes[k];
     if (r->pass == 2) {
         g->obj_class[i] = g->class_index_java_lang_class;
-        g->obj_size[i] = ms_hsize_class(&g->model, g, k);
+        g->obj_size[i] = r->cx[k].class_size;
     }
     for (uint32_t s = 0; s < c->static_count; s++) {
         const ms_hstatic *st = &g->statics[c->static_first + s];
