@@ -75,6 +75,39 @@ expect_eq "forking program: exit snapshots" "$(ls "$T"/fsnaps/memsight-*-exit.ms
 grep -q "2 more exit snapshot(s) from child processes" "$T/fork.err" && ok "children's snapshots counted" \
     || bad "children not counted: $(cat "$T/fork.err")"
 
+# 2c. C++: operator new from a method in a namespace, inlined helper; names demangled.
+if command -v "${CXX:-c++}" >/dev/null 2>&1; then
+    cat > "$T/cxx.cc" <<'EOF'
+#include <cstdio>
+#include <string>
+#include <vector>
+namespace shop {
+struct Basket {
+    std::vector<std::string *> items;
+    __attribute__((noinline)) void add(int i) { items.push_back(new std::string(64 + i, 'x')); }
+};
+}
+int main() {
+    static shop::Basket b;
+    for (int i = 0; i < 9; i++) b.add(i);
+    std::printf("%zu\n", b.items.size());
+    return 0;
+}
+EOF
+    if "${CXX:-c++}" -O2 -g -o "$T/cxx" "$T/cxx.cc"; then
+        "$MEMSIGHT" run -q -o "$T/cxsnaps" -- "$T/cxx" >/dev/null
+        "$MEMSIGHT" report --format json "$T"/cxsnaps/memsight-*-exit.msnap | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+hits = [s for s in d["stacks"] if any(f["function"] == "shop::Basket::add(int)" for f in s["frames"])]
+# 9 std::string objects of 32 bytes from operator new in add()
+assert any(s["live_blocks"] == 9 and s["live_bytes"] == 9 * 32 for s in hits), hits
+' && ok "C++: shop::Basket::add(int) demangled, 9 objects" || bad "C++ stacks"
+    fi
+else
+    echo "skip C++ program: no C++ compiler"
+fi
+
 # 3. Death by a signal: 128+signal, as a shell reports it.
 "$MEMSIGHT" run -q -o "$T/snaps" -- sh -c 'kill -TERM $$' 2>/dev/null; got=$?
 expect_eq "killed by SIGTERM gives 143" "$got" 143
