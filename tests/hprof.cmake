@@ -35,4 +35,6 @@ endif()
 find_program(MS_HPROF_CLANG clang)
 if(MS_HPROF_CLANG)
   ms_integration_test(hprof_fuzz ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_fuzz.sh ${MS_HPROF_CLANG})
+  # the two-thread passes of the reader under ThreadSanitizer
+  ms_integration_test(hprof_tsan ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_tsan.sh ${MS_HPROF_CLANG})
 endif()
