@@ -162,20 +162,31 @@ for mode in base full s4096; do
     printf '%-12s %12.2f %12.2f %8.2f\n' $mode "$m1" "$m2" "$(echo "$m2 / $m1" | bc -l)"
 done
 
-# --- agent memory per tracked live block (full mode, ~310k live blocks) -------------
+# --- agent memory per tracked live block (full mode, sm_mix: ~310k live blocks) -------
+# Two views: the live table's own bytes per block (from the snapshot's health counters,
+# plus the 16-byte header each block carries), and the whole growth of the peak RSS
+# over the uninstrumented run divided by the live blocks (everything the agent costs:
+# tables, headers, unwinder caches, the stack table of sm_mix's few stacks).
 if [ -x "$MIX" ]; then
     echo
+    /usr/bin/time -f "%M" -o "$WORK/t.txt" "$MIX" > /dev/null
+    base_rss=$(tail -n 1 "$WORK/t.txt")
     rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"
-    env LD_PRELOAD="$AGENT" MEMSIGHT_OPTIONS="out=$WORK/snaps" "$MIX" > /dev/null
-    $PY - "$WORK/snaps" "$SRC/tests/integration" <<'PYEOF'
+    /usr/bin/time -f "%M" -o "$WORK/t.txt" env LD_PRELOAD="$AGENT" MEMSIGHT_OPTIONS="out=$WORK/snaps" "$MIX" > /dev/null
+    agent_rss=$(tail -n 1 "$WORK/t.txt")
+    $PY - "$WORK/snaps" "$SRC/tests/integration" "$base_rss" "$agent_rss" <<'PYEOF'
 import glob, os, sys
 sys.path.insert(0, sys.argv[2])
 import sampling_snapfile as sf
 s = sf.read(glob.glob(os.path.join(sys.argv[1], '*-exit.msnap'))[0])
 h = s['health']
 blocks, tbytes = h.get('live_table_blocks', 0), h.get('live_table_bytes', 0)
-print('agent memory: live table %d bytes for %d live blocks = %.1f bytes per block '
-      '(target <= 64), plus %d interned stacks' % (tbytes, blocks, tbytes / max(blocks, 1),
-                                                  h.get('stack_table_used', 0)))
+base, agent = int(sys.argv[3]) * 1024, int(sys.argv[4]) * 1024
+print('agent memory (target <= 64 bytes per tracked live block plus the stack table):')
+print('  live table %d bytes for %d live blocks = %.1f B/block, + 16 B header = %.1f B/block'
+      % (tbytes, blocks, tbytes / max(blocks, 1), tbytes / max(blocks, 1) + 16))
+print('  peak RSS %d -> %d KiB: +%.1f B per live block, all agent costs included (%d stacks)'
+      % (base // 1024, agent // 1024, (agent - base) / max(blocks, 1),
+         h.get('stack_table_used', 0)))
 PYEOF
 fi

@@ -16,3 +16,4 @@ ms_integration_test(sampling_dump ${CMAKE_CURRENT_LIST_DIR}/integration/sampling
 ms_integration_test(sampling_peak ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_peak.py)
 ms_integration_test(sampling_fork ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_fork.py)
 ms_integration_test(sampling_run ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_run.py)
+ms_integration_test(sampling_guard ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_guard.py)
