@@ -36,7 +36,7 @@ print("memsight: pause %.1f ms (goal < 50), child scan %.3f s (goal < 2), whole 
 print("memsight: definitely lost %d blocks (%d B), indirectly %d, possibly %d, reachable %d" % (
     L["definitely_lost"]["blocks"], L["definitely_lost"]["bytes"], L["indirectly_lost"]["blocks"],
     L["possibly_lost"]["blocks"], L["still_reachable"]["blocks"]))
-open(sys.argv[2] + ".check", "w").write("%f %f" % (check, L["pause_ns"] / 1e9))
+open(sys.argv[2] + ".check", "w").write("%f %f\n" % (check, L["pause_ns"] / 1e9))
 PY
 
 echo "== memsight, heap on transparent huge pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)"
@@ -87,8 +87,9 @@ read mc mp < "$WORK/ms.txt.check"
 python3 - "$mc" "$mp" "${lc:-0}" "${vc:-0}" <<'PY'
 import sys
 mc, mp, lc, vc = map(float, sys.argv[1:])
-print("== ratios (check time of the tool / memsight's pause)")
-for name, t in (("lsan", lc), ("valgrind", vc), ("memsight whole call", mc)):
-    if t > 0 and mp > 0:
-        print("  %-20s %8.3f s = %7.1fx memsight's pause" % (name, t, t / mp))
+print("== ratios against memsight (time the program's threads were stopped; time of the check)")
+for name, t in (("lsan", lc), ("valgrind", vc)):
+    if t > 0 and mp > 0 and mc > 0:
+        print("  %-9s stopped %8.3f s = %7.1fx memsight's pause; check %.3f s = %5.1fx memsight's" % (
+            name, t, t / mp, t, t / mc))
 PY
