@@ -1610,8 +1610,6 @@ static int read_all(rd *r)
                 g->edge_label = l;
         }
     }
-    /* the two threads report in any order: list problems by file offset */
-    qsort(g->problems, g->nproblem, sizeof *g->problems, cmp_problem);
     if (g->duplicate_ids > 8)
         problem(r, 0, 0, 0, "%llu duplicate object ids in all (later records dropped)",
                 (unsigned long long)g->duplicate_ids);
@@ -1653,6 +1651,8 @@ static int read_all(rd *r)
     }
     if (missing_roots > 4)
         problem(r, 0, 0, 0, "%llu GC roots name objects not in the dump", (unsigned long long)missing_roots);
+    /* the two threads report in any order: list problems by file offset */
+    qsort(g->problems, g->nproblem, sizeof *g->problems, cmp_problem);
     if (r->can_drop && r->len > r->dropped_upto)
         madvise((void *)(r->base + r->dropped_upto), (r->len - r->dropped_upto) & ~(uint64_t)4095,
                 MADV_DONTNEED);
