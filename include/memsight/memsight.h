@@ -13,7 +13,11 @@ extern "C" {
 int memsight_start(const char *options);
 /* Writes a snapshot now; its path is copied into path (if not NULL). */
 int memsight_dump(char *path, unsigned long pathlen);
-/* Runs a reachability leak scan now and writes a snapshot holding its result. */
+/* Runs a reachability leak scan now and writes a snapshot holding its result (its path
+ * is copied into path, if not NULL). The calling thread's stack and registers count as
+ * roots; the other threads stop only while the process forks (docs/leaks.md). Blocks
+ * the caller until the scan is done. -ENOTSUP when the agent is not recording every
+ * block (sampled mode, or not started), -EBUSY while another scan runs. */
 int memsight_leak_check(char *path, unsigned long pathlen);
 
 #ifdef __cplusplus
