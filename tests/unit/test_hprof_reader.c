@@ -87,6 +87,8 @@ typedef struct fdesc {
     uint64_t name;
     unsigned type;
 } fdesc;
+static uint64_t next_loader; /* loader id of the next class_dump (then back to 0) */
+
 /* A CLASS_DUMP with no constant pool, one optional object static, and fields. */
 static void class_dump(buf *b, uint64_t cid, uint64_t super, uint32_t isize, uint64_t static_name,
                        uint64_t static_val, const fdesc *f, unsigned nf)
@@ -95,7 +97,8 @@ static void class_dump(buf *b, uint64_t cid, uint64_t super, uint32_t isize, uin
     id(b, cid);
     u4(b, 0);
     id(b, super);
-    id(b, 0); /* loader */
+    id(b, next_loader); /* loader */
+    next_loader = 0;
     id(b, 0);
     id(b, 0);
     id(b, 0);
@@ -423,6 +426,68 @@ static void test_android(void **state)
     free(b.p);
 }
 
+/* Two classes of one name from two class loaders stay two rows of the histogram. */
+static void test_two_loaders(void **state)
+{
+    (void)state;
+    buf b;
+    header(&b, "JAVA PROFILE 1.0.2", 8);
+    str(&b, S_OBJECT, "java/lang/Object");
+    str(&b, S_FOO, "com/example/Plugin");
+    load_class(&b, C_OBJECT, S_OBJECT);
+    load_class(&b, 0x200, S_FOO);
+    load_class(&b, 0x210, S_FOO);
+    rec_open(&b, 0x1C);
+    class_dump(&b, C_OBJECT, 0, 0, 0, 0, NULL, 0);
+    /* the loaders themselves: plain objects */
+    u1(&b, 0x21); u8(&b, 0x500); u4(&b, 0); u8(&b, C_OBJECT); u4(&b, 0);
+    u1(&b, 0x21); u8(&b, 0x510); u4(&b, 0); u8(&b, C_OBJECT); u4(&b, 0);
+    next_loader = 0x500;
+    class_dump(&b, 0x200, C_OBJECT, 0, 0, 0, NULL, 0);
+    next_loader = 0x510;
+    class_dump(&b, 0x210, C_OBJECT, 0, 0, 0, NULL, 0);
+    for (int i = 0; i < 3; i++) {
+        u1(&b, 0x21); u8(&b, 0x1000 + 16 * i); u4(&b, 0); u8(&b, i == 2 ? 0x210 : 0x200); u4(&b, 0);
+    }
+    rec_close(&b);
+    ms_hgraph *g = read_ok(&b, NULL);
+    uint32_t k1 = ms_hgraph_find_class(g, "com.example.Plugin", 0x500, 0);
+    uint32_t k2 = ms_hgraph_find_class(g, "com.example.Plugin", 0x510, 0);
+    assert_int_not_equal(k1, MS_HCLASS_NONE);
+    assert_int_not_equal(k2, MS_HCLASS_NONE);
+    assert_int_not_equal(k1, k2);
+    assert_int_equal(g->classes[k1].loader, ms_hgraph_find(g, 0x500));
+    ms_hhist h;
+    char err[128];
+    assert_int_equal(ms_hhist_build(g, NULL, &h, err, sizeof err), 0);
+    ms_hhist_sort(&h, g, MS_HHIST_SORT_INSTANCES);
+    int seen = 0;
+    for (size_t i = 0; i < h.n; i++) {
+        if (h.rows[i].cls == k1) {
+            assert_int_equal(h.rows[i].instances, 2);
+            seen |= 1;
+        }
+        if (h.rows[i].cls == k2) {
+            assert_int_equal(h.rows[i].instances, 1);
+            seen |= 2;
+        }
+    }
+    assert_int_equal(seen, 3);
+    /* the text output names the loader of each */
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *fp = open_memstream(&text, &tlen);
+    assert_int_equal(ms_hhist_print(fp, g, &h, 0, "text", err, sizeof err), 0);
+    fclose(fp);
+    assert_non_null(strstr(text, "com.example.Plugin (loader 0x500)"));
+    assert_non_null(strstr(text, "com.example.Plugin (loader 0x510)"));
+    assert_null(strstr(text, "java.lang.Object (loader"));
+    free(text);
+    ms_hhist_free(&h);
+    ms_hgraph_free(g);
+    free(b.p);
+}
+
 /* ---- bad input -------------------------------------------------------------------- */
 static void expect_err(const buf *b, const char *needle1, const char *needle2)
 {
@@ -573,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_hotspot_ids8),
         cmocka_unit_test(test_hotspot_ids4),
         cmocka_unit_test(test_android),
+        cmocka_unit_test(test_two_loaders),
         cmocka_unit_test(test_truncated_everywhere),
         cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_problems),
