@@ -157,6 +157,36 @@ static void print_totals(FILE *out, const ms_snapshot *s)
         fprintf(out, "Peak live: %s\n", human(s->peak_live_bytes_total, a, sizeof a));
 }
 
+/* dump_at_peak: the stacks that held the most at the peak of total live bytes. */
+static int cmp_peak(const void *a, const void *b)
+{
+    const ms_stack *x = *(const ms_stack *const *)a, *y = *(const ms_stack *const *)b;
+    return x->peak_live_bytes < y->peak_live_bytes ? 1 : x->peak_live_bytes > y->peak_live_bytes ? -1 : 0;
+}
+
+static void print_peak(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, int top)
+{
+    const ms_stack **r = malloc((s->nstacks ? s->nstacks : 1) * sizeof *r);
+    if (!r)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < s->nstacks; i++)
+        if (s->stacks[i].peak_live_bytes)
+            r[n++] = &s->stacks[i];
+    qsort(r, n, sizeof *r, cmp_peak);
+    size_t shown = (size_t)top < n ? (size_t)top : n;
+    char a[32], b[32];
+    fprintf(out, "\nTop %zu of %zu stacks at the peak (%s live):\n", shown, n,
+            human(s->peak_live_bytes_total, a, sizeof a));
+    for (size_t i = 0; i < shown; i++) {
+        fprintf(out, "  #%zu  %s in %" PRIu64 " blocks at the peak (%s)   now %s\n", i + 1,
+                human(r[i]->peak_live_bytes, a, sizeof a), r[i]->peak_live_blocks,
+                ms_kind_name(r[i]->kind), human(r[i]->c.live_bytes, b, sizeof b));
+        print_frames(out, s, sym, r[i]);
+    }
+    free(r);
+}
+
 static void print_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, int top)
 {
     char a[32];
@@ -215,6 +245,8 @@ int ms_export_text(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
     print_totals(out, s);
     print_ranked(out, s, sym, MS_METRIC_LIVE_BYTES, top, "live bytes");
     print_ranked(out, s, sym, MS_METRIC_LIVE_BLOCKS, top, "live blocks");
+    if (s->has_peak)
+        print_peak(out, s, sym, top);
     if (s->has_leaks)
         print_leaks(out, s, sym, top);
     print_health(out, s, sym);
