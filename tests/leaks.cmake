@@ -4,6 +4,10 @@ ms_unit_test(leaks_unit_mark SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_
   ${PROJECT_SOURCE_DIR}/src/agent/leak_mark.c)
 target_include_directories(leaks_unit_mark PRIVATE ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/src)
+ms_unit_test(leaks_unit_stop SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_stop.c
+  ${PROJECT_SOURCE_DIR}/src/agent/leak_stop.c LIBS Threads::Threads)
+target_include_directories(leaks_unit_stop PRIVATE ${PROJECT_SOURCE_DIR}/include
+  ${PROJECT_SOURCE_DIR}/src)
 ms_unit_test(leaks_unit_maps SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_maps.c
   ${PROJECT_SOURCE_DIR}/src/agent/leak_maps.c)
 target_include_directories(leaks_unit_maps PRIVATE ${PROJECT_SOURCE_DIR}/include
