@@ -98,6 +98,7 @@ void ms_snapshot_free(ms_snapshot *s);
 const char *ms_snapshot_meta(const ms_snapshot *s, const char *key); /* NULL if absent */
 const ms_stack *ms_snapshot_stack(const ms_snapshot *s, uint32_t id); /* binary search */
 const ms_module *ms_snapshot_module_for_pc(const ms_snapshot *s, uint64_t pc);
+/* 0 with *value set when the health counter exists, -1 when it does not. */
 int ms_snapshot_health(const ms_snapshot *s, const char *name, uint64_t *value);
 
 #endif

@@ -711,7 +711,7 @@ int ms_snapshot_health(const ms_snapshot *s, const char *name, uint64_t *value)
         if (!strcmp(s->health[i].name, name)) {
             if (value)
                 *value = s->health[i].value;
-            return 1;
+            return 0;
         }
-    return 0;
+    return -1;
 }
