@@ -20,7 +20,7 @@ start() { # start [run options...]: runs lk_serve under memsight, sets $pid
   pid=$(pgrep -n -x lk_serve) || fail "no lk_serve process"
 }
 
-start
+start --leak-check=signal
 "$MEMSIGHT" leaks --timeout 60 "$pid" > "$dir/out.txt" 2>&1 || fail "memsight leaks failed"
 grep -Eq 'definitely lost +1000 B in 10 blocks' "$dir/out.txt" || fail "summary: 10 lost blocks"
 grep -Eq 'still reachable +1000 B in 1 blocks' "$dir/out.txt" || fail "summary: 1 reachable block"
