@@ -47,6 +47,9 @@ with tempfile.TemporaryDirectory() as out:
                           capture_output=True, text=True).stdout
     if 'sampled' not in text or 'Peak live' not in text:
         failures.append('the text report does not mention sampling and the peak')
+    at_peak = text.split('stacks at the peak', 1)[-1].split('\n\n', 1)[0]
+    if 'sm_peak_big' not in at_peak or '100.0 MiB in 100 blocks at the peak' not in at_peak:
+        failures.append('the text report does not show sm_peak_big at the peak: %r' % at_peak)
 if failures:
     sys.exit('FAIL: ' + '; '.join(failures))
 print('ok')
