@@ -665,19 +665,23 @@ uint64_t ms_cfi_cache_used(void)
  * (it is a function of the registers, those words and the cached rules), so its frames
  * are copied after checking one or two words per frame instead of looking rules up.
  * ------------------------------------------------------------------------- */
-#define MS_CFI_SLOTS 256 /* steps a trace buffer can hold */
+#define MS_CFI_SLOTS 160 /* steps a trace buffer can hold */
 #define MS_CFI_HEAD 32   /* a fresh trace starts here: room to prepend a new prefix */
+/* One step of a walk, in one place (a step touches one or two cache lines). */
+typedef struct cfi_step {
+    uintptr_t pc, sp, bp;   /* state before the step */
+    uintptr_t cfa, ra;      /* what it computed: ra = *(cfa - 8) */
+    uintptr_t bpslot, bpval; /* bp reloaded from *bpslot (0: bp unchanged) */
+    uintptr_t dslot;         /* *(dslot) gave cfa (0: none) */
+    uintptr_t usebp;         /* the CFA rule of this step reads the bp register */
+} cfi_step;
 typedef struct cfi_trace {
     uint32_t start, n; /* steps [start, start+n) */
     uint32_t stop;     /* after the last step the walk ended: 1 at an outermost frame
-                        * (its pc, ra[last], is the last frame), 2 on a null return
-                        * address, 0 not recorded (continue from the last step) */
+                        * (its pc, ra of the last step, is the last frame), 2 on a null
+                        * return address, 0 not recorded (continue from the last step) */
     unsigned gen;
-    uintptr_t pc[MS_CFI_SLOTS], sp[MS_CFI_SLOTS], bp[MS_CFI_SLOTS];
-    uintptr_t cfa[MS_CFI_SLOTS], ra[MS_CFI_SLOTS];
-    uintptr_t bpslot[MS_CFI_SLOTS], bpval[MS_CFI_SLOTS]; /* bpslot 0: bp unchanged */
-    uintptr_t dslot[MS_CFI_SLOTS];                        /* *(dslot) gave cfa; 0: none */
-    uint8_t usebp[MS_CFI_SLOTS]; /* the CFA rule of this step reads the bp register */
+    cfi_step s[MS_CFI_SLOTS];
 } cfi_trace;
 static __thread cfi_trace ms_traces[2] __attribute__((tls_model("initial-exec")));
 static __thread unsigned ms_trace_cur __attribute__((tls_model("initial-exec")));
@@ -686,11 +690,12 @@ static inline int tr_verify(const cfi_trace *t, uint32_t from)
 {
     uint32_t end = t->start + t->n;
     for (uint32_t m = from; m < end; m++) {
-        if (*(const uintptr_t *)(t->cfa[m] - 8) != t->ra[m])
+        const cfi_step *st = &t->s[m];
+        if (*(const uintptr_t *)(st->cfa - 8) != st->ra)
             return 0;
-        if (t->bpslot[m] && *(const uintptr_t *)t->bpslot[m] != t->bpval[m])
+        if (st->bpslot && *(const uintptr_t *)st->bpslot != st->bpval)
             return 0;
-        if (t->dslot[m] && *(const uintptr_t *)t->dslot[m] != t->cfa[m])
+        if (st->dslot && *(const uintptr_t *)st->dslot != st->cfa)
             return 0;
     }
     return 1;
@@ -699,10 +704,7 @@ static inline int tr_verify(const cfi_trace *t, uint32_t from)
 /* Copies steps [from, from+k) of s to position `to` of d. */
 static inline void tr_move(cfi_trace *d, uint32_t to, const cfi_trace *s, uint32_t from, uint32_t k)
 {
-#define C(f) memmove(&d->f[to], &s->f[from], k * sizeof(uintptr_t))
-    C(pc); C(sp); C(bp); C(cfa); C(ra); C(bpslot); C(bpval); C(dslot);
-#undef C
-    memmove(&d->usebp[to], &s->usebp[from], k);
+    memmove(&d->s[to], &s->s[from], k * sizeof(cfi_step));
 }
 
 /* Does the walk from step m on depend on the bp register's value at step m? Only if a
@@ -711,9 +713,9 @@ static inline void tr_move(cfi_trace *d, uint32_t to, const cfi_trace *s, uint32
 static inline int tr_needs_bp(const cfi_trace *t, uint32_t m, uint32_t end)
 {
     for (; m < end; m++) {
-        if (t->usebp[m])
+        if (t->s[m].usebp)
             return 1;
-        if (t->bpslot[m])
+        if (t->s[m].bpslot)
             return 0;
     }
     return 0;
@@ -723,16 +725,16 @@ static inline void tr_push(cfi_trace *t, uintptr_t pc, uintptr_t sp, uintptr_t b
                            uintptr_t ra, uintptr_t bpslot, uintptr_t bpval, uintptr_t dslot,
                            int usebp)
 {
-    uint32_t i = t->start + t->n++;
-    t->usebp[i] = (uint8_t)usebp;
-    t->pc[i] = pc;
-    t->sp[i] = sp;
-    t->bp[i] = bp;
-    t->cfa[i] = cfa;
-    t->ra[i] = ra;
-    t->bpslot[i] = bpslot;
-    t->bpval[i] = bpval;
-    t->dslot[i] = dslot;
+    cfi_step *st = &t->s[t->start + t->n++];
+    st->pc = pc;
+    st->sp = sp;
+    st->bp = bp;
+    st->cfa = cfa;
+    st->ra = ra;
+    st->bpslot = bpslot;
+    st->bpval = bpval;
+    st->dslot = dslot;
+    st->usebp = (uintptr_t)usebp;
 }
 
 int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
@@ -792,17 +794,17 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
             pcs[n++] = pc;
         }
         if (reuse) {
-            while (k < pend && prev->sp[k] < sp)
+            while (k < pend && prev->s[k].sp < sp)
                 k++;
-            if (k < pend && prev->sp[k] == sp && prev->pc[k] == pc &&
-                (prev->bp[k] == bp || !tr_needs_bp(prev, k, pend)) && tr_verify(prev, k)) {
+            if (k < pend && prev->s[k].sp == sp && prev->s[k].pc == pc &&
+                (prev->s[k].bp == bp || !tr_needs_bp(prev, k, pend)) && tr_verify(prev, k)) {
                 uint32_t last = pend - 1;
                 for (uint32_t m = k + 1; m <= last + 1; m++) {
                     uintptr_t q;
                     if (m <= last)
-                        q = prev->pc[m];
+                        q = prev->s[m].pc;
                     else if (prev->stop == 1)
-                        q = prev->ra[last]; /* the outermost frame */
+                        q = prev->s[last].ra; /* the outermost frame */
                     else
                         break;
                     if (q >= ms_self_lo && q < ms_self_hi)
@@ -838,12 +840,12 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
                     return (int)n;
                 /* not recorded to the end (depth limit or capacity): walk on from there */
                 uint32_t l = cur->start + cur->n - 1, f = l;
-                pc = cur->ra[l];
-                sp = cur->cfa[l];
+                pc = cur->s[l].ra;
+                sp = cur->s[l].cfa;
                 /* bp now: the last value reloaded from the stack, or the one at the match */
-                while (f > cur->start && !cur->bpslot[f] && cur->sp[f] > sp_match)
+                while (f > cur->start && !cur->s[f].bpslot && cur->s[f].sp > sp_match)
                     f--;
-                bp = cur->bpslot[f] ? cur->bpval[f] : bp_match;
+                bp = cur->s[f].bpslot ? cur->s[f].bpval : bp_match;
                 reuse = 0;
                 if (pc < 4096) {
                     cur->stop = overflow ? 0 : 2;
