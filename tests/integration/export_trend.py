@@ -78,4 +78,4 @@ empty = tmpdir("trend-empty")
 p = subprocess.run([MEMSIGHT, "trend", empty], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                    text=True)
 check(p.returncode != 0 and "no snapshot" in p.stderr, "empty dir: %r" % p.stderr)
-print("ok: the steady leak ranks first in both series")
+print("ok: the steady leak ranks first in every series")
