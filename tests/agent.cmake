@@ -31,3 +31,7 @@ foreach(c python sqlite xz gcc git fork exec exec_follow threads64 dlopen exit_t
   ms_integration_test(agent_real_${c} ${MS_AGENT_TESTS}/integration/agent_real.py ${c})
   set_tests_properties(agent_real_${c} PROPERTIES LABELS agent)
 endforeach()
+
+# The allocation-free snapshot writer, read back through the tools' reader.
+ms_unit_test(agent_unit_snapshot_write SOURCES ${MS_AGENT_TESTS}/unit/test_snapshot_write.c LIBS ms_core)
+set_tests_properties(agent_unit_snapshot_write PROPERTIES LABELS agent)

@@ -1,0 +1,211 @@
+/* Unit tests of the agent's allocation-free snapshot writer: what it writes must read
+ * back through the tools' reader (CRCs, END, patched counts, chunks larger than the
+ * buffer), it must create files 0600 under a temporary name and never follow a link,
+ * and a failed or abandoned write must leave nothing behind. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/snapshot.h"
+#include "core/snapshot_write.h"
+
+static char dir[256];
+static ms_snap_writer *w; /* large: not on the stack */
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/ms-sw-test-%d", (int)getpid());
+    mkdir(dir, 0700);
+    w = malloc(sizeof *w);
+    return w ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return -1;
+    free(w);
+    return 0;
+}
+
+static void path_of(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "%s/%s", dir, name);
+}
+
+static void test_fmt_u64(void **state)
+{
+    (void)state;
+    char b[24];
+    assert_int_equal(ms_fmt_u64(b, 0), 1);
+    assert_string_equal(b, "0");
+    assert_int_equal(ms_fmt_u64(b, 18446744073709551615ull), 20);
+    assert_string_equal(b, "18446744073709551615");
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    char path[300], err[256];
+    path_of(path, sizeof path, "memsight-1-0000-api.msnap");
+    assert_int_equal(ms_sw_open(w, path, 0), 0);
+    /* the final name does not exist before commit */
+    assert_int_equal(access(path, F_OK), -1);
+
+    ms_sw_begin(w, MS_CHUNK_META, 0);
+    uint64_t at = ms_sw_chunk_pos(w);
+    ms_sw_u32(w, 0);
+    ms_sw_kv(w, "reason", "api");
+    ms_sw_kv_u64(w, "pid", 4242);
+    ms_sw_kv_i64(w, "neg", -17);
+    ms_sw_patch_u32(w, at, 3);
+    ms_sw_end(w);
+
+    /* two stacks, the second one deep enough to cross the 64 KiB buffer */
+    ms_sw_begin(w, MS_CHUNK_STKS, MS_CHUNKF_REQUIRED);
+    ms_sw_u32(w, 2);
+    ms_snap_stack_rec r;
+    memset(&r, 0, sizeof r);
+    r.id = 7;
+    r.depth = 2;
+    r.c.alloc_blocks = 5;
+    r.c.alloc_bytes = 500;
+    r.c.free_blocks = 2;
+    r.c.free_bytes = 200;
+    r.c.live_blocks = 3;
+    r.c.live_bytes = 300;
+    ms_sw_bytes(w, &r, sizeof r);
+    uint64_t pcs[2] = {0x401000, 0x402000};
+    ms_sw_bytes(w, pcs, sizeof pcs);
+    r.id = 9;
+    r.depth = 10000;
+    ms_sw_bytes(w, &r, sizeof r);
+    for (uint64_t i = 0; i < 10000; i++)
+        ms_sw_u64(w, 0x500000 + i);
+    ms_sw_end(w);
+
+    ms_sw_begin(w, MS_CHUNK_BLKS, 0);
+    at = ms_sw_chunk_pos(w);
+    ms_sw_u64(w, 0);
+    for (int i = 0; i < 3000; i++) { /* 120 KB: the count is patched in the file */
+        ms_snap_block b;
+        memset(&b, 0, sizeof b);
+        b.address = 0x10000 + (uint64_t)i * 64;
+        b.size = 64;
+        b.stack_id = 7;
+        ms_sw_bytes(w, &b, sizeof b);
+    }
+    ms_sw_patch_u64(w, at, 3000);
+    ms_sw_end(w);
+    assert_int_equal(ms_sw_commit(w), 0);
+
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+
+    ms_snapshot *s = ms_snapshot_read(path, err, sizeof err);
+    if (!s)
+        fail_msg("%s", err);
+    assert_string_equal(ms_snapshot_meta(s, "reason"), "api");
+    assert_string_equal(ms_snapshot_meta(s, "pid"), "4242");
+    assert_string_equal(ms_snapshot_meta(s, "neg"), "-17");
+    assert_int_equal(s->nstacks, 2);
+    const ms_stack *a = ms_snapshot_stack(s, 7), *b = ms_snapshot_stack(s, 9);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(a->depth, 2);
+    assert_int_equal(a->pcs[1], 0x402000);
+    assert_int_equal(a->c.live_bytes, 300);
+    assert_int_equal(b->depth, 10000);
+    assert_int_equal(b->pcs[9999], 0x500000 + 9999);
+    assert_int_equal(s->nblocks, 3000);
+    assert_int_equal(s->blocks[2999].address, 0x10000 + 2999 * 64);
+    ms_snapshot_free(s);
+}
+
+static void test_truncated_file_is_refused(void **state)
+{
+    (void)state;
+    char path[300], err[256];
+    path_of(path, sizeof path, "memsight-1-0001-api.msnap");
+    assert_int_equal(ms_sw_open(w, path, 0), 0);
+    ms_sw_begin(w, MS_CHUNK_META, 0);
+    ms_sw_u32(w, 1);
+    ms_sw_kv(w, "reason", "api");
+    ms_sw_end(w);
+    assert_int_equal(ms_sw_commit(w), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    /* cut the END chunk off: the reader must say the file is truncated */
+    assert_int_equal(truncate(path, st.st_size - 8), 0);
+    ms_snapshot *s = ms_snapshot_read(path, err, sizeof err);
+    assert_null(s);
+    assert_non_null(strstr(err, path));
+}
+
+static void test_refuses_symlink_and_existing_tmp(void **state)
+{
+    (void)state;
+    char path[300], tmp[320], target[300];
+    path_of(path, sizeof path, "memsight-1-0002-api.msnap");
+    path_of(target, sizeof target, "target");
+    /* a planted link at the first temporary name is not followed: the writer moves on */
+    snprintf(tmp, sizeof tmp, "%s/.memsight-1-0002-api.msnap.tmp0", dir);
+    assert_int_equal(symlink(target, tmp), 0);
+    assert_int_equal(ms_sw_open(w, path, 0), 0);
+    assert_string_not_equal(w->tmp_path, tmp);
+    assert_int_equal(ms_sw_commit(w), 0);
+    assert_int_equal(access(target, F_OK), -1);
+    unlink(tmp);
+}
+
+static void test_abort_leaves_nothing(void **state)
+{
+    (void)state;
+    char path[300];
+    path_of(path, sizeof path, "memsight-1-0003-api.msnap");
+    assert_int_equal(ms_sw_open(w, path, 0), 0);
+    char tmp[MS_SW_PATH_MAX];
+    memcpy(tmp, w->tmp_path, sizeof tmp);
+    ms_sw_begin(w, MS_CHUNK_META, 0);
+    ms_sw_u32(w, 0);
+    ms_sw_abort(w);
+    assert_int_equal(access(tmp, F_OK), -1);
+    assert_int_equal(access(path, F_OK), -1);
+}
+
+static void test_bad_directory(void **state)
+{
+    (void)state;
+    assert_int_equal(ms_sw_open(w, "/nonexistent-dir-ms/x.msnap", 0), -ENOENT);
+    char longp[700];
+    memset(longp, 'a', sizeof longp - 1);
+    longp[sizeof longp - 1] = 0;
+    assert_int_equal(ms_sw_open(w, longp, 0), -ENAMETOOLONG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fmt_u64),
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_truncated_file_is_refused),
+        cmocka_unit_test(test_refuses_symlink_and_existing_tmp),
+        cmocka_unit_test(test_abort_leaves_nothing),
+        cmocka_unit_test(test_bad_directory),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
