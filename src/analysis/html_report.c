@@ -106,8 +106,7 @@ static void card_num(FILE *out, const char *k, uint64_t v)
 /* Health counters whose non-zero value means data was lost or is incomplete. */
 static int health_is_bad(const char *name)
 {
-    static const char *const words[] = {"drop", "fail", "lost", "overflow", "truncat", "error",
-                                        "full"};
+    static const char *const words[] = {"drop", "fail", "lost", "overflow", "truncat", "error"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strstr(name, words[i]))
             return 1;
