@@ -21,11 +21,23 @@ typedef struct scache_ent {
 } scache_ent;
 static __thread scache_ent ms_scache[MS_SCACHE] __attribute__((tls_model("initial-exec")));
 
+/* Four independent multiply chains: a stack of 40 frames hashes in about a quarter of
+ * the latency of one chain. */
 static inline uint64_t scache_hash(const uint64_t *pcs, unsigned d, unsigned kind)
 {
-    uint64_t h = 0x51af4d1f3ull * (d + 1) + kind;
-    for (unsigned i = 0; i < d; i++)
-        h = (h ^ pcs[i]) * 0x9E3779B97F4A7C15ull;
+    uint64_t h0 = 0x51af4d1f3ull * (d + 1) + kind, h1 = 0x9E3779B97F4A7C15ull, h2 = 0xc2b2ae3d27d4eb4full,
+             h3 = 0x165667b19e3779f9ull;
+    unsigned i = 0;
+    for (; i + 4 <= d; i += 4) {
+        h0 = (h0 ^ pcs[i]) * 0x9E3779B97F4A7C15ull;
+        h1 = (h1 ^ pcs[i + 1]) * 0xff51afd7ed558ccdull;
+        h2 = (h2 ^ pcs[i + 2]) * 0xc4ceb9fe1a85ec53ull;
+        h3 = (h3 ^ pcs[i + 3]) * 0x9E3779B97F4A7C15ull;
+    }
+    for (; i < d; i++)
+        h0 = (h0 ^ pcs[i]) * 0xff51afd7ed558ccdull;
+    uint64_t h = h0 ^ (h1 >> 7) ^ (h2 << 13) ^ (h3 >> 19) ^ (h1 << 29);
+    h *= 0x9E3779B97F4A7C15ull;
     return h ^ (h >> 32);
 }
 
