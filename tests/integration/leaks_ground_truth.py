@@ -25,7 +25,7 @@ import tempfile
 
 CLASSES = ["definitely_lost", "indirectly_lost", "possibly_lost", "still_reachable"]
 FLAGS = 0  # bits the program expects in leaks.flags (FLAGS line)
-MIN_SKIPPED = [0]  # unreadable bytes the scan must have skipped (SKIPPED>= line)
+MIN_STATS = {}  # scan statistics with a lower bound (STAT name>=N lines)
 SHORT = {"definite": "definitely_lost", "indirect": "indirectly_lost",
          "possible": "possibly_lost", "reachable": "still_reachable"}
 
@@ -63,8 +63,9 @@ def parse_expect(out):
     for line in out.splitlines():
         if line.startswith("FLAGS "):
             FLAGS = int(line.split()[1])
-        elif line.startswith("SKIPPED>="):
-            MIN_SKIPPED[0] = int(line.split(">=")[1])
+        elif line.startswith("STAT "):
+            name, n = line.split()[1].split(">=")
+            MIN_STATS[name] = int(n)
         if line.startswith("EXPECT "):
             for m in re.finditer(r"(\w+)(>?=)(\d+)/(\d+)", line):
                 name = SHORT[m.group(1)]
@@ -132,10 +133,11 @@ def check_memsight(prog, mode, memsight):
                         ">= " if c in at_least else "", want[0], want[1]))
             if (leaks.get("flags", 0) & FLAGS) != FLAGS:
                 fail("%s: flags %#x lack the expected %#x" % (path, leaks.get("flags", 0), FLAGS))
-            skipped = leak_stats(path).get("skipped_bytes", 0)
-            if skipped < MIN_SKIPPED[0]:
-                fail("%s: %d unreadable bytes skipped, expected at least %d" % (
-                    path, skipped, MIN_SKIPPED[0]))
+            stats = leak_stats(path)
+            for name, least in MIN_STATS.items():
+                if stats.get(name, 0) < least:
+                    fail("%s: scan statistic %s is %d, expected at least %d" % (
+                        path, name, stats.get(name, 0), least))
             recs = doc.get("leak_records", [])
             for cls, blocks, nbytes in records:
                 if not any(x["class"] == cls and x["blocks"] == blocks and x["bytes"] == nbytes

@@ -1,13 +1,16 @@
 /* Robustness: a tracked block whose memory the program unmapped behind the allocator's
- * back, and a tracked mmap region made unreadable (PROT_NONE), must not break a scan:
- * the unreadable bytes are skipped, the block still counts (reachable from a global),
- * and a block held only from the unreadable region is reported definitely lost. */
+ * back, a tracked mmap region made unreadable (PROT_NONE), and a file mapping whose file
+ * was truncated under it (reading it raises SIGBUS) must not break a scan: unreadable
+ * bytes are skipped, faulting pages are replaced by zeros in the scan's child, the
+ * block still counts (reachable from a global), a block held only from the PROT_NONE
+ * region is definitely lost, and one held from the file mapping's written page is not. */
+#include <fcntl.h>
 #include <sys/mman.h>
 
 #include "lk_common.h"
 
 void *g_big;
-static uintptr_t region_inv;
+static uintptr_t region_inv, file_inv;
 
 __attribute__((noinline)) static void run(void)
 {
@@ -23,6 +26,20 @@ __attribute__((noinline)) static void run(void)
     r[5] = lk_alloc(40, 'h');
     mprotect(r, 8192, PROT_NONE);
     region_inv = ~(uintptr_t)r;
+
+    char path[] = "/tmp/lk_unmapped.XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0 || ftruncate(fd, 3 * 4096) != 0)
+        _exit(4);
+    void **f = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (f == MAP_FAILED)
+        _exit(5);
+    f[1] = lk_alloc(56, 'f'); /* page 0 becomes the program's private copy */
+    if (ftruncate(fd, 4096) != 0) /* pages 1 and 2 now lie past the end of the file */
+        _exit(6);
+    close(fd);
+    unlink(path);
+    file_inv = ~(uintptr_t)f;
 }
 
 int main(void)
@@ -30,9 +47,11 @@ int main(void)
     run();
     lk_clear_stack();
     lk_check();
-    lk_say("EXPECT definite=1/40 indirect=0/0 possible=0/0 reachable=1/1048576\n");
+    lk_say("EXPECT definite=1/40 indirect=0/0 possible=0/0 reachable=2/1048632\n");
     /* MS_LEAK_F_READ_ERRORS: unreadable memory was skipped */
     lk_say("FLAGS 2\n");
-    lk_say("SKIPPED>=%d\n", (1 << 20) + 8192);
+    lk_say("STAT skipped_bytes>=%d\n", (1 << 20) + 8192);
+    lk_say("STAT faults>=2\n");
+    (void)file_inv;
     return 0;
 }
