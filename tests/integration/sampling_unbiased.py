@@ -84,6 +84,17 @@ def main():
         small = sf.by_site(snap, SITES)['sm_site_small'][0]
         if small == TRUTH['sites']['sm_site_small']['live_bytes']:
             failures.append('seed %d: the small blocks were counted exactly: not sampling' % seed)
+    # min_size (Raphael's mode): blocks of at least 16385 bytes exactly, nothing smaller
+    truth, snap = run('min_size=16385')
+    est = sf.by_site(snap, SITES)
+    print('min_size=16385:', {k: v[0] for k, v in est.items()})
+    for site in SITES:
+        want = truth['sites'][site]['live_bytes'] if site in ('sm_site_large',
+                                                               'sm_site_huge') else 0
+        if est[site][0] != want:
+            failures.append('min_size: %s estimated %d, expected %d' % (site, est[site][0], want))
+    if snap['meta'].get('mode') != 'min_size' or snap['meta'].get('min_size') != '16385':
+        failures.append('min_size: snapshot metadata %r' % snap['meta'])
     if failures:
         sys.exit('FAIL: ' + '; '.join(failures))
     print('ok')
