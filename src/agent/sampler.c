@@ -163,8 +163,17 @@ void ms_sampler_after_fork_child(void)
     ms_sampler_tls.pending_w = 0;
 }
 
+/* The control thread starts from the allocation path (control.c); in sampled modes most
+ * allocations never reach the recording code, so the slow path here offers the moment
+ * too (weak: the unit tests link this file alone). */
+extern int ms_ctl_need_start __attribute__((weak));
+void ms_control_start_slow(void) __attribute__((weak));
+
 uint64_t ms_sampler_weigh_slow(ms_sampler_state *st, uint64_t size)
 {
+    if (&ms_ctl_need_start && ms_control_start_slow &&
+        __builtin_expect(__atomic_load_n(&ms_ctl_need_start, __ATOMIC_RELAXED) != 0, 0))
+        ms_control_start_slow();
     if (size < ms_sampler_cfg.min_size)
         return 0;
     if (ms_sampler_cfg.interval == 0 || size >= ms_sampler_cfg.threshold)
