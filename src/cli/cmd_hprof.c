@@ -14,6 +14,7 @@
 #include "hprof/dominators.h"
 #include "hprof/graph.h"
 #include "hprof/histogram.h"
+#include "hprof/leaks.h"
 #include "hprof/paths.h"
 #include "hprof/reader.h"
 #include "hprof/summary.h"
@@ -42,7 +43,9 @@ static void usage(FILE *out)
             "  dominators FILE           top retainers (or --by-class) with retained sizes\n"
             "  path FILE OBJECT_ID       shortest path from a GC root to the object\n"
             "  path FILE --class NAME    ... to the instance of NAME retaining the most\n"
-            "  diff A B                  per-class change between two dumps\n\n"
+            "  diff A B                  per-class change between two dumps\n"
+            "  leaks FILE                destroyed Activities/Fragments and watched objects still\n"
+            "                            reachable, grouped by leak signature, with their paths\n\n"
             "options:\n"
             "  --format text|json|csv    output format (default text; summary: text|json)\n"
             "  -o, --output FILE         write to FILE (created 0600) instead of stdout\n"
@@ -50,7 +53,7 @@ static void usage(FILE *out)
             "  --top N                   rows to show (histogram/dominators/diff; 0 = all)\n"
             "  --by-class                dominators: dominated size per class\n"
             "  --all                     dominators: rank every reachable object; diff: all rows\n"
-            "  --no-retained             histogram/diff: skip the dominator tree (faster)\n"
+            "  --no-retained             histogram/diff/leaks: skip the dominator tree (faster)\n"
             "  --size-model auto|hotspot|android   shallow-size model (docs/hprof.md)\n"
             "  --compressed-oops auto|yes|no       HotSpot 8-byte-id dumps (default: guess)\n"
             "  --strict                  exit 3 when the dump has problems (dangling\n"
@@ -294,6 +297,42 @@ static int cmd_diff(FILE *out, int n, char **files, hopts *o)
     return rc;
 }
 
+static int cmd_leaks(FILE *out, int n, char **files, hopts *o)
+{
+    if (n != 1) {
+        fprintf(stderr, "memsight hprof leaks: one FILE expected\n");
+        return EXIT_USAGE;
+    }
+    if (o->format && !strcmp(o->format, "csv")) {
+        fprintf(stderr, "memsight hprof leaks: --format text or json\n");
+        return EXIT_USAGE;
+    }
+    ms_hgraph *g = load(files[0], o);
+    if (!g)
+        return 1;
+    ms_hprof_domresult *dr = o->no_retained ? NULL : dominators(g, files[0]);
+    int rc = 1;
+    char err[400];
+    ms_hprof_leaks l;
+    memset(&l, 0, sizeof l);
+    if ((o->no_retained || dr) && ms_hprof_find_leaks(files[0], g, dr, &l, err, sizeof err) == 0) {
+        rc = 0;
+        if (ms_hprof_leaks_print(out, g, &l, o->format ? o->format : "text", err, sizeof err)) {
+            fprintf(stderr, "memsight hprof: %s\n", err);
+            rc = 1;
+        }
+        ms_hprof_leaks_free(&l);
+    } else if (o->no_retained || dr) {
+        fprintf(stderr, "memsight hprof: %s: %s\n", files[0], err);
+    }
+    if (!rc && o->strict && g->problem_total)
+        rc = EXIT_PROBLEMS;
+    if (dr)
+        ms_hprof_domresult_free(dr);
+    ms_hgraph_free(g);
+    return rc;
+}
+
 int ms_cmd_hprof(int argc, char **argv)
 {
     if (argc < 2) {
@@ -408,6 +447,8 @@ int ms_cmd_hprof(int argc, char **argv)
         fn = cmd_path;
     else if (!strcmp(sub, "diff"))
         fn = cmd_diff;
+    else if (!strcmp(sub, "leaks"))
+        fn = cmd_leaks;
     if (!fn) {
         fprintf(stderr, "memsight hprof: unknown command '%s'\n", sub);
         usage(stderr);
