@@ -196,6 +196,16 @@ const uint64_t *ms_stack_pcs(const ms_stack_rec *r) MS_INTERNAL;
 uint32_t ms_stack_max_id(void) MS_INTERNAL; /* ids are 1..max_id */
 /* Counters of a stack at a moment; live = alloc - free. */
 void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c) MS_INTERNAL;
+/* Full mode with no live-total tracking (no sampling, no min_size, no peak/trigger):
+ * free() does not touch the heap stack's record (a cold cache line and a locked add per
+ * call); the free counters of heap stacks are then derived when needed from the live
+ * table: free = alloc - live. ms_stack_live_sums() gives live blocks/bytes per heap
+ * stack id (array of max_id+1, mmap'ed; release with ms_sys_munmap(p, *len)). */
+extern int ms_heap_frees_derived MS_INTERNAL;
+typedef struct ms_live_sum {
+    uint64_t blocks, bytes;
+} ms_live_sum;
+ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len) MS_INTERNAL;
 
 /* blocks > 1: a sampled record standing for several blocks. ms_control_note keeps the
  * total and the peak (dump_at_peak, trigger_bytes; one predictable branch otherwise). */

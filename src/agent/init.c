@@ -250,6 +250,8 @@ static int ms_init_slow(void)
         ms_threads_register_main();
         pthread_atfork(ms_atfork_prepare, ms_atfork_parent, ms_atfork_child);
         ms_production_init(); /* sampler, control thread (started later), peak */
+        ms_heap_frees_derived =
+            ms_opt.sample_interval == 0 && ms_opt.min_size == 0 && !ms_ctl_track;
     }
     ms_leave();
     __atomic_store_n(&ms_state, ok ? MS_STATE_READY : MS_STATE_DISABLED, __ATOMIC_RELEASE);

@@ -191,6 +191,8 @@ static void write_stks(snap_ctx *c)
     uint64_t at = ms_sw_chunk_pos(w);
     ms_sw_u32(w, 0);
     uint32_t n = 0, max = ms_stack_max_id();
+    size_t sums_len = 0;
+    ms_live_sum *sums = ms_heap_frees_derived ? ms_stack_live_sums(max, &sums_len) : NULL;
     for (uint32_t id = 1; id <= max; id++) {
         ms_stack_rec *r = ms_stack_get(id);
         if (!r || __atomic_load_n(&r->alloc_blocks, __ATOMIC_RELAXED) == 0)
@@ -202,10 +204,18 @@ static void write_stks(snap_ctx *c)
         s.flags = r->flags;
         s.depth = r->depth;
         ms_stack_counters(r, &s.c);
+        if (sums && r->kind == MS_KIND_HEAP) { /* frees were not counted one by one */
+            s.c.live_blocks = sums[id].blocks;
+            s.c.live_bytes = sums[id].bytes;
+            s.c.free_blocks = s.c.alloc_blocks > s.c.live_blocks ? s.c.alloc_blocks - s.c.live_blocks : 0;
+            s.c.free_bytes = s.c.alloc_bytes > s.c.live_bytes ? s.c.alloc_bytes - s.c.live_bytes : 0;
+        }
         ms_sw_bytes(w, &s, sizeof s);
         ms_sw_bytes(w, ms_stack_pcs(r), (size_t)r->depth * 8);
         n++;
     }
+    if (sums)
+        ms_sys_munmap(sums, sums_len);
     ms_sw_patch_u32(w, at, n);
     ms_sw_end(w);
 }

@@ -120,3 +120,34 @@ void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
     c->live_blocks = c->alloc_blocks > c->free_blocks ? c->alloc_blocks - c->free_blocks : 0;
     c->live_bytes = c->alloc_bytes > c->free_bytes ? c->alloc_bytes - c->free_bytes : 0;
 }
+
+/* ===========================================================================
+ * Live sums per heap stack, from the live table (see ms_heap_frees_derived)
+ * ========================================================================= */
+int ms_heap_frees_derived;
+
+typedef struct sums_ctx {
+    ms_live_sum *s;
+    uint32_t max;
+} sums_ctx;
+
+static int sums_add(const ms_live_entry *e, unsigned kind, void *arg)
+{
+    sums_ctx *c = arg;
+    if (kind == MS_KIND_HEAP && e->stack_id <= c->max) {
+        c->s[e->stack_id].blocks++;
+        c->s[e->stack_id].bytes += e->size;
+    }
+    return 0;
+}
+
+ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len)
+{
+    *len = ((size_t)(max_id + 1) * sizeof(ms_live_sum) + 4095) & ~(size_t)4095;
+    ms_live_sum *s = ms_sys_mmap(*len);
+    if (!s)
+        return NULL;
+    sums_ctx c = {s, max_id};
+    ms_live_foreach(sums_add, &c, 0);
+    return s;
+}
