@@ -12,9 +12,11 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -90,10 +92,22 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-static int read_all(int fd, void *p, size_t n)
+/* Reads n bytes, waiting at most until `deadline` (CLOCK_MONOTONIC ns) for each. */
+static int read_all(int fd, void *p, size_t n, uint64_t deadline)
 {
     char *c = p;
     while (n) {
+        uint64_t now = ms_lk_mono_ns();
+        if (now >= deadline)
+            return -1;
+        struct pollfd pf = {fd, POLLIN, 0};
+        uint64_t left_ms = (deadline - now) / 1000000 + 1;
+        struct timespec ts = {(time_t)(left_ms / 1000), (long)(left_ms % 1000) * 1000000};
+        long pr = syscall(SYS_ppoll, &pf, 1, &ts, NULL, 0);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            return -1;
         long r = syscall(SYS_read, fd, c, n);
         if (r < 0 && errno == EINTR)
             continue;
@@ -691,12 +705,19 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
     st->done = 0;
     /* the result */
     lk_wire wire;
-    int bad = read_all(st->pipe_rd, &wire, sizeof wire) || wire.magic != LK_RESULT_MAGIC;
+    /* a scan reads the heap once: an hour is far beyond any real one; a child stuck
+     * longer is killed rather than holding the caller forever */
+    uint64_t deadline = ms_lk_mono_ns() + 3600ull * 1000000000ull;
+    int bad = read_all(st->pipe_rd, &wire, sizeof wire, deadline) ||
+              wire.magic != LK_RESULT_MAGIC;
     uint32_t n = bad ? 0 : wire.nrec;
     uint32_t keep = n < LK_MAX_RECORDS ? n : LK_MAX_RECORDS;
-    if (!bad && keep && read_all(st->pipe_rd, st->recs, keep * sizeof(ms_snap_leak_rec)))
+    if (!bad && keep &&
+        read_all(st->pipe_rd, st->recs, keep * sizeof(ms_snap_leak_rec), deadline))
         bad = 1;
     syscall(SYS_close, st->pipe_rd);
+    if (bad)
+        syscall(SYS_kill, st->child, SIGKILL);
     int status = 0;
     while (syscall(SYS_wait4, st->child, &status, __WCLONE, NULL) < 0 && errno == EINTR)
         ;

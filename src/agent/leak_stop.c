@@ -42,7 +42,7 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
     uint32_t seq = __atomic_load_n(&g_stop_seq, __ATOMIC_ACQUIRE);
     ms_lk_world *w = g_world;
     if (si->si_code != SI_TKILL || si->si_pid != (pid_t)syscall(SYS_getpid) || !w ||
-        __atomic_load_n(&g_release_seq, __ATOMIC_ACQUIRE) == seq)
+        (int32_t)(__atomic_load_n(&g_release_seq, __ATOMIC_ACQUIRE) - seq) >= 0)
         goto out; /* not ours, or a late signal of a stop already over */
     uint32_t tid = (uint32_t)syscall(SYS_gettid);
     ms_lk_thread *slot = NULL;
@@ -65,8 +65,14 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
     __atomic_store_n(&slot->state, MS_LKT_STOPPED, __ATOMIC_RELEASE);
     __atomic_fetch_add(&g_acks, 1, __ATOMIC_RELEASE);
     futex(&g_acks, FUTEX_WAKE_PRIVATE, 1, NULL);
-    while (__atomic_load_n(&g_release_seq, __ATOMIC_ACQUIRE) != seq)
-        futex(&g_release_seq, FUTEX_WAIT_PRIVATE, __atomic_load_n(&g_release_seq, __ATOMIC_ACQUIRE) , NULL);
+    /* wait until this stop (or a later one) is released; the futex is given the value
+     * just checked, so a release between the check and the wait is not missed */
+    for (;;) {
+        uint32_t rel = __atomic_load_n(&g_release_seq, __ATOMIC_ACQUIRE);
+        if ((int32_t)(rel - seq) >= 0)
+            break;
+        futex(&g_release_seq, FUTEX_WAIT_PRIVATE, rel, NULL);
+    }
 out:
     __atomic_fetch_sub(&g_in_handler, 1, __ATOMIC_ACQ_REL);
     errno = saved;
