@@ -89,6 +89,8 @@ typedef struct ms_tls {
     uintptr_t stack_hi;
     struct ms_thread_slot *slot;
     int exit_done;        /* thread-exit bookkeeping already ran */
+    void *cfi;            /* unwinder state, mapped on first use (unwind_cfi.c) */
+    void *scache;         /* recent-stack cache, mapped on first use (record.c) */
     uint32_t nidx;        /* cached free live-table indices (live.c) */
     uint32_t idx[MS_IDX_CACHE];
 } ms_tls;
@@ -390,6 +392,8 @@ void ms_forget_heap(void *p) MS_INTERNAL;
 void ms_account_forget(const ms_live_entry *e) MS_INTERNAL;
 /* Unwinds the caller and returns its stack id for `kind` (0 if none). */
 uint32_t ms_current_stack(unsigned kind) MS_INTERNAL;
+/* Releases the calling thread's recent-stack cache (thread exit). */
+void ms_scache_thread_exit(void) MS_INTERNAL;
 
 /* ===========================================================================
  * Snapshots (snapshot.c).

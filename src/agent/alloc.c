@@ -56,9 +56,10 @@ static MS_NOINLINE void ms_free_any(void *p)
     if (!ms_real.free)
         return;
     if (ms_state == MS_STATE_READY && ms_hdr_valid(p)) {
+        void *base = ms_hdr_base(p); /* before forgetting: that wipes the header */
         ms_enter();
         ms_forget_heap(p);
-        ms_real.free(ms_hdr_base(p));
+        ms_real.free(base);
         ms_leave();
         return;
     }
@@ -115,9 +116,10 @@ MS_EXPORT void free(void *p)
         ms_real.free(p);
         return;
     }
+    void *base = ms_hdr_base(p); /* before forgetting: that wipes the header */
     ms_enter();
     ms_forget_heap(p);
-    ms_real.free(ms_hdr_base(p));
+    ms_real.free(base);
     ms_leave();
 }
 

@@ -11,7 +11,7 @@ uint64_t ms_hdr_secret;
 /* A small per-thread cache of recent stacks (direct-mapped by a hash of the pcs): the
  * global table's index, records and pc arena are large and cold, and an allocation
  * site is usually hit again soon by the same thread. Exact: the pcs are compared. */
-#define MS_SCACHE 32
+#define MS_SCACHE 64
 #define MS_SCACHE_DEPTH 64
 typedef struct scache_ent {
     uint64_t hash;
@@ -19,7 +19,22 @@ typedef struct scache_ent {
     uint32_t flags, kind;
     uint64_t pcs[MS_SCACHE_DEPTH];
 } scache_ent;
-static __thread scache_ent ms_scache[MS_SCACHE] __attribute__((tls_model("initial-exec")));
+/* Mapped on the thread's first allocation, not in static TLS (see unwind_cfi.c). */
+static MS_NOINLINE scache_ent *scache_new(void)
+{
+    if (ms_self.exit_done)
+        return NULL;
+    ms_self.scache = ms_sys_mmap(sizeof(scache_ent) * MS_SCACHE);
+    return ms_self.scache;
+}
+
+void ms_scache_thread_exit(void)
+{
+    if (ms_self.scache) {
+        ms_sys_munmap(ms_self.scache, sizeof(scache_ent) * MS_SCACHE);
+        ms_self.scache = NULL;
+    }
+}
 
 /* Four independent multiply chains: a stack of 40 frames hashes in about a quarter of
  * the latency of one chain. */
@@ -46,10 +61,13 @@ uint32_t ms_current_stack(unsigned kind)
     uint64_t pcs[MS_MAX_DEPTH_LIMIT];
     unsigned flags = 0;
     unsigned d = ms_unwind(pcs, (unsigned)ms_opt.max_depth, &flags);
-    if (d > MS_SCACHE_DEPTH)
+    scache_ent *sc = ms_self.scache;
+    if (MS_UNLIKELY(!sc))
+        sc = scache_new();
+    if (d > MS_SCACHE_DEPTH || !sc)
         return ms_stack_intern(kind, pcs, d, flags);
     uint64_t h = scache_hash(pcs, d, kind);
-    scache_ent *c = &ms_scache[h & (MS_SCACHE - 1)];
+    scache_ent *c = &sc[h & (MS_SCACHE - 1)];
     if (c->id && c->hash == h && c->depth == d && c->kind == kind && c->flags == flags &&
         memcmp(c->pcs, pcs, d * sizeof(uint64_t)) == 0)
         return c->id;
@@ -103,6 +121,11 @@ void ms_forget_heap(void *p)
 {
     ms_hdr *h = ms_hdr_of(p);
     uint32_t idx = h->index;
+    /* Wipe the check: the allocator may keep these bytes untouched inside a free chunk
+     * and later hand out a block (without header: from an agent thread or a re-entered
+     * call) at the same address; a stale valid check would then make free() pass a
+     * wrong pointer to the allocator. */
+    h->check = 0;
     if (!idx)
         return;
     h->index = 0;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/unwind_cfi.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
 
@@ -157,6 +158,8 @@ static void ms_thread_exit_bookkeeping(void)
         return;
     ms_self.exit_done = 1;
     ms_live_thread_exit();
+    ms_cfi_thread_exit();
+    ms_scache_thread_exit();
     uint32_t old = __atomic_fetch_or(&s->state, MS_THR_EXITED, __ATOMIC_ACQ_REL);
     if (old & MS_THR_DETACHED)
         slot_finish(s);

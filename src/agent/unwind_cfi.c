@@ -609,11 +609,9 @@ static MS_NOINLINE uint64_t rule_get_global(uintptr_t pc)
 typedef struct cfi_l1 {
     uint64_t pc, rule;
 } cfi_l1;
-static __thread cfi_l1 ms_cfi_l1[MS_CFI_L1] __attribute__((tls_model("initial-exec")));
-
-static inline uint64_t rule_get(uintptr_t pc)
+static inline uint64_t rule_get(cfi_l1 *l1, uintptr_t pc)
 {
-    cfi_l1 *e = &ms_cfi_l1[(pc ^ (pc >> 9)) & (MS_CFI_L1 - 1)];
+    cfi_l1 *e = &l1[(pc ^ (pc >> 9)) & (MS_CFI_L1 - 1)];
     if (MS_LIKELY(e->pc == pc) &&
         MS_LIKELY(RULE_GEN(e->rule) == __atomic_load_n(&ms_gen, __ATOMIC_RELAXED)))
         return e->rule;
@@ -683,8 +681,30 @@ typedef struct cfi_trace {
     unsigned gen;
     cfi_step s[MS_CFI_SLOTS];
 } cfi_trace;
-static __thread cfi_trace ms_traces[2] __attribute__((tls_model("initial-exec")));
-static __thread unsigned ms_trace_cur __attribute__((tls_model("initial-exec")));
+/* Per-thread state of the walker (about 31 KiB): mapped on the thread's first walk and
+ * unmapped when it exits, not in static TLS, so that threads created with small stacks
+ * (static TLS is carved out of every thread's stack) still start. */
+typedef struct cfi_thread {
+    cfi_trace traces[2];
+    unsigned cur;
+    cfi_l1 l1[MS_CFI_L1];
+} cfi_thread;
+
+static MS_NOINLINE cfi_thread *cfi_thread_new(void)
+{
+    if (ms_self.exit_done)
+        return NULL; /* the thread is going away: walk without caches */
+    ms_self.cfi = ms_sys_mmap(sizeof(cfi_thread));
+    return ms_self.cfi;
+}
+
+void ms_cfi_thread_exit(void)
+{
+    if (ms_self.cfi) {
+        ms_sys_munmap(ms_self.cfi, sizeof(cfi_thread));
+        ms_self.cfi = NULL;
+    }
+}
 
 static inline int tr_verify(const cfi_trace *t, uint32_t from)
 {
@@ -770,9 +790,12 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
     }
     if (pc < 4096)
         return 0;
+    cfi_thread *me = ms_self.cfi;
+    if (MS_UNLIKELY(!me) && !(me = cfi_thread_new()))
+        return -1; /* no memory for the caches: libunwind walks this one */
     unsigned gen = __atomic_load_n(&ms_gen, __ATOMIC_RELAXED);
-    cfi_trace *prev = &ms_traces[ms_trace_cur & 1];
-    cfi_trace *cur = &ms_traces[(ms_trace_cur + 1) & 1]; /* new steps go here */
+    cfi_trace *prev = &me->traces[me->cur & 1];
+    cfi_trace *cur = &me->traces[(me->cur + 1) & 1]; /* new steps go here */
     int reuse = prev->n > 0 && prev->gen == gen;
     uint32_t k = prev->start; /* cursor into prev, by increasing sp */
     uint32_t pend = prev->start + prev->n;
@@ -780,7 +803,7 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
     cur->n = 0;
     cur->stop = 0;
     cur->gen = gen;
-    ms_trace_cur++; /* by default cur is the trace the next walk starts from */
+    me->cur++; /* by default cur is the trace the next walk starts from */
     unsigned n = 0;
     int overflow = 0; /* steps not kept in cur: it cannot end with stop != 0 */
     for (;;) {
@@ -823,7 +846,7 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
                     tr_move(prev, k - j, cur, cur->start, j);
                     prev->start = k - j;
                     prev->n = pend - prev->start;
-                    ms_trace_cur--;
+                    me->cur--;
                     cur = prev;
                 } else {
                     uint32_t room = MS_CFI_SLOTS - (cur->start + j);
@@ -854,7 +877,7 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
                 continue; /* pc is a return address: recorded at the top of the loop */
             }
         }
-        uint64_t rule = rule_get(pc - 1); /* pc is a return address: look up the call */
+        uint64_t rule = rule_get(me->l1, pc - 1); /* pc is a return address: look up the call */
         unsigned kind = RULE_KIND(rule);
         if (kind == R_KIND_END) {
             cur->stop = overflow ? 0 : 1;
@@ -924,6 +947,7 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
     return -1;
 }
 void ms_cfi_invalidate(void) {}
+void ms_cfi_thread_exit(void) {}
 uint64_t ms_cfi_cache_used(void) { return 0; }
 uint64_t ms_cfi_rule_for(uintptr_t pc)
 {

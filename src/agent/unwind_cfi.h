@@ -11,6 +11,8 @@ int ms_cfi_init(uint64_t cache_entries);
 /* Walks the caller's stack. Returns the depth, or -1 when a frame needs rules this
  * unwinder does not model (the caller then falls back to libunwind). */
 int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags);
+/* Releases the calling thread's walker state (thread exit). */
+void ms_cfi_thread_exit(void);
 /* Modules may have been unloaded: cached rules and the module list are refreshed. */
 void ms_cfi_invalidate(void);
 uint64_t ms_cfi_cache_used(void);

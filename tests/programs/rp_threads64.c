@@ -1,5 +1,7 @@
 /* Real-program test: 64 threads allocating and freeing concurrently (each keeps 10
- * blocks of 100 bytes from rp_thread_keep), all joined; prints a checksum. */
+ * blocks of 100 bytes from rp_thread_keep), all joined, then one thread with a small
+ * (64 KiB) stack, which the agent's thread-local state must leave room for; prints a
+ * checksum. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,15 @@ int main(void)
         pthread_join(th[i], &r);
         total += (unsigned long)r;
     }
-    printf("threads %d checksum %lu\n", NT, total);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 64 * 1024);
+    pthread_t small;
+    void *r = NULL;
+    if (pthread_create(&small, &a, worker, (void *)(long)(NT - 1)) != 0)
+        return 2;
+    pthread_join(small, &r);
+    pthread_attr_destroy(&a);
+    printf("threads %d checksum %lu small %lu\n", NT, total, (unsigned long)r);
     return 0;
 }
