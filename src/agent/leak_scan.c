@@ -573,7 +573,8 @@ static void stop_fork_resume(lk_state *st)
             w->t[i].state = MS_LKT_GONE;
             w->timeout--;
         }
-    st->res.stat[MS_LKS_UNSTOPPED] = w->timeout;
+    /* threads beyond the slots (more than LK_MAX_THREADS) ran on and were not scanned */
+    st->res.stat[MS_LKS_UNSTOPPED] = w->timeout + w->overflow;
     st->child = pid;
     st->pipe_rd = pfd[0];
     st->done = 1;
