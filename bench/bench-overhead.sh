@@ -30,14 +30,14 @@ $PY - "$WORK/sqlite.sql" <<'PYEOF'
 import sys
 with open(sys.argv[1], 'w') as f:
     f.write("PRAGMA journal_mode=OFF;\nPRAGMA synchronous=OFF;\nCREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL, k INTEGER);\nBEGIN;\n")
-    for i in range(120000):
+    for i in range(200000):
         f.write("INSERT INTO t(name, v, k) VALUES('name-%d-%s', %d.5, %d);\n" % (i, 'x' * (i % 37), i, (i * 7919) % 100003))
     f.write("COMMIT;\nCREATE INDEX t_name ON t(name);\nCREATE INDEX t_k ON t(k, v);\n")
     f.write("SELECT count(*), sum(length(name)) FROM t;\n")
 PYEOF
 cat > "$WORK/churn.py" <<'PYEOF'
 total = 0
-for rnd in range(4):
+for rnd in range(8):
     d = {}
     for i in range(60000):
         d['key-%d-%d' % (rnd, i)] = [i, str(i), (i, i + 1)]
