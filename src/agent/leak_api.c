@@ -37,7 +37,9 @@ int ms_leak_stop_signal(void)
 static int full_mode(void)
 {
 #ifdef MS_HAVE_SAMPLING_OPTION
-    return ms_opt.sample_interval == 0;
+    /* sampling, or a minimum size, leaves blocks out: a pointer held only in a block
+     * that was not recorded would make what it points to look lost */
+    return ms_opt.sample_interval == 0 && ms_opt.min_size == 0;
 #else
     return 1;
 #endif
@@ -157,8 +159,8 @@ __attribute__((noinline)) void ms_leak_at_exit(void)
         return;
     if (!full_mode()) {
         static const char msg[] = "memsight: leak check at exit refused: the agent runs in "
-                                  "sampled mode and a reachability scan needs every live "
-                                  "block (run without sampling to scan)\n";
+                                  "sampled mode (sample= or min_size=) and a reachability "
+                                  "scan needs every live block (run in full mode)\n";
         (void)!write(2, msg, sizeof msg - 1);
         return;
     }

@@ -83,11 +83,21 @@ static int sampled_mode(int pid, char *value, size_t cap)
                 while (s < end && *s != ',')
                     s++;
                 size_t k = (size_t)(s - item);
-                if (k > 7 && !strncmp(item, "sample=", 7)) {
-                    size_t vl = k - 7 < cap - 1 ? k - 7 : cap - 1;
-                    memcpy(value, item + 7, vl);
-                    value[vl] = 0;
-                    sampled = strtoull(value, NULL, 10) > 0 || (value[0] && value[0] != '0');
+                size_t kl = 0;
+                if (k > 7 && !strncmp(item, "sample=", 7))
+                    kl = 7;
+                else if (k > 9 && !strncmp(item, "min_size=", 9))
+                    kl = 9;
+                if (kl) {
+                    /* any value but 0 leaves blocks out */
+                    char v[64];
+                    size_t vl = k < sizeof v - 1 ? k : sizeof v - 1;
+                    memcpy(v, item, vl);
+                    v[vl] = 0;
+                    if (strtoull(v + kl, NULL, 10) > 0 || (v[kl] && v[kl] != '0')) {
+                        sampled = 1;
+                        snprintf(value, cap, "%s", v);
+                    }
                 }
                 if (s < end)
                     s++;
@@ -312,9 +322,9 @@ int ms_cmd_leaks(int argc, char **argv)
     char sample[64] = "";
     if (sampled_mode(pid, sample, sizeof sample)) {
         fprintf(stderr,
-                "memsight leaks: process %d runs the agent in sampled mode (sample=%s): it "
-                "records only a sample of the allocations, and a reachability scan needs "
-                "every live block; run it in full mode (without --sample) to scan it\n",
+                "memsight leaks: process %d runs the agent in sampled mode (%s): it "
+                "records only part of the allocations, and a reachability scan needs "
+                "every live block; run it in full mode to scan it\n",
                 pid, sample);
         return 1;
     }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `memsight leaks PID` on a running program (lk_serve): the scan's classes and its
 # folded record with the allocating function and the sample text; then the same command
-# on an agent in sampled mode must refuse with a clear message and touch nothing.
+# on an agent in sampled mode (sample= or min_size=) must refuse with a clear message
+# and touch nothing.
 set -u
 dir=$(mktemp -d)
 pid=
@@ -45,10 +46,13 @@ PY
 grep -Eq 'definitely lost +1000 B in 10 blocks' "$dir/out.txt" || fail "second scan summary"
 kill "$pid"; wait 2>/dev/null; pid=
 
-start -O sample=4096
-if "$MEMSIGHT" leaks --timeout 5 "$pid" > "$dir/out.txt" 2>&1; then
-  fail "a sampled agent was scanned"
-fi
-grep -q 'sampled mode' "$dir/out.txt" || fail "no clear message for sampled mode"
-kill -0 "$pid" 2>/dev/null || fail "the sampled program died"
+for opt in sample=4096 min_size=64; do
+  start -O "$opt"
+  if "$MEMSIGHT" leaks --timeout 5 "$pid" > "$dir/out.txt" 2>&1; then
+    fail "an agent with $opt was scanned"
+  fi
+  grep -q "sampled mode ($opt)" "$dir/out.txt" || fail "no clear message for $opt"
+  kill -0 "$pid" 2>/dev/null || fail "the program with $opt died"
+  kill "$pid"; wait 2>/dev/null; pid=
+done
 echo "ok"
