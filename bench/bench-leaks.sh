@@ -25,10 +25,27 @@ echo "== memsight ($N blocks)"
 cat "$WORK/ms.err"
 snap=$(field snapshot "$WORK/ms.txt")
 "$MEMSIGHT" report --format json "$snap" > "$WORK/ms.json"
-python3 - "$WORK/ms.json" "$WORK/ms.txt" <<'PY'
-import json, re, sys
+python3 - "$WORK/ms.json" "$WORK/ms.txt" "$snap" <<'PY'
+import json, re, struct, sys
 L = json.load(open(sys.argv[1]))["leaks"]
 r = open(sys.argv[2]).read()
+# the scan's statistics after the LEAK records (docs/snapshot-format.md 4.10)
+d, off, st = open(sys.argv[3], "rb").read(), 32, {}
+while off + 24 <= len(d):
+    typ, _, ln, _, _ = struct.unpack_from("<IIQII", d, off)
+    if typ == struct.unpack("<I", b"LEAK")[0]:
+        q = off + 24 + 88
+        q += 4 + 72 * struct.unpack_from("<I", d, q)[0]
+        cnt = struct.unpack_from("<I", d, q)[0]; q += 4
+        for _ in range(cnt):
+            k = struct.unpack_from("<I", d, q)[0]
+            st[d[q + 4:q + 4 + k].decode()] = struct.unpack_from("<Q", d, q + 4 + k)[0]
+            q += 12 + k
+    off += 24 + ((ln + 7) & ~7)
+print("memsight: pause = stopping %.2f ms + fork %.1f ms; child: collect %.0f ms, sort %.0f ms, "
+      "roots %.0f ms, mark %.0f ms, classify %.0f ms" % tuple(
+          st.get(k, 0) / 1e6 for k in ("stop_ns", "fork_ns", "collect_ns", "sort_ns", "roots_ns",
+                                       "mark_ns", "classify_ns")))
 check = float(re.search(r"check_s=([\d.]+)", r).group(1))
 stall = float(re.search(r"max_stall_ms=([\d.]+)", r).group(1))
 print("memsight: pause %.1f ms (goal < 50), child scan %.3f s (goal < 2), whole call %.3f s, "
