@@ -30,7 +30,7 @@ PYEOF
 cat > "$WORK/churn.py" <<'PYEOF'
 import sys
 total = 0
-for rnd in range(6):
+for rnd in range(20):
     d = {}
     for i in range(60000):
         d['key-%d-%d' % (rnd, i)] = [i, str(i), (i, i + 1)]

@@ -91,6 +91,7 @@ typedef struct ms_tls {
     int exit_done;        /* thread-exit bookkeeping already ran */
     void *cfi;            /* unwinder state, mapped on first use (unwind_cfi.c) */
     void *scache;         /* recent-stack cache, mapped on first use (record.c) */
+    uint64_t scache_clock;
     uint32_t nidx;        /* cached free live-table indices (live.c) */
     uint32_t idx[MS_IDX_CACHE];
 } ms_tls;

@@ -17,6 +17,7 @@ typedef struct scache_ent {
     uint64_t hash;
     uint32_t id, depth;
     uint32_t flags, kind;
+    uint64_t stamp; /* last use, for replacement */
     uint64_t pcs[MS_SCACHE_DEPTH];
 } scache_ent;
 /* Mapped on the thread's first allocation, not in static TLS (see unwind_cfi.c). */
@@ -67,16 +68,24 @@ uint32_t ms_current_stack(unsigned kind)
     if (d > MS_SCACHE_DEPTH || !sc)
         return ms_stack_intern(kind, pcs, d, flags);
     uint64_t h = scache_hash(pcs, d, kind);
-    scache_ent *c = &sc[h & (MS_SCACHE - 1)];
-    if (c->id && c->hash == h && c->depth == d && c->kind == kind && c->flags == flags &&
-        memcmp(c->pcs, pcs, d * sizeof(uint64_t)) == 0)
-        return c->id;
+    /* two-way: a stack may sit in either of two slots; a miss replaces the older one */
+    scache_ent *c0 = &sc[h & (MS_SCACHE - 1)], *c1 = &sc[(h >> 20) & (MS_SCACHE - 1)];
+    for (int k = 0; k < 2; k++) {
+        scache_ent *c = k ? c1 : c0;
+        if (c->id && c->hash == h && c->depth == d && c->kind == kind && c->flags == flags &&
+            memcmp(c->pcs, pcs, d * sizeof(uint64_t)) == 0) {
+            c->stamp = ++ms_self.scache_clock;
+            return c->id;
+        }
+    }
     uint32_t id = ms_stack_intern(kind, pcs, d, flags);
+    scache_ent *c = c0->stamp <= c1->stamp ? c0 : c1;
     c->id = id;
     c->hash = h;
     c->depth = d;
     c->kind = kind;
     c->flags = flags;
+    c->stamp = ++ms_self.scache_clock;
     memcpy(c->pcs, pcs, d * sizeof(uint64_t));
     return id;
 }
