@@ -136,6 +136,13 @@ static int cmp_sum(const void *a, const void *b)
     return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
+static int cmp_rec_stack(const void *a, const void *b)
+{
+    const ms_snap_leak_rec *x = *(const ms_snap_leak_rec *const *)a;
+    const ms_snap_leak_rec *y = *(const ms_snap_leak_rec *const *)b;
+    return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
 static void print_sample(const ms_snap_leak_rec *r)
 {
     printf("      first %u bytes of one block at 0x%llx (%llu bytes):\n        ", r->sample_len,
@@ -216,13 +223,23 @@ static int print_leaks(const char *path, int top, int max_frames)
         fprintf(stderr, "memsight leaks: out of memory\n");
         return 1;
     }
+    /* group the records by stack: visit them in stack order */
+    const ms_snap_leak_rec **order = calloc(s->nleaks ? s->nleaks : 1, sizeof *order);
+    if (!order) {
+        free(sums);
+        ms_snapshot_free(s);
+        fprintf(stderr, "memsight leaks: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < s->nleaks; i++)
+        order[i] = &s->leaks[i];
+    qsort(order, s->nleaks, sizeof *order, cmp_rec_stack);
     size_t n = 0;
     for (size_t i = 0; i < s->nleaks; i++) {
-        const ms_snap_leak_rec *r = &s->leaks[i];
-        size_t j = 0;
-        while (j < n && sums[j].stack_id != r->stack_id)
-            j++;
-        if (j == n) {
+        const ms_snap_leak_rec *r = order[i];
+        size_t j = n ? n - 1 : 0;
+        if (n == 0 || sums[j].stack_id != r->stack_id) {
+            j = n;
             sums[n].stack_id = r->stack_id;
             n++;
         }
@@ -231,6 +248,7 @@ static int print_leaks(const char *path, int top, int max_frames)
         if (r->leak_class == MS_LEAK_DEFINITE || r->leak_class == MS_LEAK_POSSIBLE)
             sums[j].lost_bytes += r->bytes;
     }
+    free(order);
     qsort(sums, n, sizeof *sums, cmp_sum);
     ms_symbolizer *sym = ms_symbolizer_new ? ms_symbolizer_new(s) : NULL;
     int shown = 0;
