@@ -27,7 +27,8 @@ foreach(p fork exec threads64 dlopen exit_thread ctor)
   ms_test_program(rp_${p} SOURCES ${MS_AGENT_TESTS}/programs/rp_${p}.c FLAGS -O2 -g
     LIBS Threads::Threads ${CMAKE_DL_LIBS})
 endforeach()
-foreach(c python sqlite xz gcc git fork exec exec_follow threads64 dlopen exit_thread ctor)
+foreach(c python sqlite xz gcc git fork exec exec_follow threads64 dlopen exit_thread ctor
+    full_tables)
   ms_integration_test(agent_real_${c} ${MS_AGENT_TESTS}/integration/agent_real.py ${c})
   set_tests_properties(agent_real_${c} PROPERTIES LABELS agent)
 endforeach()

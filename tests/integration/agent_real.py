@@ -4,7 +4,7 @@ status must be exactly those of the run without the agent, nothing may hang or c
 and the snapshot(s) must be complete and consistent.
 
 Usage: agent_real.py CASE   (python sqlite xz gcc git fork exec exec_follow threads64
-                             dlopen exit_thread ctor)
+                             dlopen exit_thread ctor full_tables)
 Environment: MEMSIGHT, MS_AGENT, MS_PROGRAMS (set by ms_integration_test)."""
 import glob
 import os
@@ -96,6 +96,17 @@ def case_python():
             'l = sorted(d, key=len)\nprint(len(d), len(l), sum(len(v[1]) for v in d.values()))\n')
     p, out = same([PY, '-c', code], env={'PYTHONMALLOC': 'malloc', 'PYTHONHASHSEED': '0'})
     one_snap(out, min_allocs=300000)
+
+
+def case_full_tables():
+    """Tables far too small: the program must run unchanged, the drops be counted."""
+    code = ('l = [str(i) * 2 for i in range(50000)]\nd = {i: [i] for i in range(20000)}\n'
+            'print(len(l), len(d))\n')
+    p, out = same([PY, '-c', code], extra=['-O', 'capacity=1024', '-O', 'stack_capacity=64'],
+                  env={'PYTHONMALLOC': 'malloc'})
+    s = one_snap(out)
+    if not s['health'].get('dropped_blocks') or not s['health'].get('dropped_stacks'):
+        fail('drops not counted: %r' % s['health'])
 
 
 def case_sqlite():
