@@ -90,21 +90,19 @@ run_one() {
         > "$WORK/out.txt" 2> "$WORK/err.txt" || echo "  ($tool $wl: exit status $?)" >&2
 }
 
-# measure TOOL WORKLOAD: best-of-N wall seconds in $best, best CPU (user+sys) seconds
-# in $cpu, largest peak RSS in $rss (KiB).
+# measure TOOL WORKLOAD: one more run, keeping per tool the best wall and CPU time and the
+# largest peak RSS (in variables W_tool, C_tool, R_tool). The benchmark interleaves the
+# tools (base, full, s4096, ... then again) so that load changes on a shared machine
+# hit every tool alike instead of one tool's repeats.
 measure() {
-    reps=$REPS
-    [ "$1" = massif ] && reps=1
-    best=""; cpu=""; rss=0; i=0
-    while [ $i -lt "$reps" ]; do
-        run_one "$1" "$2"
-        set -- "$1" "$2" $(tail -n 1 "$WORK/t.txt")
-        c=$(echo "$4 + $5" | bc -l)
-        if [ -z "$best" ] || [ "$(echo "$3 < $best" | bc -l)" = 1 ]; then best=$3; fi
-        if [ -z "$cpu" ] || [ "$(echo "$c < $cpu" | bc -l)" = 1 ]; then cpu=$c; fi
-        [ "$6" -gt "$rss" ] && rss=$6
-        i=$((i + 1))
-    done
+    run_one "$1" "$2"
+    set -- "$1" "$2" $(tail -n 1 "$WORK/t.txt")
+    c=$(echo "$4 + $5" | bc -l)
+    eval "ow=\${W_$1:-}; oc=\${C_$1:-}; orss=\${R_$1:-0}"
+    if [ -z "$ow" ] || [ "$(echo "$3 < $ow" | bc -l)" = 1 ]; then eval "W_$1=$3"; fi
+    if [ -z "$oc" ] || [ "$(echo "$c < $oc" | bc -l)" = 1 ]; then eval "C_$1=$c"; fi
+    [ "$6" -gt "$orss" ] && eval "R_$1=$6"
+    return 0
 }
 
 skip() { case " $SKIP " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -116,18 +114,26 @@ command -v valgrind > /dev/null 2>&1 || SKIP="$SKIP massif"
 [ -n "$LSAN" ] || SKIP="$SKIP lsan"
 
 echo "wall time, CPU time (user+sys) and peak RSS against the uninstrumented run"
-echo "(best of $REPS, massif once; on a loaded machine trust cpu_x more than wall_x)"
+echo "(best of $REPS interleaved runs, massif once; on a loaded machine trust cpu_x more)"
 echo "tools: full = memsight full mode, s4096 / s512k = sample=4096 / sample=524288"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-7s %-9s %8s %8s %10s %7s %7s %7s\n' work tool wall_s cpu_s peak_rss_k wall_x cpu_x rss_x
 for wl in sqlite python xz; do
-    measure base $wl; b_t=$best; b_c=$cpu; b_r=$rss
-    printf '%-7s %-9s %8.2f %8.2f %10d %7s %7s %7s\n' $wl base "$b_t" "$b_c" "$b_r" 1.00 1.00 1.00
-    for tool in $TOOLS; do
+    for tool in base $TOOLS; do unset W_$tool C_$tool R_$tool; done
+    r=0
+    while [ $r -lt "$REPS" ]; do
+        for tool in base $TOOLS; do
+            skip $tool && continue
+            [ $tool = massif ] && [ $r -gt 0 ] && continue # massif once: it is slow
+            measure $tool $wl
+        done
+        r=$((r + 1))
+    done
+    for tool in base $TOOLS; do
         skip $tool && continue
-        measure $tool $wl
-        printf '%-7s %-9s %8.2f %8.2f %10d %7s %7s %7s\n' $wl $tool "$best" "$cpu" "$rss" \
-            "$(ratio "$best" "$b_t")" "$(ratio "$cpu" "$b_c")" "$(ratio "$rss" "$b_r")"
+        eval "w=\$W_$tool; c=\$C_$tool; m=\$R_$tool"
+        printf '%-7s %-9s %8.2f %8.2f %10d %7s %7s %7s\n' $wl $tool "$w" "$c" "$m" \
+            "$(ratio "$w" "$W_base")" "$(ratio "$c" "$C_base")" "$(ratio "$m" "$R_base")"
     done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
