@@ -23,12 +23,12 @@ foreach(p heap deep mmap threads cxx)
 endforeach()
 
 # Real programs under `memsight run`: unchanged output and status, complete snapshots.
-foreach(p fork exec threads64 dlopen exit_thread ctor)
+foreach(p fork exec threads64 dlopen exit_thread ctor ucontext)
   ms_test_program(rp_${p} SOURCES ${MS_AGENT_TESTS}/programs/rp_${p}.c FLAGS -O2 -g
     LIBS Threads::Threads ${CMAKE_DL_LIBS})
 endforeach()
 foreach(c python sqlite xz gcc git fork exec exec_follow threads64 dlopen exit_thread ctor
-    full_tables)
+    full_tables ucontext)
   ms_integration_test(agent_real_${c} ${MS_AGENT_TESTS}/integration/agent_real.py ${c})
   set_tests_properties(agent_real_${c} PROPERTIES LABELS agent)
 endforeach()

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -78,6 +79,18 @@ static void slot_finish(ms_thread_slot *s)
     slot_release(s);
 }
 
+/* The lowest address the main thread's stack can reach (its mapping grows down to the
+ * stack rlimit). Unwinding refuses a stack pointer below it: the program runs on a
+ * stack of its own (coroutines, ucontext) whose bounds the agent does not know. */
+static uintptr_t ms_main_stack_lo(uintptr_t hi)
+{
+    struct rlimit rl;
+    uint64_t span = 1ull << 30;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < span)
+        span = rl.rlim_cur + (1u << 20); /* + room for the environment above the limit */
+    return hi > span ? hi - span : 0;
+}
+
 void ms_threads_register_main(void)
 {
     ms_thread_slot *s = slot_alloc();
@@ -89,8 +102,10 @@ void ms_threads_register_main(void)
     __atomic_fetch_or(&s->state, MS_THR_MAIN | MS_THR_STARTED, __ATOMIC_RELEASE);
     ms_main_slot = s;
     ms_self.slot = s;
-    if (!ms_self.stack_hi)
+    if (!ms_self.stack_hi) {
         ms_self.stack_hi = s->stack_hi;
+        ms_self.stack_lo = ms_main_stack_lo(s->stack_hi);
+    }
 }
 
 void ms_thread_bounds(void)
@@ -99,6 +114,7 @@ void ms_thread_bounds(void)
         return;
     if (ms_main_slot && ms_gettid() == (uint32_t)getpid()) {
         ms_self.stack_hi = ms_main_slot->stack_hi;
+        ms_self.stack_lo = ms_main_stack_lo(ms_self.stack_hi);
         return;
     }
     pthread_attr_t a;

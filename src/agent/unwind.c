@@ -73,7 +73,7 @@ static MS_NOINLINE unsigned ms_unwind_fp(uint64_t *pcs, unsigned max, unsigned *
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     uintptr_t lo = fp, hi = ms_self.stack_hi;
     unsigned n = 0;
-    if (!hi) {
+    if (!hi || fp >= hi || fp < ms_self.stack_lo) { /* not on the thread's known stack */
         *flags |= MS_STACKF_UNWIND_FAIL;
         MS_HEALTH_INC(unwind_failures);
         return 0;

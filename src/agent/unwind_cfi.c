@@ -764,7 +764,8 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     uintptr_t lo = fp;
     uintptr_t pc = 0, sp = 0, bp = 0;
-    if (MS_UNLIKELY(!hi || fp >= hi)) {
+    /* outside the thread's known stack (a coroutine's own stack): do not walk */
+    if (MS_UNLIKELY(!hi || fp >= hi || fp < ms_self.stack_lo)) {
         *flags |= MS_STACKF_UNWIND_FAIL;
         MS_HEALTH_INC(unwind_failures);
         return 0;

@@ -4,7 +4,7 @@ status must be exactly those of the run without the agent, nothing may hang or c
 and the snapshot(s) must be complete and consistent.
 
 Usage: agent_real.py CASE   (python sqlite xz gcc git fork exec exec_follow threads64
-                             dlopen exit_thread ctor full_tables)
+                             dlopen exit_thread ctor full_tables ucontext)
 Environment: MEMSIGHT, MS_AGENT, MS_PROGRAMS (set by ms_integration_test)."""
 import glob
 import os
@@ -96,6 +96,11 @@ def case_python():
             'l = sorted(d, key=len)\nprint(len(d), len(l), sum(len(v[1]) for v in d.values()))\n')
     p, out = same([PY, '-c', code], env={'PYTHONMALLOC': 'malloc', 'PYTHONHASHSEED': '0'})
     one_snap(out, min_allocs=300000)
+
+
+def case_ucontext():
+    p, out = same([prog('rp_ucontext')])
+    one_snap(out, min_allocs=4000)
 
 
 def case_full_tables():
