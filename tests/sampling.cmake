@@ -6,9 +6,9 @@ ms_unit_test(sampling_sampler SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_sample
 target_include_directories(sampling_sampler PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 
 # Ground-truth programs (plain -O2, no frame pointers: the default unwinder must cope).
-foreach(p sm_mix sm_peak sm_serve sm_forks sm_scale)
+foreach(p sm_mix sm_peak sm_serve sm_forks sm_scale sm_api)
   ms_test_program(${p} SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/${p}.c FLAGS -O2 -g
-    LIBS Threads::Threads)
+    LIBS Threads::Threads dl)
 endforeach()
 
 ms_integration_test(sampling_unbiased ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_unbiased.py)

@@ -597,3 +597,15 @@ void ms_production_fork_child(void)
     ms_sampler_after_fork_child();
     ms_control_fork_child(1);
 }
+
+/* ====================================================================================
+ * Public API: a snapshot asked by the program itself (include/memsight/memsight.h)
+ * ================================================================================== */
+__attribute__((visibility("default"))) int memsight_dump(char *path, unsigned long pathlen)
+{
+    if (!ms_init())
+        return -ENOTSUP;
+    /* the program is running its own code: the control thread may start from now on */
+    __atomic_store_n(&ctl.main_started, 1, __ATOMIC_RELEASE);
+    return ms_snapshot_write("api", NULL, NULL, path, pathlen);
+}

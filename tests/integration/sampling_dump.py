@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`memsight dump PID` and interval=: a running sm_serve answers a dump request with a
+"""`memsight dump PID`, memsight_dump() and interval=: a running sm_serve answers a dump request with a
 fresh signal snapshot (also when it no longer allocates: idle), whose counters hold its
 4 MiB kept by sm_serve_hold; interval=100 writes a numbered series; a process without
 the agent, or with control=0, gets a clear refusal and is not killed."""
@@ -125,6 +125,27 @@ def check_refusals():
             fail('a missing pid was not reported: %s' % r3.stderr)
 
 
+def check_api():
+    """memsight_dump() called by the program writes an 'api' snapshot and returns its path."""
+    prog = os.path.join(os.environ['MS_PROGRAMS'], 'sm_api')
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, LD_PRELOAD=AGENT, MEMSIGHT_OPTIONS='out=%s' % out)
+        r = subprocess.run([prog], env=env, capture_output=True, text=True, timeout=60)
+        path = r.stdout.strip()
+        print('memsight_dump():', path)
+        if r.returncode != 0 or not os.path.isfile(path):
+            fail('memsight_dump() gave %r (status %d)' % (path, r.returncode))
+            return
+        s = sf.read(path)
+        kept = sf.by_site(s, ['sm_api_keep'])['sm_api_keep']
+        if s['meta'].get('reason') != 'api' or kept != [300000, 3]:
+            fail('api snapshot: reason %r, sm_api_keep %r' % (s['meta'].get('reason'), kept))
+    r = subprocess.run([prog], capture_output=True, text=True, timeout=60)
+    if r.stdout.strip() != 'no agent':
+        fail('without the agent sm_api printed %r' % r.stdout)
+
+
+check_api()
 check_dump([], 'busy')
 check_dump(['idle'], 'idle')
 check_interval()
