@@ -22,7 +22,7 @@ LSAN=$(ls /usr/lib/x86_64-linux-gnu/liblsan.so.0 2>/dev/null || true)
 for f in "$AGENT" "$MEMSIGHT" "$SCALE"; do
     [ -e "$f" ] || { echo "build first: $f is missing" >&2; exit 1; }
 done
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/msoverhead.XXXXXX")
+WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT INT TERM
 
 # --- workloads ---------------------------------------------------------------------
