@@ -34,7 +34,8 @@ typedef struct ms_options {
     uint64_t stack_capacity; /* stack_capacity=N: distinct stacks (default 1M) */
     uint64_t region_capacity;/* region_capacity=N: live mmap regions + thread stacks */
     uint64_t blocks;         /* blocks=0|1: write every live block (BLKS) */
-    uint64_t follow_fork;    /* follow_fork=0|1: keep the agent in exec'ed children */
+    uint64_t follow_exec;    /* follow_exec=0|1: keep the agent in exec'ed programs */
+    uint64_t follow_fork;    /* follow_fork=0|1: forked children keep recording */
     uint64_t exit_snapshot;  /* exit_snapshot=0|1: write a snapshot at exit */
     uint64_t thread_capacity;/* thread_capacity=N: threads in the registry */
     uint64_t pc_cache;       /* pc_cache=N: entries of the unwind-rule cache */
@@ -321,8 +322,9 @@ static inline void *ms_hdr_base(void *p)
 }
 
 /* ===========================================================================
- * Regions (mmap.c): live mmap regions (kind mmap) and thread stacks (kind stack), in a
- * sorted array under one spinlock (mmap is a system call anyway).
+ * Regions (mmap.c): live mmap regions (kind mmap), PROT_NONE reservations (kind reserved)
+ * and thread stacks (kind stack), in a sorted array under one spinlock (mmap is a system
+ * call anyway).
  * ========================================================================= */
 int ms_regions_init(uint64_t capacity) MS_INTERNAL;
 void ms_region_add(uint64_t addr, uint64_t size, unsigned kind, uint32_t stack_id, uint32_t tid) MS_INTERNAL;
@@ -330,6 +332,13 @@ void ms_region_add(uint64_t addr, uint64_t size, unsigned kind, uint32_t stack_i
 void ms_region_remove_range(uint64_t addr, uint64_t len) MS_INTERNAL;
 /* Removes the region that starts exactly at addr with the given kind. */
 int ms_region_remove_exact(uint64_t addr, unsigned kind) MS_INTERNAL;
+/* After a successful mprotect of [addr, addr+len): the parts of mmap and reserved regions
+ * inside move to kind mmap (accessible) or reserved (PROT_NONE), splitting regions; a
+ * moved part keeps its region's call stack (interned for the new kind). Thread stacks
+ * are left alone. */
+void ms_region_protect(uint64_t addr, uint64_t len, int accessible) MS_INTERNAL;
+/* Kind of the region holding addr (MS_KIND_MMAP when none does). */
+unsigned ms_region_kind_at(uint64_t addr) MS_INTERNAL;
 int ms_regions_foreach(ms_live_fn fn, void *arg, unsigned flags) MS_INTERNAL;
 uint64_t ms_regions_count(void) MS_INTERNAL;
 void ms_regions_fork_prepare(void) MS_INTERNAL;

@@ -594,6 +594,16 @@ void ms_production_init(void)
 
 void ms_production_fork_child(void)
 {
+    if (!ms_opt.follow_fork) {
+        /* The child stops recording: every new block is plain (a min_size no block
+         * reaches), headers of inherited blocks are confirmed before they are trusted,
+         * no control thread, no snapshot at exit. */
+        ms_sampler_configure(0, UINT64_MAX, 0, 0);
+        ms_hdr_confirm_needed = 1;
+        ms_opt.exit_snapshot = 0;
+        ms_control_fork_child(0);
+        return;
+    }
     ms_sampler_after_fork_child();
     ms_control_fork_child(1);
 }

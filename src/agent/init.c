@@ -170,7 +170,7 @@ static int ms_find_self(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* Without follow_fork, remove our library from LD_PRELOAD in place (the string lives
+/* Without follow_exec, remove our library from LD_PRELOAD in place (the string lives
  * in the process's environment block; no allocation), so programs started by exec,
  * system() or posix_spawn run without the agent. */
 static void ms_strip_preload(void)
@@ -275,7 +275,7 @@ __attribute__((constructor(101))) static void ms_constructor(void)
         /* First use came before the environment was set up: read options now. */
         ms_read_options();
     }
-    if (!ms_opt.follow_fork)
+    if (!ms_opt.follow_exec)
         ms_strip_preload();
 }
 

@@ -109,7 +109,8 @@ static const run_opt run_opts[] = {
     {"unwind", 0, "MODE", "unwind", NULL, "auto (default), fp, dwarf or libunwind"},
     {"capacity", 0, "N", "capacity", NULL, "live heap blocks tracked (default 16M)"},
     {"no-blocks", 0, NULL, "blocks=0", NULL, "do not write every live block into snapshots"},
-    {"follow-exec", 0, NULL, "follow_fork=1", NULL, "keep observing programs it execs"},
+    {"follow-exec", 0, NULL, "follow_exec=1", NULL, "keep observing programs it execs"},
+    {"no-follow-fork", 0, NULL, "follow_fork=0", NULL, "forked children stop recording (default: each writes its own series)"},
     {"leak-check", 0, "WHEN", "leak_check", NULL,
      "reachability leak scan: exit (into the exit snapshot) or signal ('memsight leaks PID')"},
     /* production mode (docs/production.md) */

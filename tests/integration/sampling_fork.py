@@ -3,7 +3,10 @@
 other threads allocate, under sample=4096 with a control thread and interval=50. It must
 finish (no lock of the agent is held across fork), every child exits 0, and each child
 keeps a fresh series of its own: its own pid in file names, numbers from 0000, interval
-snapshots from its own control thread and an exit snapshot. Then again in full mode."""
+snapshots from its own control thread and an exit snapshot. Then again in full mode, and
+with follow_fork=0: the children stop recording (they still free blocks inherited from
+the parent, which carry the agent's header, and allocate new plain ones) and write
+nothing, while the parent's own series is complete."""
 import os
 import subprocess
 import sys
@@ -60,8 +63,34 @@ def run(options, child_ms):
             fail('%s: only %d children ran their own control thread' % (options, with_interval))
 
 
+
+
+def run_no_follow():
+    options = 'interval=50,follow_fork=0'
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, LD_PRELOAD=AGENT, MEMSIGHT_OPTIONS='out=%s,%s' % (out, options))
+        try:
+            p = subprocess.Popen([PROG, '100'], env=env, stdout=subprocess.PIPE, text=True)
+            p.stdout_text, _ = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            fail('%s: sm_forks hung' % options)
+            return
+        print('%s: %s' % (options, p.stdout_text.strip()))
+        if p.returncode != 0:
+            fail('%s: exit status %d (a child failed)' % (options, p.returncode))
+        files = sf.snapshots(out)
+        pids = {f[0] for f in files}
+        if pids != {p.pid}:
+            fail('%s: snapshots from %d other processes' % (options, len(pids - {p.pid})))
+        mine = [f for f in files if f[0] == p.pid]
+        if not mine or mine[-1][2] != 'exit':
+            fail('%s: the parent has no exit snapshot' % options)
+
+
 run('sample=4096,interval=50', 200)
 run('interval=50', 0)
+run_no_follow()
 if failures:
     sys.exit('FAIL: ' + '; '.join(failures))
 print('ok')
