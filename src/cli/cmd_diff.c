@@ -10,8 +10,8 @@
 #include "analysis/diff.h"
 #include "analysis/export.h"
 #include "analysis/symbolize.h"
+#include "cli_common.h"
 #include "commands.h"
-#include "core/fileio.h"
 
 static void usage(FILE *out)
 {
@@ -55,26 +55,13 @@ int ms_cmd_diff(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'n': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || *end || v < 0 || v > 1000000) {
-                fprintf(stderr, "memsight diff: --top: '%s' is not a count\n", optarg);
+        case 'n':
+            if (ms_cli_parse_top("diff", optarg, &opts.top) != 0)
                 return 2;
-            }
-            opts.top = (int)v;
             break;
-        }
         case 'b':
-            if (!strcmp(optarg, "symbols"))
-                by = MS_AGG_BY_SYMBOLS;
-            else if (!strcmp(optarg, "pcs"))
-                by = MS_AGG_BY_PCS;
-            else {
-                fprintf(stderr, "memsight diff: --by: 'symbols' or 'pcs', not '%s'\n", optarg);
+            if (ms_cli_parse_agg_key("diff", optarg, &by) != 0)
                 return 2;
-            }
             break;
         case 'o': output = optarg; break;
         case 'S': symbols = 0; break;
@@ -121,26 +108,16 @@ int ms_cmd_diff(int argc, char **argv)
         goto done;
     }
     ms_diff_sort(d, opts.metric);
-    ms_outfile of = {0};
-    FILE *out = stdout;
-    if (output) {
-        if (ms_outfile_open(&of, output, err, sizeof err) != 0) {
-            fprintf(stderr, "memsight diff: %s\n", err);
-            goto done;
-        }
-        out = of.fp;
-    }
-    if (write(d, &opts, out, err, sizeof err) != 0) {
+    ms_cli_output out;
+    if (ms_cli_output_open(&out, "diff", output) != 0)
+        goto done;
+    if (write(d, &opts, out.fp, err, sizeof err) != 0) {
         fprintf(stderr, "memsight diff: %s\n", err);
-        if (output)
-            ms_outfile_abort(&of);
+        ms_cli_output_abort(&out);
         goto done;
     }
-    if (output ? ms_outfile_commit(&of, err, sizeof err) != 0
-               : (fflush(stdout) != 0 || ferror(stdout))) {
-        fprintf(stderr, "memsight diff: %s\n", output ? err : "writing to stdout failed");
+    if (ms_cli_output_finish(&out, "diff") != 0)
         goto done;
-    }
     rc = 0;
 done:
     ms_diff_free(d);

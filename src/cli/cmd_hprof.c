@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_common.h"
 #include "commands.h"
-#include "core/fileio.h"
 #include "hprof/diff.h"
 #include "hprof/dominators.h"
 #include "hprof/graph.h"
@@ -460,20 +460,15 @@ int ms_cmd_hprof(int argc, char **argv)
     }
     if (!o.output)
         return fn(stdout, n, files, &o);
-    ms_outfile of;
-    char err[400];
-    if (ms_outfile_open(&of, o.output, err, sizeof err)) {
-        fprintf(stderr, "memsight hprof: %s\n", err);
+    ms_cli_output out;
+    if (ms_cli_output_open(&out, "hprof", o.output) != 0)
         return 1;
-    }
-    int rc = fn(of.fp, n, files, &o);
+    int rc = fn(out.fp, n, files, &o);
     if (rc == 0 || rc == EXIT_PROBLEMS) {
-        if (ms_outfile_commit(&of, err, sizeof err)) {
-            fprintf(stderr, "memsight hprof: %s\n", err);
+        if (ms_cli_output_finish(&out, "hprof") != 0)
             return 1;
-        }
     } else {
-        ms_outfile_abort(&of);
+        ms_cli_output_abort(&out);
     }
     return rc;
 }

@@ -9,8 +9,8 @@
 
 #include "analysis/export.h"
 #include "analysis/symbolize.h"
+#include "cli_common.h"
 #include "commands.h"
-#include "core/fileio.h"
 #include "core/snapshot.h"
 
 /* Exporters and the multi-format loader live in other files of src/analysis; a build
@@ -105,17 +105,10 @@ int ms_cmd_report(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "f:n:m:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f': format = optarg; break;
-        case 'n': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || *end || v < 0 || v > 1000000) {
-                fprintf(stderr, "memsight report: --top: '%s' is not a count\n", optarg);
+        case 'n':
+            if (ms_cli_parse_top("report", optarg, &opts.top) != 0)
                 return 2;
-            }
-            opts.top = (int)v;
             break;
-        }
         case 'm': {
             size_t i;
             for (i = 0; i < sizeof metrics / sizeof metrics[0]; i++)
@@ -165,32 +158,19 @@ int ms_cmd_report(int argc, char **argv)
         fprintf(stderr, "memsight report: cannot start the symbolizer; addresses only\n");
 
     int rc = 0;
-    ms_outfile of = {0};
-    FILE *out = stdout;
-    if (output) {
-        if (ms_outfile_open(&of, output, err, sizeof err) != 0) {
-            fprintf(stderr, "memsight report: %s\n", err);
-            rc = 1;
-            goto done;
-        }
-        out = of.fp;
-    }
-    if (fmt->fn(s, sym, &opts, out, err, sizeof err) != 0) {
-        fprintf(stderr, "memsight report: %s\n", err);
-        if (output)
-            ms_outfile_abort(&of);
+    ms_cli_output out;
+    if (ms_cli_output_open(&out, "report", output) != 0) {
         rc = 1;
         goto done;
     }
-    if (output) {
-        if (ms_outfile_commit(&of, err, sizeof err) != 0) {
-            fprintf(stderr, "memsight report: %s\n", err);
-            rc = 1;
-        }
-    } else if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "memsight report: writing to stdout: %s\n", strerror(errno));
+    if (fmt->fn(s, sym, &opts, out.fp, err, sizeof err) != 0) {
+        fprintf(stderr, "memsight report: %s\n", err);
+        ms_cli_output_abort(&out);
         rc = 1;
+        goto done;
     }
+    if (ms_cli_output_finish(&out, "report") != 0)
+        rc = 1;
 done:
     ms_symbolizer_free(sym);
     ms_snapshot_free(s);

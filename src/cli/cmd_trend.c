@@ -17,8 +17,8 @@
 #include "analysis/stack_agg.h"
 #include "analysis/symbolize.h"
 #include "analysis/trend.h"
+#include "cli_common.h"
 #include "commands.h"
-#include "core/fileio.h"
 
 static void usage(FILE *out)
 {
@@ -119,26 +119,13 @@ int ms_cmd_trend(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "f:n:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f': format = optarg; break;
-        case 'n': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || *end || v < 0 || v > 1000000) {
-                fprintf(stderr, "memsight trend: --top: '%s' is not a count\n", optarg);
+        case 'n':
+            if (ms_cli_parse_top("trend", optarg, &opts.top) != 0)
                 return 2;
-            }
-            opts.top = (int)v;
             break;
-        }
         case 'b':
-            if (!strcmp(optarg, "symbols"))
-                by = MS_AGG_BY_SYMBOLS;
-            else if (!strcmp(optarg, "pcs"))
-                by = MS_AGG_BY_PCS;
-            else {
-                fprintf(stderr, "memsight trend: --by: 'symbols' or 'pcs', not '%s'\n", optarg);
+            if (ms_cli_parse_agg_key("trend", optarg, &by) != 0)
                 return 2;
-            }
             break;
         case 'o': output = optarg; break;
         case 'S': symbols = 0; break;
@@ -202,15 +189,10 @@ int ms_cmd_trend(int argc, char **argv)
         for (size_t i = 0; i < nfiles; i++)
             syms[i] = ms_symbolizer_new(series[i]);
 
-    ms_outfile of = {0};
-    FILE *out = stdout;
-    if (output) {
-        if (ms_outfile_open(&of, output, err, sizeof err) != 0) {
-            fprintf(stderr, "memsight trend: %s\n", err);
-            goto done;
-        }
-        out = of.fp;
-    }
+    ms_cli_output outf;
+    if (ms_cli_output_open(&outf, "trend", output) != 0)
+        goto done;
+    FILE *out = outf.fp;
     int wrc;
     if (!strcmp(format, "html")) {
         wrc = ms_export_html(series, nfiles, syms[nfiles - 1], &opts, out, err, sizeof err);
@@ -222,15 +204,11 @@ int ms_cmd_trend(int argc, char **argv)
     }
     if (wrc != 0) {
         fprintf(stderr, "memsight trend: %s\n", err);
-        if (output)
-            ms_outfile_abort(&of);
+        ms_cli_output_abort(&outf);
         goto done;
     }
-    if (output ? ms_outfile_commit(&of, err, sizeof err) != 0
-               : (fflush(stdout) != 0 || ferror(stdout))) {
-        fprintf(stderr, "memsight trend: %s\n", output ? err : "writing to stdout failed");
+    if (ms_cli_output_finish(&outf, "trend") != 0)
         goto done;
-    }
     rc = 0;
 done:
     ms_trend_free(t);
