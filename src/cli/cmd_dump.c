@@ -1,287 +1,15 @@
 /* `memsight dump PID`: asks a running agent for a snapshot now and prints its path.
  * Checks that the process has the agent and a handler for the request signal before
  * sending anything (the default action of a real-time signal would kill it). */
-#define _GNU_SOURCE
-#include <dirent.h>
-#include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "agent_request.h"
+#include "cli_common.h"
 #include "commands.h"
-#include "core/fileio.h"
-
-/* Kept in step with src/agent/control.h (the CLI does not include agent headers). */
-#define MS_REQ_DUMP 1
-#define MS_DEFAULT_SIGNAL_OFFSET 13
-
-/* What we learn about the target before asking it. */
-typedef struct agent_target {
-    int pid;
-    int signo;
-    int control; /* 0 when control=0 in its options */
-    char out[PATH_MAX];
-    int out_from_env;
-} agent_target;
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-/* Value of key in a "k=v,k=v" option string, copied into buf; 1 if found. */
-static int option_value(const char *opts, const char *key, char *buf, size_t cap)
-{
-    size_t klen = strlen(key);
-    const char *s = opts;
-    while (*s) {
-        const char *item = s;
-        while (*s && *s != ',')
-            s++;
-        size_t n = (size_t)(s - item);
-        if (*s == ',')
-            s++;
-        while (n && (*item == ' ' || *item == '\t')) {
-            item++;
-            n--;
-        }
-        if (n > klen && !strncmp(item, key, klen) && item[klen] == '=') {
-            size_t vlen = n - klen - 1;
-            if (vlen >= cap)
-                return 0;
-            memcpy(buf, item + klen + 1, vlen);
-            buf[vlen] = 0;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Fills t from /proc/PID: the agent must be mapped; options come from the environment
- * the process started with (MEMSIGHT_OPTIONS) when it can be read. */
-static int inspect_target(agent_target *t, char *err, size_t errlen)
-{
-    char path[64], e2[256];
-    size_t len;
-    snprintf(path, sizeof path, "/proc/%d/maps", t->pid);
-    char *maps = ms_read_file(path, &len, e2, sizeof e2);
-    if (!maps) {
-        if (kill(t->pid, 0) != 0 && errno == ESRCH)
-            set_err(err, errlen, "no process with pid %d", t->pid);
-        else
-            set_err(err, errlen, "cannot read %s: %s", path, e2);
-        return -1;
-    }
-    int has_agent = strstr(maps, "/libmemsight.so") != NULL;
-    free(maps);
-    if (!has_agent) {
-        set_err(err, errlen,
-                "process %d has no memsight agent (libmemsight.so is not loaded); "
-                "start it with 'memsight run -- CMD' to be able to ask it for snapshots",
-                t->pid);
-        return -1;
-    }
-
-    snprintf(t->out, sizeof t->out, ".");
-    t->control = 1;
-    snprintf(path, sizeof path, "/proc/%d/environ", t->pid);
-    char *env = ms_read_file(path, &len, e2, sizeof e2);
-    if (env) {
-        for (size_t i = 0; i < len;) {
-            const char *var = env + i;
-            size_t n = strnlen(var, len - i);
-            if (n > 17 && !strncmp(var, "MEMSIGHT_OPTIONS=", 17)) {
-                char *opts = strndup(var + 17, n - 17);
-                char v[PATH_MAX];
-                long x;
-                if (opts && option_value(opts, "out", v, sizeof v) && v[0]) {
-                    snprintf(t->out, sizeof t->out, "%s", v);
-                    t->out_from_env = 1;
-                }
-                if (opts && t->signo == 0 && option_value(opts, "dump_signal", v, sizeof v) &&
-                    parse_int(v, 0, 64, &x) == 0)
-                    t->signo = (int)x;
-                if (opts && option_value(opts, "control", v, sizeof v) &&
-                    (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false")))
-                    t->control = 0;
-                free(opts);
-            }
-            i += n + 1;
-        }
-        free(env);
-    }
-    if (!t->control) {
-        set_err(err, errlen, "process %d runs the agent with control=0: it does not take requests",
-                t->pid);
-        return -1;
-    }
-    if (t->signo == 0)
-        t->signo = SIGRTMIN + MS_DEFAULT_SIGNAL_OFFSET;
-
-    /* The agent installs its handler at start-up; without it the signal would kill. */
-    snprintf(path, sizeof path, "/proc/%d/status", t->pid);
-    char *status = ms_read_file(path, &len, e2, sizeof e2);
-    if (!status) {
-        set_err(err, errlen, "cannot read %s: %s", path, e2);
-        return -1;
-    }
-    const char *cgt = strstr(status, "\nSigCgt:");
-    unsigned long long mask = 0;
-    if (cgt)
-        mask = strtoull(cgt + 8, NULL, 16);
-    free(status);
-    if (!cgt || !(mask & (1ull << (t->signo - 1)))) {
-        set_err(err, errlen,
-                "process %d has the agent but no handler for signal %d (the agent is disabled, "
-                "still starting, or the program installed its own handler); not sending it",
-                t->pid, t->signo);
-        return -1;
-    }
-
-    /* A relative out directory is relative to the process's working directory. */
-    if (t->out[0] != '/') {
-        char cwdlink[64], cwd[PATH_MAX];
-        snprintf(cwdlink, sizeof cwdlink, "/proc/%d/cwd", t->pid);
-        ssize_t k = readlink(cwdlink, cwd, sizeof cwd - 1);
-        if (k <= 0) {
-            set_err(err, errlen, "cannot find where process %d writes snapshots: %s: %s",
-                    t->pid, cwdlink, strerror(errno));
-            return -1;
-        }
-        cwd[k] = 0;
-        char joined[PATH_MAX * 2];
-        const char *rel = t->out;
-        while (rel[0] == '.' && rel[1] == '/')
-            rel += 2;
-        if (!strcmp(rel, ".") || !rel[0])
-            snprintf(joined, sizeof joined, "%s", cwd);
-        else
-            snprintf(joined, sizeof joined, "%s/%s", cwd, rel);
-        if (strlen(joined) >= sizeof t->out) {
-            set_err(err, errlen, "snapshot directory path too long");
-            return -1;
-        }
-        snprintf(t->out, sizeof t->out, "%s", joined);
-    }
-    return 0;
-}
-
-/* Highest sequence number of memsight-<pid>-<NNNN>-<reason>.msnap in dir (-1 if none);
- * with `found` set, copies the name of that file. */
-static long latest_snapshot(const char *dir, int pid, const char *reason, char *found,
-                            size_t cap)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -2;
-    char prefix[64], suffix[64];
-    snprintf(prefix, sizeof prefix, "memsight-%d-", pid);
-    snprintf(suffix, sizeof suffix, "-%s.msnap", reason);
-    size_t pl = strlen(prefix), sl = strlen(suffix);
-    long best = -1;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        const char *n = de->d_name;
-        size_t len = strlen(n);
-        if (len <= pl + sl || strncmp(n, prefix, pl) || strcmp(n + len - sl, suffix))
-            continue;
-        long seq = 0;
-        size_t i = pl;
-        for (; i < len - sl && n[i] >= '0' && n[i] <= '9' && seq < 100000000; i++)
-            seq = seq * 10 + (n[i] - '0');
-        if (i != len - sl || i == pl)
-            continue;
-        if (seq > best) {
-            best = seq;
-            if (found)
-                snprintf(found, cap, "%s", n);
-        }
-    }
-    closedir(d);
-    return best;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Sends `request` to the agent in process t->pid and waits up to timeout seconds for a
- * new memsight-<pid>-<NNNN>-<reason>.msnap; its path goes to `path`. Shared with other
- * request commands (declared there as extern). Returns 0 or -1 with a message. */
-int ms_cli_agent_request(int pid, int signo, int request, const char *reason, double timeout,
-                         char *path, size_t pathlen, char *err, size_t errlen)
-{
-    agent_target t;
-    memset(&t, 0, sizeof t);
-    t.pid = pid;
-    t.signo = signo;
-    if (inspect_target(&t, err, errlen) != 0)
-        return -1;
-    long before = latest_snapshot(t.out, pid, reason, NULL, 0);
-    if (before == -2) {
-        set_err(err, errlen, "cannot read snapshot directory %s of process %d: %s", t.out, pid,
-                strerror(errno));
-        return -1;
-    }
-    union sigval v;
-    v.sival_int = request;
-    if (sigqueue(pid, t.signo, v) != 0) {
-        set_err(err, errlen, "cannot signal process %d: %s", pid, strerror(errno));
-        return -1;
-    }
-    double deadline = now_s() + timeout;
-    char name[NAME_MAX + 1];
-    for (;;) {
-        long seq = latest_snapshot(t.out, pid, reason, name, sizeof name);
-        if (seq > before) {
-            int n = snprintf(path, pathlen, "%s/%s", t.out, name);
-            if (n < 0 || (size_t)n >= pathlen) {
-                set_err(err, errlen, "snapshot path too long");
-                return -1;
-            }
-            return 0;
-        }
-        if (kill(pid, 0) != 0 && errno == ESRCH) {
-            set_err(err, errlen, "process %d exited before writing the snapshot", pid);
-            return -1;
-        }
-        if (now_s() >= deadline)
-            break;
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    set_err(err, errlen,
-            "no new snapshot in %s within %.1f s (process %d may be stopped, or its agent "
-            "could not start its control thread or write there; its own messages are in the "
-            "HLTH counters of its next snapshot)",
-            t.out, timeout, pid);
-    return -1;
-}
 
 static void usage(FILE *f)
 {
@@ -324,25 +52,20 @@ int ms_cmd_dump(int argc, char **argv)
                 return 2;
             }
             if (!strncmp(a, "--timeout", 9)) {
-                char *end;
-                timeout = strtod(val, &end);
-                if (end == val || *end || !(timeout > 0) || timeout > 86400) {
+                if (ms_cli_parse_timeout(val, &timeout) != 0) {
                     fprintf(stderr, "memsight dump: bad --timeout '%s'\n", val);
                     return 2;
                 }
-            } else if (parse_int(val, 1, SIGRTMAX, &signo) != 0) {
+            } else if (ms_cli_parse_long(val, 1, SIGRTMAX, &signo) != 0) {
                 fprintf(stderr, "memsight dump: bad --signal '%s'\n", val);
                 return 2;
             }
             continue;
         }
-        long p;
-        if (a[0] == '-' || pid || parse_int(a, 1, INT_MAX, &p) != 0) {
-            fprintf(stderr, "memsight dump: unexpected argument '%s'\n", a);
+        if (ms_cli_parse_pid_arg("dump", a, &pid) != 0) {
             usage(stderr);
             return 2;
         }
-        pid = (int)p;
     }
     if (!pid) {
         usage(stderr);

@@ -12,20 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent_request.h"
 #include "analysis/symbolize.h"
+#include "cli_common.h"
 #include "commands.h"
 #include "core/fileio.h"
 #include "core/snapshot.h"
 
-/* Shared with `memsight dump` (cmd_dump.c). */
-int ms_cli_agent_request(int pid, int signo, int request, const char *reason, double timeout,
-                         char *path, size_t pathlen, char *err, size_t errlen);
 #pragma weak ms_symbolizer_new
 #pragma weak ms_symbolize
 #pragma weak ms_symbolizer_free
-
-/* Kept in step with src/agent/control.h (the CLI does not include agent headers). */
-#define MS_REQ_LEAKS 2
 
 static const char *const class_names[MS_LEAK_CLASS_COUNT] = {
     "definitely lost", "indirectly lost", "possibly lost", "still reachable"};
@@ -50,17 +46,6 @@ static void usage(FILE *f)
             "The full result (JSON 'leaks' and 'leak_records') is in the snapshot:\n"
             "  memsight report --format json <snapshot>\n"
             "A scan needs every live block: an agent in sampled mode (sample=N) refuses.\n");
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 /* The agent records only a sample when its options say sample=N (N > 0). */
@@ -309,15 +294,13 @@ int ms_cmd_leaks(int argc, char **argv)
             }
             int bad = 0;
             if (opt == 0) {
-                char *end;
-                timeout = strtod(val, &end);
-                bad = end == val || *end || !(timeout > 0) || timeout > 86400;
+                bad = ms_cli_parse_timeout(val, &timeout) != 0;
             } else if (opt == 1) {
-                bad = parse_long(val, 1, SIGRTMAX, &signo) != 0;
+                bad = ms_cli_parse_long(val, 1, SIGRTMAX, &signo) != 0;
             } else if (opt == 2) {
-                bad = parse_long(val, 1, 100000, &top) != 0;
+                bad = ms_cli_parse_long(val, 1, 100000, &top) != 0;
             } else {
-                bad = parse_long(val, 1, 256, &frames) != 0;
+                bad = ms_cli_parse_long(val, 1, 256, &frames) != 0;
             }
             if (bad) {
                 fprintf(stderr, "memsight leaks: bad value '%s' for %s\n", val, valued[opt]);
@@ -325,13 +308,10 @@ int ms_cmd_leaks(int argc, char **argv)
             }
             continue;
         }
-        long p;
-        if (a[0] == '-' || pid || parse_long(a, 1, INT_MAX, &p) != 0) {
-            fprintf(stderr, "memsight leaks: unexpected argument '%s'\n", a);
+        if (ms_cli_parse_pid_arg("leaks", a, &pid) != 0) {
             usage(stderr);
             return 2;
         }
-        pid = (int)p;
     }
     if (!pid) {
         usage(stderr);

@@ -1,0 +1,19 @@
+/* Asking the memsight agent in a running process for a snapshot, for `memsight dump` and
+ * `memsight leaks`. Reads /proc and signals the process; never touches its memory. */
+#ifndef MS_CLI_AGENT_REQUEST_H
+#define MS_CLI_AGENT_REQUEST_H
+
+#include <stddef.h>
+
+/* Kept in step with src/agent/control.h (the CLI does not include agent headers). */
+#define MS_REQ_DUMP 1
+#define MS_REQ_LEAKS 2
+#define MS_DEFAULT_SIGNAL_OFFSET 13
+
+/* Sends `request` to the agent in process `pid` (signal `signo`, 0: the agent's own or the
+ * default) and waits up to `timeout` seconds for a new memsight-<pid>-<NNNN>-<reason>.msnap;
+ * its path goes to `path`. Returns 0, or -1 with a message in err. */
+int ms_cli_agent_request(int pid, int signo, int request, const char *reason, double timeout,
+                         char *path, size_t pathlen, char *err, size_t errlen);
+
+#endif
