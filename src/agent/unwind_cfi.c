@@ -764,6 +764,8 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     uintptr_t lo = fp;
     uintptr_t pc = 0, sp = 0, bp = 0;
+    /* in locals: stores into pcs[] would otherwise force reloads of the globals */
+    const uintptr_t self_lo = ms_self_lo, self_hi = ms_self_hi;
     /* outside the thread's known stack (a coroutine's own stack): do not walk */
     if (MS_UNLIKELY(!hi || fp >= hi || fp < ms_self.stack_lo)) {
         *flags |= MS_STACKF_UNWIND_FAIL;
@@ -781,7 +783,7 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
         }
         uintptr_t ra = ((const uintptr_t *)fp)[1];
         uintptr_t next = ((const uintptr_t *)fp)[0];
-        if (ra < ms_self_lo || ra >= ms_self_hi) {
+        if (ra < self_lo || ra >= self_hi) {
             pc = ra;
             sp = fp + 16;
             bp = next;
@@ -808,7 +810,7 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
     unsigned n = 0;
     int overflow = 0; /* steps not kept in cur: it cannot end with stop != 0 */
     for (;;) {
-        int self = pc >= ms_self_lo && pc < ms_self_hi;
+        int self = pc >= self_lo && pc < self_hi;
         if (!self) {
             if (n == max) {
                 *flags |= MS_STACKF_TRUNCATED;
@@ -831,7 +833,7 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
                         q = prev->s[last].ra; /* the outermost frame */
                     else
                         break;
-                    if (q >= ms_self_lo && q < ms_self_hi)
+                    if (q >= self_lo && q < self_hi)
                         continue;
                     if (n == max) {
                         *flags |= MS_STACKF_TRUNCATED;
