@@ -105,12 +105,25 @@ static ms_hprof_domresult *dominators(const ms_hgraph *g, const char *path)
     return r;
 }
 
+/* With --strict, a successful command whose dump(s) had problems exits EXIT_PROBLEMS. */
+static int strict_exit(int rc, const hopts *o, uint64_t problems)
+{
+    return !rc && o->strict && problems ? EXIT_PROBLEMS : rc;
+}
+
+/* Commands that read one dump: says so when given another number of files. */
+static int one_file(const char *cmd, int n)
+{
+    if (n == 1)
+        return 1;
+    fprintf(stderr, "memsight hprof %s: one FILE expected\n", cmd);
+    return 0;
+}
+
 static int cmd_summary(FILE *out, int n, char **files, hopts *o)
 {
-    if (n != 1) {
-        fprintf(stderr, "memsight hprof summary: one FILE expected\n");
+    if (!one_file("summary", n))
         return EXIT_USAGE;
-    }
     ms_hgraph *g = load(files[0], o);
     if (!g)
         return 1;
@@ -120,18 +133,15 @@ static int cmd_summary(FILE *out, int n, char **files, hopts *o)
     int rc = ms_hsummary_print(out, files[0], g, &s, o->format, err, sizeof err) ? 1 : 0;
     if (rc)
         fprintf(stderr, "memsight hprof: %s\n", err);
-    if (!rc && o->strict && g->problem_total)
-        rc = EXIT_PROBLEMS;
+    rc = strict_exit(rc, o, g->problem_total);
     ms_hgraph_free(g);
     return rc;
 }
 
 static int cmd_histogram(FILE *out, int n, char **files, hopts *o)
 {
-    if (n != 1) {
-        fprintf(stderr, "memsight hprof histogram: one FILE expected\n");
+    if (!one_file("histogram", n))
         return EXIT_USAGE;
-    }
     int key = ms_hhist_sort_key(o->sort ? o->sort : "shallow");
     if (key < 0) {
         fprintf(stderr, "memsight hprof histogram: unknown --sort '%s'\n", o->sort);
@@ -168,8 +178,7 @@ static int cmd_histogram(FILE *out, int n, char **files, hopts *o)
         }
         ms_hhist_free(&h);
     }
-    if (!rc && o->strict && g->problem_total)
-        rc = EXIT_PROBLEMS;
+    rc = strict_exit(rc, o, g->problem_total);
     free(ret);
     if (dr)
         ms_hprof_domresult_free(dr);
@@ -179,10 +188,8 @@ static int cmd_histogram(FILE *out, int n, char **files, hopts *o)
 
 static int cmd_dominators(FILE *out, int n, char **files, hopts *o)
 {
-    if (n != 1) {
-        fprintf(stderr, "memsight hprof dominators: one FILE expected\n");
+    if (!one_file("dominators", n))
         return EXIT_USAGE;
-    }
     ms_hgraph *g = load(files[0], o);
     if (!g)
         return 1;
@@ -200,8 +207,7 @@ static int cmd_dominators(FILE *out, int n, char **files, hopts *o)
         }
         ms_hprof_domresult_free(dr);
     }
-    if (!rc && o->strict && g->problem_total)
-        rc = EXIT_PROBLEMS;
+    rc = strict_exit(rc, o, g->problem_total);
     ms_hgraph_free(g);
     return rc;
 }
@@ -242,8 +248,7 @@ static int cmd_path(FILE *out, int n, char **files, hopts *o)
             ms_hprof_path_free(&p);
         }
     }
-    if (!rc && o->strict && g->problem_total)
-        rc = EXIT_PROBLEMS;
+    rc = strict_exit(rc, o, g->problem_total);
     ms_hgraph_free(g);
     return rc;
 }
@@ -286,8 +291,7 @@ static int cmd_diff(FILE *out, int n, char **files, hopts *o)
         }
         ms_hprof_diff_free(&d);
     }
-    if (!rc && o->strict && (a->problem_total || b->problem_total))
-        rc = EXIT_PROBLEMS;
+    rc = strict_exit(rc, o, a->problem_total + b->problem_total);
     if (ra)
         ms_hprof_domresult_free(ra);
     if (rb)
@@ -299,10 +303,8 @@ static int cmd_diff(FILE *out, int n, char **files, hopts *o)
 
 static int cmd_leaks(FILE *out, int n, char **files, hopts *o)
 {
-    if (n != 1) {
-        fprintf(stderr, "memsight hprof leaks: one FILE expected\n");
+    if (!one_file("leaks", n))
         return EXIT_USAGE;
-    }
     if (o->format && !strcmp(o->format, "csv")) {
         fprintf(stderr, "memsight hprof leaks: --format text or json\n");
         return EXIT_USAGE;
@@ -325,8 +327,7 @@ static int cmd_leaks(FILE *out, int n, char **files, hopts *o)
     } else if (o->no_retained || dr) {
         fprintf(stderr, "memsight hprof: %s: %s\n", files[0], err);
     }
-    if (!rc && o->strict && g->problem_total)
-        rc = EXIT_PROBLEMS;
+    rc = strict_exit(rc, o, g->problem_total);
     if (dr)
         ms_hprof_domresult_free(dr);
     ms_hgraph_free(g);
