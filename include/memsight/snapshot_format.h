@@ -13,7 +13,7 @@
  * ------------------------------------------------------------------------- */
 #define MS_SNAP_MAGIC "MSIGSNAP" /* 8 bytes, no terminator on disk */
 #define MS_SNAP_VERSION_MAJOR 1
-#define MS_SNAP_VERSION_MINOR 0
+#define MS_SNAP_VERSION_MINOR 1 /* 1.1: kind reserved */
 
 typedef struct ms_snap_header {
     char magic[8];
@@ -102,6 +102,7 @@ enum ms_alloc_kind {
     MS_KIND_HEAP = 0,  /* malloc family */
     MS_KIND_MMAP = 1,  /* mmap/mremap regions made by the program */
     MS_KIND_STACK = 2, /* thread stacks */
+    MS_KIND_RESERVED = 3, /* PROT_NONE address space (format 1.1): not memory */
     MS_KIND_COUNT
 };
 

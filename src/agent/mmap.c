@@ -1,7 +1,8 @@
 /* mmap, mmap64, munmap, mremap interposers and the table of live regions (program
- * mappings, kind mmap, and thread stacks, kind stack): a sorted array under one
- * spinlock, since each of these calls is a system call anyway. Partial munmap trims or
- * splits a region; mremap frees the old range and records the new one.
+ * mappings, kind mmap; PROT_NONE reservations, kind reserved; thread stacks, kind stack):
+ * a sorted array under one spinlock, since each of these calls is a system call anyway.
+ * Partial munmap trims or splits a region; mremap frees the old range and records the
+ * new one; mprotect (mprotect.c) moves pieces between mmap and reserved here.
  * Runs inside the target: no malloc, the lock is never held across fork. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -89,6 +90,33 @@ static void regs_remove_at(uint64_t i)
     ms_nregs--;
 }
 
+/* Per-stack accounting of regions. Reserved address space is not memory: it stays out of
+ * the live total that peaks and byte triggers follow (ms_control_note). A partial change
+ * moves bytes and no block (blocks 0). */
+static void acct_alloc(ms_stack_rec *st, unsigned kind, uint64_t blocks, uint64_t bytes)
+{
+    if (!st)
+        return;
+    if (kind == MS_KIND_RESERVED) {
+        __atomic_fetch_add(&st->alloc_blocks, blocks, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&st->alloc_bytes, bytes, __ATOMIC_RELAXED);
+    } else {
+        ms_stack_account_alloc_n(st, blocks, bytes);
+    }
+}
+
+static void acct_free(ms_stack_rec *st, unsigned kind, uint64_t blocks, uint64_t bytes)
+{
+    if (!st)
+        return;
+    if (kind == MS_KIND_RESERVED) {
+        __atomic_fetch_add(&st->free_blocks, blocks, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&st->free_bytes, bytes, __ATOMIC_RELAXED);
+    } else {
+        ms_stack_account_free_n(st, blocks, bytes);
+    }
+}
+
 /* Removes [a, a+len) from the table, accounting what goes away. Lock held. */
 static void regs_cut_locked(uint64_t a, uint64_t len)
 {
@@ -99,25 +127,22 @@ static void regs_cut_locked(uint64_t a, uint64_t len)
         uint64_t rs = r->addr, re = r->addr + r->size;
         uint64_t cs = rs > a ? rs : a, ce = re < end ? re : end;
         ms_stack_rec *st = ms_stack_get(r->stack_id);
+        unsigned kind = r->kind;
         if (cs <= rs && ce >= re) { /* whole region goes */
-            if (st)
-                ms_stack_account_free(st, r->size);
+            acct_free(st, kind, 1, r->size);
             regs_remove_at(i);
             continue;
         }
-        if (st) /* bytes leave, the block stays */
-            __atomic_fetch_add(&st->free_bytes, ce - cs, __ATOMIC_RELAXED);
+        acct_free(st, kind, 0, ce - cs); /* bytes leave, the block stays */
         if (cs > rs && ce < re) { /* hole in the middle: split */
             ms_region tail = *r;
             tail.addr = ce;
             tail.size = re - ce;
             r->size = cs - rs;
             if (regs_insert_locked(&tail) == 0) {
-                if (st) /* one more live block, no new bytes */
-                    __atomic_fetch_add(&st->alloc_blocks, 1, __ATOMIC_RELAXED);
+                acct_alloc(st, kind, 1, 0); /* one more live block, no new bytes */
             } else {
-                if (st)
-                    __atomic_fetch_add(&st->free_bytes, tail.size, __ATOMIC_RELAXED);
+                acct_free(st, kind, 0, tail.size);
                 MS_HEALTH_INC(dropped_regions);
             }
             return;
@@ -132,6 +157,8 @@ static void regs_cut_locked(uint64_t a, uint64_t len)
     }
 }
 
+static int regs_merge_locked(uint64_t i);
+
 void ms_region_add(uint64_t addr, uint64_t size, unsigned kind, uint32_t stack_id, uint32_t tid)
 {
     if (!size)
@@ -139,10 +166,22 @@ void ms_region_add(uint64_t addr, uint64_t size, unsigned kind, uint32_t stack_i
     ms_region r = {addr, size, ms_ticks(), stack_id, tid, kind, 0};
     ms_stack_rec *st = ms_stack_get(stack_id);
     regs_lock();
+    int in_reservation = 0;
+    for (uint64_t i = regs_lower(addr); i < ms_nregs && ms_regs[i].addr < addr + size; i++)
+        if (ms_regs[i].kind == MS_KIND_RESERVED)
+            in_reservation = 1;
     regs_cut_locked(addr, size); /* a new mapping replaces whatever was there */
     int rc = regs_insert_locked(&r);
-    if (rc == 0 && st)
-        ms_stack_account_alloc(st, size);
+    if (rc == 0)
+        acct_alloc(st, kind, 1, size);
+    if (rc == 0 && in_reservation) {
+        /* committing a reservation piece by piece from one call site (MAP_FIXED) makes
+         * one block of the pieces that touch: the table stays small */
+        uint64_t i = regs_lower(addr);
+        regs_merge_locked(i);
+        if (i > 0)
+            regs_merge_locked(i - 1);
+    }
     regs_unlock();
     if (rc != 0)
         MS_HEALTH_INC(dropped_regions);
@@ -161,14 +200,122 @@ int ms_region_remove_exact(uint64_t addr, unsigned kind)
     regs_lock();
     uint64_t i = regs_lower(addr);
     if (i < ms_nregs && ms_regs[i].addr == addr && ms_regs[i].kind == kind) {
-        ms_stack_rec *st = ms_stack_get(ms_regs[i].stack_id);
-        if (st)
-            ms_stack_account_free(st, ms_regs[i].size);
+        acct_free(ms_stack_get(ms_regs[i].stack_id), kind, 1, ms_regs[i].size);
         regs_remove_at(i);
         found = 1;
     }
     regs_unlock();
     return found;
+}
+
+/* The stack of kind `to` with the same pcs as stack sid (the reservation's call stack
+ * stays the allocation stack of what is committed from it). Lock-free, no malloc. */
+static uint32_t counterpart(uint32_t sid, unsigned to)
+{
+    const ms_stack_rec *st = ms_stack_get(sid);
+    if (!st)
+        return ms_stack_intern(to, NULL, 0, MS_STACKF_UNWIND_FAIL);
+    return ms_stack_intern(to, ms_stack_pcs(st), st->depth, st->flags);
+}
+
+/* Joins region i with region i+1 when they touch and share kind and stack: one live
+ * block less, no bytes change. Lock held. */
+static int regs_merge_locked(uint64_t i)
+{
+    if (i + 1 >= ms_nregs)
+        return 0;
+    ms_region *x = &ms_regs[i], *y = &ms_regs[i + 1];
+    if (x->addr + x->size != y->addr || x->kind != y->kind || x->stack_id != y->stack_id ||
+        (x->kind != MS_KIND_MMAP && x->kind != MS_KIND_RESERVED))
+        return 0;
+    x->size += y->size;
+    if (y->ticks < x->ticks)
+        x->ticks = y->ticks;
+    acct_free(ms_stack_get(x->stack_id), x->kind, 1, 0);
+    regs_remove_at(i + 1);
+    return 1;
+}
+
+void ms_region_protect(uint64_t a, uint64_t len, int accessible)
+{
+    unsigned to = accessible ? MS_KIND_MMAP : MS_KIND_RESERVED;
+    uint64_t end = a + len < a ? UINT64_MAX : a + len;
+    if (!len)
+        return;
+    regs_lock();
+    int changed = 0;
+    uint64_t i = regs_lower(a);
+    while (i < ms_nregs && ms_regs[i].addr < end) {
+        ms_region *r = &ms_regs[i];
+        /* thread stacks and their guard pages stay as they are */
+        if (r->kind == to || (r->kind != MS_KIND_MMAP && r->kind != MS_KIND_RESERVED)) {
+            i++;
+            continue;
+        }
+        uint64_t rs = r->addr, re = r->addr + r->size;
+        uint64_t cs = rs > a ? rs : a, ce = re < end ? re : end;
+        uint64_t need = (cs > rs) + (ce < re);
+        if (ms_nregs + need > ms_regs_cap) { /* the piece keeps its old kind */
+            MS_HEALTH_INC(dropped_regions);
+            i++;
+            continue;
+        }
+        unsigned from = r->kind;
+        ms_stack_rec *st = ms_stack_get(r->stack_id);
+        ms_region piece = *r;
+        piece.addr = cs;
+        piece.size = ce - cs;
+        piece.kind = to;
+        piece.stack_id = counterpart(r->stack_id, to);
+        if (!need) { /* the whole region changes kind */
+            acct_free(st, from, 1, r->size);
+            *r = piece;
+        } else {
+            acct_free(st, from, 0, ce - cs); /* bytes leave, the block stays */
+            if (cs > rs && ce < re) {        /* middle: head stays, tail is a new block */
+                ms_region tail = *r;
+                tail.addr = ce;
+                tail.size = re - ce;
+                r->size = cs - rs;
+                regs_insert_locked(&tail);
+                acct_alloc(st, from, 1, 0);
+            } else if (cs > rs) {
+                r->size = cs - rs;
+            } else {
+                r->addr = ce;
+                r->size = re - ce;
+            }
+            regs_insert_locked(&piece);
+        }
+        acct_alloc(ms_stack_get(piece.stack_id), to, 1, piece.size);
+        changed = 1;
+        i = regs_lower(ce);
+    }
+    /* Pieces that now touch a neighbour of the same kind and stack become one block
+     * (committing a reservation page by page keeps the table small). */
+    if (changed) {
+        uint64_t j = regs_lower(a);
+        if (j > 0)
+            j--;
+        while (j + 1 < ms_nregs && ms_regs[j].addr <= end) {
+            uint64_t b = ms_regs[j].addr + ms_regs[j].size;
+            if (b >= a && b <= end && regs_merge_locked(j))
+                continue;
+            j++;
+        }
+    }
+    regs_unlock();
+}
+
+unsigned ms_region_kind_at(uint64_t addr)
+{
+    unsigned kind = MS_KIND_MMAP;
+    regs_lock();
+    uint64_t i = regs_lower(addr);
+    if (i < ms_nregs && ms_regs[i].addr <= addr)
+        kind = ms_regs[i].kind;
+    regs_unlock();
+    return kind;
 }
 
 int ms_regions_foreach(ms_live_fn fn, void *arg, unsigned flags)
@@ -217,8 +364,12 @@ static void *ms_mmap_common(void *a, size_t len, int prot, int flags, int fd, of
     ms_enter();
     void *p = real(a, len, prot, flags, fd, off);
     if (p != MAP_FAILED) {
-        uint32_t sid = ms_current_stack(MS_KIND_MMAP);
-        ms_region_add((uint64_t)(uintptr_t)p, len, MS_KIND_MMAP, sid, ms_gettid());
+        /* PROT_NONE maps address space, not memory: runtimes reserve that way and
+         * commit pieces later (mprotect, or mmap MAP_FIXED over the reservation) */
+        unsigned kind = (prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) ? MS_KIND_MMAP
+                                                                      : MS_KIND_RESERVED;
+        uint32_t sid = ms_current_stack(kind);
+        ms_region_add((uint64_t)(uintptr_t)p, len, kind, sid, ms_gettid());
     }
     ms_leave();
     return p;
@@ -268,13 +419,17 @@ MS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         return (void *)r;
     }
     ms_enter();
+    /* a moved reservation stays a reservation (the protection moves with it) */
+    unsigned kind = ms_region_kind_at((uint64_t)(uintptr_t)old) == MS_KIND_RESERVED
+                        ? MS_KIND_RESERVED
+                        : MS_KIND_MMAP;
     void *p = ms_real.mremap(old, old_len, new_len, flags, want);
     if (p != MAP_FAILED) {
         uint64_t olen = (old_len + 4095) & ~4095ull;
         if (!(flags & MREMAP_DONTUNMAP) || p == old)
             ms_region_remove_range((uint64_t)(uintptr_t)old, olen);
-        uint32_t sid = ms_current_stack(MS_KIND_MMAP);
-        ms_region_add((uint64_t)(uintptr_t)p, new_len, MS_KIND_MMAP, sid, ms_gettid());
+        uint32_t sid = ms_current_stack(kind);
+        ms_region_add((uint64_t)(uintptr_t)p, new_len, kind, sid, ms_gettid());
     }
     ms_leave();
     return p;

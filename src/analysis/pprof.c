@@ -399,6 +399,8 @@ static int build(prof *p)
     size_t caplocs = 0;
     for (size_t i = 0; i < s->nstacks; i++) {
         const ms_stack *st = &s->stacks[i];
+        if (st->kind == MS_KIND_RESERVED) /* address space, not memory */
+            continue;
         if (st->depth + 1 > caplocs) {
             caplocs = st->depth + 1;
             uint64_t *nl = realloc(locs, caplocs * sizeof *nl);

@@ -151,6 +151,7 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
     counters(&j, "heap_", &t.kind[MS_KIND_HEAP], 1);
     counters(&j, "mmap_", &t.kind[MS_KIND_MMAP], 1);
     counters(&j, "stack_", &t.kind[MS_KIND_STACK], 1);
+    counters(&j, "reserved_", &t.kind[MS_KIND_RESERVED], 1); /* not in the totals above */
     ms_json_kv_u64(&j, "stacks", s->nstacks);
     if (s->has_blocks)
         ms_json_kv_u64(&j, "blocks_recorded", s->nblocks);

@@ -13,7 +13,7 @@
 
 const char *ms_kind_name(unsigned kind)
 {
-    static const char *const names[] = {"heap", "mmap", "stack"};
+    static const char *const names[] = {"heap", "mmap", "stack", "reserved"};
     return kind < MS_KIND_COUNT ? names[kind] : "unknown";
 }
 
@@ -39,7 +39,8 @@ void ms_report_totals_compute(const ms_snapshot *s, ms_report_totals *t)
     memset(t, 0, sizeof *t);
     for (size_t i = 0; i < s->nstacks; i++) {
         const ms_stack *st = &s->stacks[i];
-        add(&t->all, &st->c);
+        if (st->kind != MS_KIND_RESERVED) /* address space, not memory */
+            add(&t->all, &st->c);
         if (st->kind < MS_KIND_COUNT)
             add(&t->kind[st->kind], &st->c);
     }
@@ -61,6 +62,9 @@ static ms_metric sort_metric;
 static int cmp_ranked(const void *a, const void *b)
 {
     const ms_stack *x = *(const ms_stack *const *)a, *y = *(const ms_stack *const *)b;
+    int rx = x->kind == MS_KIND_RESERVED, ry = y->kind == MS_KIND_RESERVED;
+    if (rx != ry) /* reserved address space after the stacks holding memory */
+        return rx - ry;
     uint64_t vx = ms_report_metric(x, sort_metric), vy = ms_report_metric(y, sort_metric);
     if (vx != vy)
         return vx > vy ? -1 : 1;

@@ -13,14 +13,14 @@
 #include "core/snapshot.h"
 
 typedef struct ms_report_totals {
-    ms_snap_counters all;
+    ms_snap_counters all; /* every kind but reserved (address space, not memory) */
     ms_snap_counters kind[MS_KIND_COUNT];
 } ms_report_totals;
 
 void ms_report_totals_compute(const ms_snapshot *s, ms_report_totals *t);
 uint64_t ms_report_metric(const ms_stack *st, ms_metric m);
-/* Stacks ranked by m, largest first (ties: cumulative bytes, then id); only those with
- * a non-zero m unless include_zero. malloc'ed; NULL (*n = 0) on out-of-memory. */
+/* Stacks ranked by m, largest first (ties: cumulative bytes, then id), stacks of kind
+ * reserved after all others; only those with a non-zero m unless include_zero. malloc'ed; NULL (*n = 0) on out-of-memory. */
 const ms_stack **ms_report_ranked(const ms_snapshot *s, ms_metric m, int include_zero,
                                   size_t *n);
 

@@ -147,8 +147,13 @@ static void print_totals(FILE *out, const ms_snapshot *s)
     fprintf(out, "\nLive: %s in %" PRIu64 " blocks\n", human(t.all.live_bytes, a, sizeof a),
             t.all.live_blocks);
     for (unsigned k = 0; k < MS_KIND_COUNT; k++)
-        fprintf(out, "  %-6s %12s in %" PRIu64 " blocks\n", ms_kind_name(k),
-                human(t.kind[k].live_bytes, a, sizeof a), t.kind[k].live_blocks);
+        if (k != MS_KIND_RESERVED)
+            fprintf(out, "  %-6s %12s in %" PRIu64 " blocks\n", ms_kind_name(k),
+                    human(t.kind[k].live_bytes, a, sizeof a), t.kind[k].live_blocks);
+    if (t.kind[MS_KIND_RESERVED].live_blocks || t.kind[MS_KIND_RESERVED].alloc_blocks)
+        fprintf(out, "Reserved: %s in %" PRIu64 " regions (address space, not memory)\n",
+                human(t.kind[MS_KIND_RESERVED].live_bytes, a, sizeof a),
+                t.kind[MS_KIND_RESERVED].live_blocks);
     fprintf(out, "Cumulative: allocated %s in %" PRIu64 " blocks, freed %s in %" PRIu64
                  " blocks\n",
             human(t.all.alloc_bytes, a, sizeof a), t.all.alloc_blocks,
@@ -267,6 +272,11 @@ int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *o
             human(t.kind[MS_KIND_HEAP].live_bytes, b, sizeof b),
             human(t.kind[MS_KIND_MMAP].live_bytes, c, sizeof c),
             human(t.kind[MS_KIND_STACK].live_bytes, d, sizeof d));
+    if (t.kind[MS_KIND_RESERVED].live_blocks)
+        fprintf(out, "memsight: reserved: %s in %" PRIu64
+                     " regions (address space, not memory)\n",
+                human(t.kind[MS_KIND_RESERVED].live_bytes, a, sizeof a),
+                t.kind[MS_KIND_RESERVED].live_blocks);
     fprintf(out, "memsight: allocated %s in %" PRIu64 " blocks, freed %s in %" PRIu64 " blocks\n",
             human(t.all.alloc_bytes, a, sizeof a), t.all.alloc_blocks,
             human(t.all.free_bytes, b, sizeof b), t.all.free_blocks);

@@ -460,6 +460,8 @@ ms_agg *ms_agg_build(const ms_snapshot *s, ms_symbolizer *sym, ms_agg_key by, ch
         goto oom;
     for (size_t i = 0; i < s->nstacks; i++) {
         const ms_stack *st = &s->stacks[i];
+        if (st->kind == MS_KIND_RESERVED) /* address space, not memory */
+            continue;
         size_t need = (size_t)st->depth * MS_AGG_MAX_INLINE + 2;
         if (need > capn) {
             char **nn = realloc(names, need * sizeof *nn);

@@ -94,7 +94,7 @@ def read(path):
                 o += 64
                 pcs = list(struct.unpack_from('<%dQ' % depth, p, o))
                 o += 8 * depth
-                snap['stacks'][sid] = {'id': sid, 'kind': ['heap', 'mmap', 'stack'][kind],
+                snap['stacks'][sid] = {'id': sid, 'kind': ['heap', 'mmap', 'stack', 'reserved'][kind],
                                        'flags': sflags, 'pcs': pcs,
                                        'live_blocks': c[0], 'live_bytes': c[1],
                                        'alloc_blocks': c[2], 'alloc_bytes': c[3],
@@ -105,7 +105,7 @@ def read(path):
             for i in range(n):
                 a, s, t, sid, tid, kind = struct.unpack_from('<QQQIIB', p, 8 + 40 * i)
                 blocks.append({'address': a, 'size': s, 'time_ns': t, 'stack_id': sid, 'tid': tid,
-                               'kind': ['heap', 'mmap', 'stack'][kind]})
+                               'kind': ['heap', 'mmap', 'stack', 'reserved'][kind]})
             snap['blocks'] = blocks
         elif name == 'THRD':
             (n,) = struct.unpack_from('<I', p, 0)

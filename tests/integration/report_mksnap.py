@@ -11,7 +11,8 @@ import struct
 import sys
 import zlib
 
-MAJOR, MINOR = 1, 0
+MAJOR, MINOR = 1, 0  # the sample files are 1.0: older files must stay readable
+READER_MINOR = 1      # the newest minor the tools read (1.1 added kind reserved)
 KIND = {"heap": 0, "mmap": 1, "stack": 2}
 LEAK = {"definitely_lost": 0, "indirectly_lost": 1, "possibly_lost": 2, "still_reachable": 3}
 
@@ -244,11 +245,11 @@ def write_set(outdir, module=None):
     s2.major = MAJOR + 1
     files["newer-major.msnap"] = s2.build()
     s3, _ = sample_snapshot(module)
-    s3.minor = MINOR + 1
+    s3.minor = READER_MINOR + 1
     s3.extra = [("NEW1", 0, b"future data")]
     files["newer-minor.msnap"] = s3.build()
     s4, _ = sample_snapshot(module)
-    s4.minor = MINOR + 1
+    s4.minor = READER_MINOR + 1
     s4.extra = [("NEW2", 1, b"must understand")]
     files["required-unknown.msnap"] = s4.build()
     s5 = Snapshot()
