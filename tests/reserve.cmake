@@ -7,7 +7,7 @@ foreach(v o2 fp)
   else()
     set(fl -O2 -g -fno-omit-frame-pointer)
   endif()
-  ms_test_program(rv_reserve_${v} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/rv_reserve.c FLAGS ${fl})
+  ms_test_program(rv_reserve_${v} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/rv_reserve.c FLAGS ${fl} LIBS Threads::Threads)
   # the agent's own ground-truth check: per-stack counters, BLKS and the JSON report
   ms_integration_test(reserve_gt_${v} ${CMAKE_CURRENT_SOURCE_DIR}/integration/agent_groundtruth.py rv_reserve_${v})
   # totals, ordering, text report, exit summary and exporters under `memsight run`

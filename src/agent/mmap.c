@@ -219,7 +219,8 @@ static uint32_t counterpart(uint32_t sid, unsigned to)
 }
 
 /* Joins region i with region i+1 when they touch and share kind and stack: one live
- * block less, no bytes change. Lock held. */
+ * block less, no bytes change; it takes back the block a split added (alloc_blocks), and
+ * is no free. Lock held. */
 static int regs_merge_locked(uint64_t i)
 {
     if (i + 1 >= ms_nregs)
@@ -231,7 +232,12 @@ static int regs_merge_locked(uint64_t i)
     x->size += y->size;
     if (y->ticks < x->ticks)
         x->ticks = y->ticks;
-    acct_free(ms_stack_get(x->stack_id), x->kind, 1, 0);
+    ms_stack_rec *st = ms_stack_get(x->stack_id);
+    if (st) {
+        __atomic_fetch_sub(&st->alloc_blocks, 1, __ATOMIC_RELAXED);
+        if (x->kind != MS_KIND_RESERVED)
+            ms_control_note(st, 0, -1);
+    }
     regs_remove_at(i + 1);
     return 1;
 }

@@ -91,10 +91,16 @@ def program(prog, tmp):
     rep = json.loads(memsight('report', path, '--format', 'json'))
     common(rep, err, path)
     t = rep['totals']
-    lines = [l.split() for l in out.splitlines()]
+    lines = [l.split(None, 1) if l.startswith('health ') else l.split()
+             for l in out.splitlines()]
     totals = [l for l in lines if l and l[0] == 'total']
     expects = [l for l in lines if l and l[0] == 'expect']
     check(len(totals) == 2 and len(expects) >= 5, 'program printed %r' % out)
+    for _, cond in [l for l in lines if l and l[0] == 'health']:
+        name, limit = cond.split('<=')
+        got = rep['health'].get(name)
+        check(got is not None and got <= int(limit), 'health %s = %r, expected <= %s'
+              % (name, got, limit))
     for _, kind, blocks, nbytes in totals:
         got = (t[kind + '_live_blocks'], t[kind + '_live_bytes'])
         check(got == (int(blocks), int(nbytes)), 'totals %s: expected %s blocks / %s bytes, '
