@@ -361,27 +361,6 @@ static int parse_map(builder *b, cur *c)
     return 0;
 }
 
-static void free_partial(ms_snapshot *s)
-{
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->nmeta; i++) {
-        free(s->meta[i].key);
-        free(s->meta[i].value);
-    }
-    free(s->meta);
-    for (size_t i = 0; i < s->nmodules; i++) {
-        free(s->modules[i].path);
-        free(s->modules[i].segs);
-    }
-    free(s->modules);
-    for (size_t i = 0; i < s->nstacks; i++)
-        free(s->stacks[i].pcs);
-    free(s->stacks);
-    free(s->path);
-    free(s);
-}
-
 ms_snapshot *ms_android_dump_parse(const char *data, size_t len, const char *name, char *err,
                                    size_t errlen)
 {
@@ -558,6 +537,6 @@ ms_snapshot *ms_android_dump_parse(const char *data, size_t len, const char *nam
 bad:
     ms_agg_free(b.keys);
     ms_agg_free(b.named);
-    free_partial(b.s);
+    ms_snapshot_free(b.s); /* what is built so far: the reader's own free */
     return NULL;
 }
