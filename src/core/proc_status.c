@@ -159,15 +159,23 @@ static int read_small(const char *path, char *buf, size_t cap, size_t *len, char
     return 0;
 }
 
+/* read_small of /proc/PID/<name>, or /proc/self/<name> when pid <= 0. */
+static int read_pid_file(int pid, const char *name, char *buf, size_t cap, size_t *len,
+                         char *err, size_t errlen)
+{
+    char path[64];
+    if (pid > 0)
+        snprintf(path, sizeof path, "/proc/%d/%s", pid, name);
+    else
+        snprintf(path, sizeof path, "/proc/self/%s", name);
+    return read_small(path, buf, cap, len, err, errlen);
+}
+
 int ms_status_read(ms_proc_status *st, int pid, char *err, size_t errlen)
 {
-    char path[64], buf[8192];
+    char buf[8192];
     size_t len;
-    if (pid > 0)
-        snprintf(path, sizeof path, "/proc/%d/status", pid);
-    else
-        snprintf(path, sizeof path, "/proc/self/status");
-    int rc = read_small(path, buf, sizeof buf, &len, err, errlen);
+    int rc = read_pid_file(pid, "status", buf, sizeof buf, &len, err, errlen);
     if (rc)
         return rc;
     ms_status_parse(st, buf, len);
@@ -176,13 +184,9 @@ int ms_status_read(ms_proc_status *st, int pid, char *err, size_t errlen)
 
 int ms_statm_read(ms_proc_statm *sm, int pid, char *err, size_t errlen)
 {
-    char path[64], buf[512];
+    char buf[512];
     size_t len;
-    if (pid > 0)
-        snprintf(path, sizeof path, "/proc/%d/statm", pid);
-    else
-        snprintf(path, sizeof path, "/proc/self/statm");
-    int rc = read_small(path, buf, sizeof buf, &len, err, errlen);
+    int rc = read_pid_file(pid, "statm", buf, sizeof buf, &len, err, errlen);
     if (rc)
         return rc;
     ms_statm_parse(sm, buf, len);
