@@ -70,18 +70,22 @@ static int is_memory_metric(int m)
 
 /* ---- tracker specs ---- */
 
-/* Parses a duration ("500ms", "2s", "1.5s", "1m", a bare number is seconds). */
-static int parse_duration(const char *s, const char *e, uint64_t *ms)
+/* Copies the token [s, e) into buf as a string; -1 when it is empty or does not fit. */
+static int copy_token(const char *s, const char *e, char *buf, size_t cap)
 {
-    char buf[32];
     size_t n = (size_t)(e - s);
-    if (n == 0 || n >= sizeof buf)
+    if (n == 0 || n >= cap)
         return -1;
     memcpy(buf, s, n);
     buf[n] = '\0';
+    return 0;
+}
+
+int ms_watch_parse_duration(const char *s, uint64_t *ms)
+{
     char *end;
-    double v = strtod(buf, &end);
-    if (end == buf || !(v >= 0) || v > 1e9)
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0) || v > 1e9)
         return -1;
     double mul = 1000;
     if (!strcmp(end, "ms"))
@@ -98,14 +102,19 @@ static int parse_duration(const char *s, const char *e, uint64_t *ms)
     return 0;
 }
 
+static int parse_duration(const char *s, const char *e, uint64_t *ms)
+{
+    char buf[32];
+    if (copy_token(s, e, buf, sizeof buf) != 0)
+        return -1;
+    return ms_watch_parse_duration(buf, ms);
+}
+
 static int parse_amount(const char *s, const char *e, int metric, double *out)
 {
     char buf[32];
-    size_t n = (size_t)(e - s);
-    if (n == 0 || n >= sizeof buf)
+    if (copy_token(s, e, buf, sizeof buf) != 0)
         return -1;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
     char *end;
     double v = strtod(buf, &end);
     if (end == buf || !(v >= 0) || v > 1e15)

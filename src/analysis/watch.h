@@ -72,6 +72,10 @@ typedef struct ms_tracker {
     uint64_t last_fire_ms;
 } ms_tracker;
 
+/* Parses a duration ("500ms", "2s", "1.5s", "1m", "1h"; a bare number is seconds) into
+ * milliseconds. Returns 0, or -1 when it is not one. */
+int ms_watch_parse_duration(const char *s, uint64_t *ms);
+
 /* Parses a tracker: METRIC>VALUE, METRIC<VALUE or METRIC+VALUE/WINDOW, optionally
  * followed by ",n=N", ",cooldown=DURATION". METRIC is rss, pss, uss, swap, vmsize,
  * threads, fds, memavail, or a category name (native_heap, stack, code, file, anon,

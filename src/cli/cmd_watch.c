@@ -61,28 +61,6 @@ static void usage(FILE *out)
             "  -q, --quiet              no progress messages\n");
 }
 
-/* Durations as in tracker specs: 500ms, 2s, 1.5s, 1m; a bare number is seconds. */
-static int duration_ms(const char *s, uint64_t *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || !(v >= 0) || v > 1e9)
-        return -1;
-    double mul;
-    if (!strcmp(end, "ms"))
-        mul = 1;
-    else if (!*end || !strcmp(end, "s"))
-        mul = 1000;
-    else if (!strcmp(end, "m"))
-        mul = 60000;
-    else if (!strcmp(end, "h"))
-        mul = 3600000;
-    else
-        return -1;
-    *out = (uint64_t)(v * mul + 0.5);
-    return 0;
-}
-
 int ms_cmd_watch(int argc, char **argv)
 {
     enum { O_SERIES_FMT = 256, O_COOLDOWN, O_MAX, O_EXEC, O_DUMP, O_LEAKS, O_HEAP, O_CATS };
@@ -108,13 +86,13 @@ int ms_cmd_watch(int argc, char **argv)
         char *end;
         switch (c) {
         case 'i':
-            if (duration_ms(optarg, &o.interval_ms) != 0 || o.interval_ms < 10) {
+            if (ms_watch_parse_duration(optarg, &o.interval_ms) != 0 || o.interval_ms < 10) {
                 fprintf(stderr, "memsight watch: bad --interval '%s' (at least 10ms)\n", optarg);
                 return 2;
             }
             break;
         case 'd':
-            if (duration_ms(optarg, &o.duration_ms) != 0) {
+            if (ms_watch_parse_duration(optarg, &o.duration_ms) != 0) {
                 fprintf(stderr, "memsight watch: bad --duration '%s'\n", optarg);
                 return 2;
             }
@@ -155,7 +133,7 @@ int ms_cmd_watch(int argc, char **argv)
             break;
         }
         case O_COOLDOWN:
-            if (duration_ms(optarg, &cooldown) != 0) {
+            if (ms_watch_parse_duration(optarg, &cooldown) != 0) {
                 fprintf(stderr, "memsight watch: bad --cooldown '%s'\n", optarg);
                 return 2;
             }
