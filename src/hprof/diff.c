@@ -4,19 +4,10 @@
 #include "hprof/diff.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "hprof/errmsg.h"
 
 typedef struct agg {
     const char *name;
@@ -37,7 +28,7 @@ static agg *class_totals(const ms_hgraph *g, const ms_hprof_domresult *r, size_t
     if (!t || (r && !ret)) {
         free(t);
         free(ret);
-        set_err(err, errlen, "diff: out of memory");
+        ms_hprof_set_err(err, errlen, "diff: out of memory");
         return NULL;
     }
     if (r && ms_hprof_class_retained(g, r, ret, NULL, err, errlen) < 0) {
@@ -101,7 +92,7 @@ int ms_hprof_diff(const ms_hgraph *a, const ms_hprof_domresult *ra, const ms_hgr
 {
     memset(out, 0, sizeof *out);
     if ((ra == NULL) != (rb == NULL)) {
-        set_err(err, errlen, "diff: retained sizes needed for both dumps or neither");
+        ms_hprof_set_err(err, errlen, "diff: retained sizes needed for both dumps or neither");
         return -1;
     }
     size_t na = 0, nb = 0;
@@ -117,7 +108,7 @@ int ms_hprof_diff(const ms_hgraph *a, const ms_hprof_domresult *ra, const ms_hgr
     if (!rows) {
         free(ta);
         free(tb);
-        set_err(err, errlen, "diff: out of memory");
+        ms_hprof_set_err(err, errlen, "diff: out of memory");
         return -1;
     }
     size_t i = 0, j = 0, m = 0;
@@ -162,7 +153,7 @@ int ms_hprof_diff_print(FILE *fp, const ms_hprof_diffresult *d, size_t top, int 
 {
     int fmt = ms_hpan_format(format);
     if (fmt < 0) {
-        set_err(err, errlen, "unknown format '%s' (text, json or csv)", format);
+        ms_hprof_set_err(err, errlen, "unknown format '%s' (text, json or csv)", format);
         return -1;
     }
     int R = d->have_retained;
@@ -215,7 +206,7 @@ int ms_hprof_diff_print(FILE *fp, const ms_hprof_diffresult *d, size_t top, int 
     if (fmt == MS_HPAN_JSON)
         fputs(shown ? "\n]\n" : "]\n", fp);
     if (ferror(fp)) {
-        set_err(err, errlen, "write error");
+        ms_hprof_set_err(err, errlen, "write error");
         return -1;
     }
     return 0;

@@ -5,21 +5,11 @@
 #include "hprof/dominators.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hprof/errmsg.h"
 #include "hprof/domtree.h"
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- the edges that keep objects alive ---- */
 
@@ -74,7 +64,7 @@ int ms_hprof_dominators(const ms_hgraph *g, ms_hprof_domresult **out, char *err,
 {
     *out = NULL;
     if (g->nobj >= UINT32_MAX - 2) {
-        set_err(err, errlen, "dominators: too many objects (%u)", g->nobj);
+        ms_hprof_set_err(err, errlen, "dominators: too many objects (%u)", g->nobj);
         return -1;
     }
     uint8_t *skip = ms_hprof_skip_edges(g);
@@ -86,7 +76,7 @@ int ms_hprof_dominators(const ms_hgraph *g, ms_hprof_domresult **out, char *err,
         free(extra);
         free(roots);
         free(r);
-        set_err(err, errlen, "dominators: out of memory for %u objects", g->nobj);
+        ms_hprof_set_err(err, errlen, "dominators: out of memory for %u objects", g->nobj);
         return -1;
     }
     for (uint32_t c = 0; c < g->nclass; c++)
@@ -116,7 +106,7 @@ int ms_hprof_dominators(const ms_hgraph *g, ms_hprof_domresult **out, char *err,
     r->dominated = calloc((size_t)n + 1, sizeof *r->dominated);
     if (!r->retained || !r->dominated) {
         ms_hprof_domresult_free(r);
-        set_err(err, errlen, "dominators: out of memory for %u objects", n);
+        ms_hprof_set_err(err, errlen, "dominators: out of memory for %u objects", n);
         return -1;
     }
     for (uint32_t k = 1; k < dt.reachable; k++) {
@@ -201,7 +191,7 @@ int ms_hprof_class_retained(const ms_hgraph *g, const ms_hprof_domresult *r, uin
         free(onpath);
         free(stack);
         free(pos);
-        set_err(err, errlen, "dominators: out of memory for the class aggregation");
+        ms_hprof_set_err(err, errlen, "dominators: out of memory for the class aggregation");
         return -1;
     }
     for (uint32_t k = 1; k <= r->reachable; k++)
@@ -362,7 +352,7 @@ static int print_objects(FILE *fp, const ms_hgraph *g, const ms_hprof_domresult 
     size_t max = top ? top : r->reachable;
     ms_hidx *idx = malloc((max ? max : 1) * sizeof *idx);
     if (!idx) {
-        set_err(err, errlen, "dominators: out of memory");
+        ms_hprof_set_err(err, errlen, "dominators: out of memory");
         return -1;
     }
     size_t m = ms_hprof_dom_top(r, all, max, idx);
@@ -433,7 +423,7 @@ static int print_classes(FILE *fp, const ms_hgraph *g, const ms_hprof_domresult 
     uint32_t *idx = malloc(((size_t)nc + 1) * sizeof *idx);
     int rc = -1;
     if (!bytes || !objs || !count || !shallow || !idx) {
-        set_err(err, errlen, "dominators: out of memory");
+        ms_hprof_set_err(err, errlen, "dominators: out of memory");
         goto out;
     }
     if (ms_hprof_class_retained(g, r, bytes, objs, err, errlen) < 0)
@@ -505,13 +495,13 @@ int ms_hprof_dominators_print_ex(FILE *fp, const ms_hgraph *g, const ms_hprof_do
 {
     int fmt = ms_hpan_format(format);
     if (fmt < 0) {
-        set_err(err, errlen, "unknown format '%s' (text, json or csv)", format);
+        ms_hprof_set_err(err, errlen, "unknown format '%s' (text, json or csv)", format);
         return -1;
     }
     int rc = by_class ? print_classes(fp, g, r, top, fmt, err, errlen)
                       : print_objects(fp, g, r, top, all, fmt, err, errlen);
     if (rc == 0 && ferror(fp)) {
-        set_err(err, errlen, "write error");
+        ms_hprof_set_err(err, errlen, "write error");
         return -1;
     }
     return rc;

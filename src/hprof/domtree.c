@@ -3,20 +3,11 @@
  * can be a linked list millions of objects long. */
 #include "hprof/domtree.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "hprof/errmsg.h"
 
 /* ---- the graph as seen by the algorithm: g plus an optional virtual root ---- */
 
@@ -68,16 +59,16 @@ static inline uint32_t edge_target(const view *w, const uint32_t *a, const uint8
 static int check_csr(const ms_csr *g, char *err, size_t errlen)
 {
     if (!g || (g->n && (!g->off || (g->off[g->n] && !g->adj)))) {
-        set_err(err, errlen, "dominators: graph arrays missing");
+        ms_hprof_set_err(err, errlen, "dominators: graph arrays missing");
         return -1;
     }
     if (g->n >= UINT32_MAX - 1) {
-        set_err(err, errlen, "dominators: too many vertices (%u)", g->n);
+        ms_hprof_set_err(err, errlen, "dominators: too many vertices (%u)", g->n);
         return -1;
     }
     for (uint32_t v = 0; v < g->n; v++)
         if (g->off[v] > g->off[v + 1]) {
-            set_err(err, errlen, "dominators: edge offsets decrease at vertex %u", v);
+            ms_hprof_set_err(err, errlen, "dominators: edge offsets decrease at vertex %u", v);
             return -1;
         }
     return 0;
@@ -204,7 +195,7 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     free(stk);
     stk = NULL;
     if (nedges >= UINT32_MAX) {
-        set_err(err, errlen, "dominators: too many edges (%llu)", (unsigned long long)nedges);
+        ms_hprof_set_err(err, errlen, "dominators: too many edges (%llu)", (unsigned long long)nedges);
         goto fail;
     }
 
@@ -351,7 +342,7 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     return 0;
 
 oom:
-    set_err(err, errlen, "dominators: out of memory for %u vertices", n);
+    ms_hprof_set_err(err, errlen, "dominators: out of memory for %u vertices", n);
 fail:
     free(num);
     free(vert);
@@ -371,7 +362,7 @@ int ms_domtree_compute(const ms_csr *g, uint32_t root, ms_domtree *dt, char *err
     if (!dt || check_csr(g, err, errlen) < 0)
         return -1;
     if (root >= g->n) {
-        set_err(err, errlen, "dominators: root %u outside the graph (%u vertices)", root, g->n);
+        ms_hprof_set_err(err, errlen, "dominators: root %u outside the graph (%u vertices)", root, g->n);
         return -1;
     }
     view w = {.g = g, .n = g->n, .roots = NULL, .nroots = 0, .virt = 0};
@@ -384,7 +375,7 @@ int ms_domtree_compute_virtual(const ms_csr *g, const uint32_t *roots, size_t nr
     if (!dt || check_csr(g, err, errlen) < 0)
         return -1;
     if (nroots && !roots) {
-        set_err(err, errlen, "dominators: root list missing");
+        ms_hprof_set_err(err, errlen, "dominators: root list missing");
         return -1;
     }
     view w = {.g = g, .n = g->n + 1, .roots = roots, .nroots = nroots, .virt = 1};

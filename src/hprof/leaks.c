@@ -6,22 +6,12 @@
 #include "hprof/leaks.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "hprof/errmsg.h"
 #include "hprof/sizes.h"
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- SHA-1 (FIPS 180-4), for Shark-compatible signatures ---- */
 
@@ -308,20 +298,20 @@ static int heap_records(brd *b, uint64_t left, uint32_t ids, cand *c, size_t nc,
             SKIP(ids + 9);
             break;
         default:
-            set_err(err, errlen, "offset %" PRIu64 ": unknown heap dump sub-record 0x%02x", at, tag);
+            ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": unknown heap dump sub-record 0x%02x", at, tag);
             return -1;
         }
     }
     return 0;
 crosses:
-    set_err(err, errlen, "offset %" PRIu64 ": sub-record 0x%02x runs past its heap dump record",
+    ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": sub-record 0x%02x runs past its heap dump record",
             at, tag);
     return -1;
 truncated:
-    set_err(err, errlen, "offset %" PRIu64 ": file truncated in sub-record 0x%02x", at, tag);
+    ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": file truncated in sub-record 0x%02x", at, tag);
     return -1;
 badtype:
-    set_err(err, errlen, "offset %" PRIu64 ": bad basic type in sub-record 0x%02x", at, tag);
+    ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": bad basic type in sub-record 0x%02x", at, tag);
     return -1;
 }
 
@@ -331,13 +321,13 @@ static int read_values(const char *path, uint32_t ids, cand *c, size_t nc, char 
 {
     brd *b = calloc(1, sizeof *b);
     if (!b) {
-        set_err(err, errlen, "out of memory");
+        ms_hprof_set_err(err, errlen, "out of memory");
         return -1;
     }
     int rc = -1;
     b->f = gzopen(path, "rb");
     if (!b->f) {
-        set_err(err, errlen, "cannot open %s again to read field values", path);
+        ms_hprof_set_err(err, errlen, "cannot open %s again to read field values", path);
         free(b);
         return -1;
     }
@@ -345,13 +335,13 @@ static int read_values(const char *path, uint32_t ids, cand *c, size_t nc, char 
     size_t k = 0;
     do {
         if (k == sizeof hdr || b_read(b, &hdr[k], 1) < 0) {
-            set_err(err, errlen, "not an HPROF file");
+            ms_hprof_set_err(err, errlen, "not an HPROF file");
             goto out;
         }
     } while (hdr[k++]);
     uint8_t h[12];
     if (strncmp(hdr, "JAVA PROFILE", 12) || b_read(b, h, 12) < 0 || be_num(h, 4) != ids) {
-        set_err(err, errlen, "not the HPROF file that was read (header differs)");
+        ms_hprof_set_err(err, errlen, "not the HPROF file that was read (header differs)");
         goto out;
     }
     for (;;) {
@@ -360,7 +350,7 @@ static int read_values(const char *path, uint32_t ids, cand *c, size_t nc, char 
         if (b_read(b, r, 1) < 0)
             break; /* end of file */
         if (b_read(b, r + 1, 8) < 0) {
-            set_err(err, errlen, "offset %" PRIu64 ": file truncated in a record header", at);
+            ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": file truncated in a record header", at);
             goto out;
         }
         uint64_t len = be_num(r + 5, 4);
@@ -368,7 +358,7 @@ static int read_values(const char *path, uint32_t ids, cand *c, size_t nc, char 
             if (heap_records(b, len, ids, c, nc, err, errlen) < 0)
                 goto out;
         } else if (b_skip(b, len) < 0) {
-            set_err(err, errlen, "offset %" PRIu64 ": file truncated in record 0x%02x", at, r[0]);
+            ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": file truncated in record 0x%02x", at, r[0]);
             goto out;
         }
     }
@@ -445,7 +435,7 @@ static int classify(const char *path, const ms_hgraph *g, uint8_t *st, char *err
 {
     uint8_t *kind = calloc((size_t)g->nclass + 1, 1); /* 1 activity, 2 fragment, 3 KWR */
     if (!kind) {
-        set_err(err, errlen, "out of memory");
+        ms_hprof_set_err(err, errlen, "out of memory");
         return -1;
     }
     for (uint32_t c = 0; c < g->nclass; c++) {
@@ -490,7 +480,7 @@ static int classify(const char *path, const ms_hgraph *g, uint8_t *st, char *err
             if (!n) {
                 free(c);
                 free(kind);
-                set_err(err, errlen, "out of memory");
+                ms_hprof_set_err(err, errlen, "out of memory");
                 return -1;
             }
             c = n;
@@ -649,7 +639,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
     uint8_t *status = NULL, *suspect = NULL;
     int rc = -1;
     if (!st || !leaves) {
-        set_err(err, errlen, "leaks: out of memory");
+        ms_hprof_set_err(err, errlen, "leaks: out of memory");
         goto out;
     }
     if (classify(path, g, st, err, errlen) < 0)
@@ -669,7 +659,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         goto out;
     lk = calloc(nleak, sizeof *lk);
     if (!lk) {
-        set_err(err, errlen, "leaks: out of memory");
+        ms_hprof_set_err(err, errlen, "leaks: out of memory");
         goto out;
     }
     size_t n = 0;
@@ -689,7 +679,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         suspect = malloc(p.len);
         if (!status || !suspect) {
             ms_hprof_path_free(&p);
-            set_err(err, errlen, "leaks: out of memory");
+            ms_hprof_set_err(err, errlen, "leaks: out of memory");
             goto out;
         }
         trace_status(g, st, &p, status, suspect);
@@ -705,7 +695,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         ng += k == 0 || strcmp(lk[k].sig, lk[k - 1].sig) != 0;
     out->groups = calloc(ng ? ng : 1, sizeof *out->groups);
     if (!out->groups) {
-        set_err(err, errlen, "leaks: out of memory");
+        ms_hprof_set_err(err, errlen, "leaks: out of memory");
         goto out;
     }
     for (size_t k = 0; k < n;) {
@@ -717,7 +707,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         grp->count = e - k;
         grp->objs = malloc(grp->count * sizeof *grp->objs);
         if (!grp->objs) {
-            set_err(err, errlen, "leaks: out of memory");
+            ms_hprof_set_err(err, errlen, "leaks: out of memory");
             goto out;
         }
         for (size_t j = k; j < e; j++) {
@@ -731,7 +721,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         grp->status = malloc(grp->trace.len);
         grp->suspect = malloc(grp->trace.len);
         if (!grp->status || !grp->suspect) {
-            set_err(err, errlen, "leaks: out of memory");
+            ms_hprof_set_err(err, errlen, "leaks: out of memory");
             goto out;
         }
         trace_status(g, st, &grp->trace, grp->status, grp->suspect);
@@ -761,7 +751,7 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
 {
     int fmt = ms_hpan_format(format);
     if (fmt != MS_HPAN_TEXT && fmt != MS_HPAN_JSON) {
-        set_err(err, errlen, "unknown format '%s' for leaks (text or json)", format);
+        ms_hprof_set_err(err, errlen, "unknown format '%s' for leaks (text or json)", format);
         return -1;
     }
     char buf[512];
@@ -827,7 +817,7 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
     if (fmt == MS_HPAN_JSON)
         fputs(l->ngroups ? "\n]\n" : "]\n", fp);
     if (ferror(fp)) {
-        set_err(err, errlen, "write error");
+        ms_hprof_set_err(err, errlen, "write error");
         return -1;
     }
     return 0;

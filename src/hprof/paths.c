@@ -5,21 +5,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hprof/errmsg.h"
 #include "hprof/names.h"
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Roots that say little about why an object is alive (Shark's low-priority roots). */
 static int low_priority_root(uint8_t type)
@@ -88,7 +78,7 @@ int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves
         free(parent);
         free(queue);
         free(pedge);
-        set_err(err, errlen, "path: out of memory for %u objects", g->nobj);
+        ms_hprof_set_err(err, errlen, "path: out of memory for %u objects", g->nobj);
         return -1;
     }
     memset(parent, 0xff, ((size_t)g->nobj + 1) * sizeof *parent);
@@ -158,7 +148,7 @@ int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, const uin
     out->edge = malloc(len * sizeof *out->edge);
     if (!out->obj || !out->edge) {
         ms_hprof_path_free(out);
-        set_err(err, errlen, "path: out of memory");
+        ms_hprof_set_err(err, errlen, "path: out of memory");
         return -1;
     }
     out->len = len;
@@ -212,7 +202,7 @@ int ms_hprof_path_to(const ms_hgraph *g, ms_hidx target, ms_hprof_path *out, cha
 {
     memset(out, 0, sizeof *out);
     if (target >= g->nobj) {
-        set_err(err, errlen, "path: object index %u outside the dump", target);
+        ms_hprof_set_err(err, errlen, "path: object index %u outside the dump", target);
         return -1;
     }
     ms_hidx *parent;
@@ -233,14 +223,14 @@ int ms_hprof_parse_object_id(const ms_hgraph *g, const char *text, ms_hidx *out,
         p += 2;
     size_t n = strlen(p);
     if (n == 0 || n > 16 || strspn(p, "0123456789abcdefABCDEF") != n) {
-        set_err(err, errlen, "'%s' is not an object id (hexadecimal, e.g. 0x7f001230)", text);
+        ms_hprof_set_err(err, errlen, "'%s' is not an object id (hexadecimal, e.g. 0x7f001230)", text);
         return -1;
     }
     errno = 0;
     uint64_t id = strtoull(p, NULL, 16);
     ms_hidx i = ms_hgraph_find(g, id);
     if (i == MS_HIDX_NONE) {
-        set_err(err, errlen, "no object with id 0x%" PRIx64 " in the dump", id);
+        ms_hprof_set_err(err, errlen, "no object with id 0x%" PRIx64 " in the dump", id);
         return -1;
     }
     *out = i;
@@ -254,7 +244,7 @@ int ms_hprof_largest_instance(const ms_hgraph *g, const ms_hprof_domresult *r,
     ms_hprof_class_name_normalize(name, strlen(name), norm, sizeof norm);
     uint8_t *want = calloc((size_t)g->nclass + 1, 1);
     if (!want) {
-        set_err(err, errlen, "path: out of memory");
+        ms_hprof_set_err(err, errlen, "path: out of memory");
         return -1;
     }
     int any = 0;
@@ -266,7 +256,7 @@ int ms_hprof_largest_instance(const ms_hgraph *g, const ms_hprof_domresult *r,
         }
     if (!any) {
         free(want);
-        set_err(err, errlen, "no class named '%s' in the dump", name);
+        ms_hprof_set_err(err, errlen, "no class named '%s' in the dump", name);
         return -1;
     }
     ms_hidx best = MS_HIDX_NONE;
@@ -279,7 +269,7 @@ int ms_hprof_largest_instance(const ms_hgraph *g, const ms_hprof_domresult *r,
     }
     free(want);
     if (best == MS_HIDX_NONE) {
-        set_err(err, errlen, "no strongly reachable instance of '%s'", name);
+        ms_hprof_set_err(err, errlen, "no strongly reachable instance of '%s'", name);
         return -1;
     }
     *out = best;
@@ -355,7 +345,7 @@ int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
 {
     int fmt = ms_hpan_format(format);
     if (fmt < 0) {
-        set_err(err, errlen, "unknown format '%s' (text, json or csv)", format);
+        ms_hprof_set_err(err, errlen, "unknown format '%s' (text, json or csv)", format);
         return -1;
     }
     char buf[512];
@@ -403,7 +393,7 @@ int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
     if (fmt == MS_HPAN_JSON)
         fputs(p->len ? "\n]\n" : "]\n", fp);
     if (ferror(fp)) {
-        set_err(err, errlen, "write error");
+        ms_hprof_set_err(err, errlen, "write error");
         return -1;
     }
     return 0;
