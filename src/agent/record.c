@@ -146,6 +146,10 @@ void ms_forget_heap(void *p)
     }
     ms_live_clear(idx);
     ms_live_put_index(idx);
+    /* full mode: the heap stacks' free counters are derived from the live table when a
+     * snapshot is written (agent.h); no locked add on a cold stack record per free */
+    if (MS_LIKELY(ms_heap_frees_derived))
+        return;
     uint32_t sid = (uint32_t)(h->meta >> MS_HDR_SIZE_BITS);
     ms_stack_rec *r = ms_stack_get(sid);
     if (r)
