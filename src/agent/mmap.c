@@ -355,11 +355,7 @@ static inline int ms_mm_ok(void)
 static void *ms_sys_mmap6(void *a, size_t len, int prot, int flags, int fd, off_t off)
 {
     long r = syscall(SYS_mmap, a, len, prot, flags, fd, off);
-    if (r < 0 && r > -4096) {
-        errno = (int)-r;
-        return MAP_FAILED;
-    }
-    return (void *)r;
+    return r == -1 ? MAP_FAILED : (void *)r; /* syscall() has set errno */
 }
 
 static void *ms_mmap_common(void *a, size_t len, int prot, int flags, int fd, off_t off,
@@ -418,11 +414,7 @@ MS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
     }
     if (!ms_mm_ok() || !ms_real.mremap) {
         long r = syscall(SYS_mremap, old, old_len, new_len, flags, want);
-        if (r < 0 && r > -4096) {
-            errno = (int)-r;
-            return MAP_FAILED;
-        }
-        return (void *)r;
+        return r == -1 ? MAP_FAILED : (void *)r; /* syscall() has set errno */
     }
     ms_enter();
     /* a moved reservation stays a reservation (the protection moves with it) */

@@ -14,12 +14,8 @@
 
 static int ms_sys_mprotect(void *a, size_t len, int prot)
 {
-    long r = syscall(SYS_mprotect, a, len, prot);
-    if (r < 0 && r > -4096) {
-        errno = (int)-r;
-        return -1;
-    }
-    return (int)r;
+    /* glibc's mprotect is this system call alone; syscall() sets errno on failure */
+    return (int)syscall(SYS_mprotect, a, len, prot);
 }
 
 MS_EXPORT int mprotect(void *a, size_t len, int prot)

@@ -6,6 +6,7 @@
  * stack (left alone). Prints what the agent must see ("expect FUNC KIND BLOCKS BYTES",
  * "total KIND BLOCKS BYTES", "health NAME<= N"); test-only code. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,10 @@ int main(void)
     pthread_t t;
     if (rv_spawn_guarded(&t) != 0)
         return 11;
+    /* failures pass through with the kernel's errno and change nothing */
+    errno = 0;
+    if (mprotect(r + 1, 4096, PROT_READ) != -1 || errno != EINVAL)
+        return 12;
 
     /* reserved: [0,16) [18,64) [66,512) [520,1024) from rv_reserve; m from rv_plain_map */
     unsigned long res_bytes = (16 + 46 + 446 + 504) * MIB;
