@@ -601,19 +601,26 @@ static int utf8_seq(const unsigned char *p)
     return n;
 }
 
+/* At a byte >= 0x80: copies the UTF-8 sequence that starts at *p, or writes '?' when none
+ * does; leaves *p on the last byte it consumed. */
+static void put_utf8_or_mark(FILE *out, const unsigned char **p)
+{
+    int n = utf8_seq(*p);
+    if (n) {
+        fwrite(*p, 1, (size_t)n, out);
+        *p += n - 1;
+    } else {
+        fputc('?', out);
+    }
+}
+
 /* Bytes that are not valid UTF-8 would make an SVG unparsable and JSON invalid: '?'. */
 void ms_xml_escape(FILE *out, const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         unsigned char c = *p;
         if (c >= 0x80) {
-            int n = utf8_seq(p);
-            if (n) {
-                fwrite(p, 1, (size_t)n, out);
-                p += n - 1;
-            } else {
-                fputc('?', out);
-            }
+            put_utf8_or_mark(out, &p);
             continue;
         }
         switch (c) {
@@ -637,13 +644,7 @@ void ms_json_string(FILE *out, const char *s)
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         unsigned char c = *p;
         if (c >= 0x80) {
-            int n = utf8_seq(p);
-            if (n) {
-                fwrite(p, 1, (size_t)n, out);
-                p += n - 1;
-            } else {
-                fputc('?', out);
-            }
+            put_utf8_or_mark(out, &p);
             continue;
         }
         switch (c) {
