@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Minimal independent reader of memsight snapshot files for the agent's tests.
+"""Minimal independent reader of memsight snapshot files for the tests (agent_*, and
+sampling_* through sampling_snapfile) and the benchmarks.
 
 It checks the header, every chunk's CRC and the END chunk, and decodes META, MODS,
-STKS, BLKS, THRD and HLTH. Symbolization uses `nm` on the module files (function
+STKS, BLKS, THRD, PEAK and HLTH. Symbolization uses `nm` on the module files (function
 symbols only), enough to name the ground-truth programs' functions. Test-only code."""
 import os
 import struct
@@ -35,8 +36,8 @@ def read(path):
     if major != 1:
         raise SnapError('%s: unsupported major version %d' % (path, major))
     snap = {'path': path, 'version': (major, minor), 'flags': flags, 'meta': {},
-            'modules': [], 'stacks': {}, 'blocks': None, 'threads': [], 'health': {},
-            'chunks': []}
+            'modules': [], 'stacks': {}, 'blocks': None, 'threads': [], 'peak': None,
+            'health': {}, 'chunks': []}
     off = hsize
     ended = False
     nchunks = 0
@@ -116,6 +117,13 @@ def read(path):
                 tname, o = _str(p, o)
                 snap['threads'].append({'tid': tid, 'flags': tflags, 'lo': lo, 'hi': hi,
                                         'name': tname.decode('utf-8', 'replace')})
+        elif name == 'PEAK':
+            total, pns, n = struct.unpack_from('<QQI', p, 0)
+            recs = {}
+            for i in range(n):
+                sid, _r, blocks, nbytes = struct.unpack_from('<IIQQ', p, 20 + 24 * i)
+                recs[sid] = {'live_blocks': blocks, 'live_bytes': nbytes}
+            snap['peak'] = {'total': total, 'ns': pns, 'stacks': recs}
         elif name == 'HLTH':
             (n,) = struct.unpack_from('<I', p, 0)
             o = 4
