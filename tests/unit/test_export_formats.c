@@ -20,6 +20,7 @@
 #include "analysis/export.h"
 #include "analysis/stack_agg.h"
 #include "analysis/symbolize.h"
+#include "self_module.h"
 
 /* ---- a pc inside an inlined call, in this binary ------------------------------------ */
 
@@ -46,39 +47,6 @@ __attribute__((noinline)) uint64_t outer_function(void)
 
 /* ---- the snapshot: this executable as its one module -------------------------------- */
 
-static int first_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    ms_module *m = data;
-    m->load_bias = info->dlpi_addr;
-    m->segs = calloc(info->dlpi_phnum, sizeof *m->segs);
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD) {
-            ms_snap_segment *g = &m->segs[m->nseg++];
-            g->vaddr = ph->p_vaddr;
-            g->memsz = ph->p_memsz;
-            g->offset = ph->p_offset;
-            g->flags = ph->p_flags;
-        } else if (ph->p_type == PT_NOTE) {
-            const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-            const uint8_t *end = p + ph->p_memsz;
-            while (p + sizeof(ElfW(Nhdr)) <= end) {
-                const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-                const uint8_t *name = p + sizeof *nh;
-                const uint8_t *desc = name + ((nh->n_namesz + 3) & ~3u);
-                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-                    !memcmp(name, "GNU", 4) && nh->n_descsz <= sizeof m->build_id) {
-                    memcpy(m->build_id, desc, nh->n_descsz);
-                    m->build_id_len = nh->n_descsz;
-                }
-                p = desc + ((nh->n_descsz + 3) & ~3u);
-            }
-        }
-    }
-    return 1; /* the executable comes first */
-}
-
 static ms_snapshot *self_snapshot(uint64_t pc_inlined)
 {
     ms_snapshot *s = calloc(1, sizeof *s);
@@ -86,7 +54,7 @@ static ms_snapshot *self_snapshot(uint64_t pc_inlined)
     s->version_major = 1;
     s->modules = calloc(1, sizeof *s->modules);
     s->nmodules = 1;
-    dl_iterate_phdr(first_object, &s->modules[0]);
+    dl_iterate_phdr(ms_test_self_module, &s->modules[0]);
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     assert_true(n > 0);

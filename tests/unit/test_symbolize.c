@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "analysis/symbolize.h"
+#include "self_module.h"
 
 /* ---------------------------------------------------------------------------
  * Ground truth: functions that record the return address of a call and its line.
@@ -64,42 +65,6 @@ __attribute__((noipa)) void cxx_named(void)
 static ms_module self_module;
 static ms_snapshot snap;
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    (void)arg;
-    if (info->dlpi_name && info->dlpi_name[0])
-        return 0; /* the main program comes first with an empty name */
-    ms_module *m = &self_module;
-    m->load_bias = info->dlpi_addr;
-    m->segs = calloc(info->dlpi_phnum, sizeof *m->segs);
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD) {
-            ms_snap_segment *g = &m->segs[m->nseg++];
-            g->vaddr = ph->p_vaddr;
-            g->memsz = ph->p_memsz;
-            g->offset = ph->p_offset;
-            g->flags = ph->p_flags;
-        } else if (ph->p_type == PT_NOTE) {
-            const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-            const uint8_t *end = p + ph->p_memsz;
-            while (p + sizeof(ElfW(Nhdr)) <= end) {
-                const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-                const uint8_t *name = p + sizeof *nh;
-                const uint8_t *desc = name + ((nh->n_namesz + 3) & ~3u);
-                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-                    !memcmp(name, "GNU", 4) && nh->n_descsz <= sizeof m->build_id) {
-                    memcpy(m->build_id, desc, nh->n_descsz);
-                    m->build_id_len = nh->n_descsz;
-                }
-                p = desc + ((nh->n_descsz + 3) & ~3u);
-            }
-        }
-    }
-    return 1;
-}
-
 static char self_path[4096];
 
 static int setup(void **state)
@@ -109,7 +74,7 @@ static int setup(void **state)
     if (n <= 0)
         return -1;
     self_path[n] = 0;
-    dl_iterate_phdr(find_self, NULL);
+    dl_iterate_phdr(ms_test_self_module, &self_module);
     self_module.path = self_path;
     snap.modules = &self_module;
     snap.nmodules = 1;
