@@ -19,6 +19,7 @@
 
 #include "analysis/report_model.h"
 #include "analysis/symbolize.h"
+#include "analysis/watch.h"
 #include "commands.h"
 #include "core/snapshot.h"
 
@@ -38,6 +39,11 @@ typedef struct run_ctx {
     const char *out_dir;
     int quiet;
     int top;
+    /* --watch: KOOM-style trackers evaluated on the child while it runs */
+    ms_tracker trackers[16];
+    size_t ntrackers;
+    uint64_t watch_interval_ms;
+    int leak_check;
 } run_ctx;
 
 typedef struct run_opt {
@@ -91,6 +97,36 @@ static int opt_top(run_ctx *ctx, const char *arg)
     return 0;
 }
 
+static int opt_watch(run_ctx *ctx, const char *arg)
+{
+    char err[256];
+    if (ctx->ntrackers >= sizeof ctx->trackers / sizeof ctx->trackers[0]) {
+        fprintf(stderr, "memsight run: --watch: at most 16 trackers\n");
+        return -1;
+    }
+    if (ms_tracker_parse(&ctx->trackers[ctx->ntrackers], arg, 3, 60000, err, sizeof err) != 0) {
+        fprintf(stderr, "memsight run: --watch: %s\n", err);
+        return -1;
+    }
+    ctx->ntrackers++;
+    return 0;
+}
+
+static int opt_watch_interval(run_ctx *ctx, const char *arg)
+{
+    if (ms_watch_parse_duration(arg, &ctx->watch_interval_ms) != 0 || !ctx->watch_interval_ms) {
+        fprintf(stderr, "memsight run: --watch-interval: '%s' is not a duration\n", arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int opt_leak_check(run_ctx *ctx, const char *arg)
+{
+    ctx->leak_check = 1;
+    return add_agent_opt(ctx, "leak_check", arg);
+}
+
 static int opt_agent(run_ctx *ctx, const char *arg)
 {
     if (!strchr(arg, '=')) {
@@ -111,7 +147,7 @@ static const run_opt run_opts[] = {
     {"no-blocks", 0, NULL, "blocks=0", NULL, "do not write every live block into snapshots"},
     {"follow-exec", 0, NULL, "follow_exec=1", NULL, "keep observing programs it execs"},
     {"no-follow-fork", 0, NULL, "follow_fork=0", NULL, "forked children stop recording (default: each writes its own series)"},
-    {"leak-check", 0, "WHEN", "leak_check", NULL,
+    {"leak-check", 0, "WHEN", NULL, opt_leak_check,
      "reachability leak scan: exit (into the exit snapshot) or signal ('memsight leaks PID')"},
     /* production mode (docs/production.md) */
     {"sample", 0, "BYTES", "sample", NULL,
@@ -125,6 +161,13 @@ static const run_opt run_opts[] = {
      "write a snapshot when tracked live bytes reach N (k/M/G suffix)"},
     {"trigger-rss", 0, "N", "trigger_rss", NULL,
      "write a snapshot when the process RSS reaches N (k/M/G suffix)"},
+    /* the kernel's accounting, watched while the program runs (docs/accounting.md) */
+    {"watch", 0, "SPEC", NULL, opt_watch,
+     "watch the program's memory: rss+50M/10s, rss>1G, threads>500... (repeatable);\n"
+     "                           a firing writes evidence and a snapshot (a leak scan too\n"
+     "                           with --leak-check) into the output directory"},
+    {"watch-interval", 0, "DUR", NULL, opt_watch_interval,
+     "how often --watch samples /proc (default 1s)"},
     {"agent-option", 'O', "K=V", NULL, opt_agent, "any agent option (docs/agent.md); repeatable"},
 };
 #define NRUN_OPTS (sizeof run_opts / sizeof run_opts[0])
@@ -408,9 +451,43 @@ static int set_env(const char *agent, const char *opts)
     return rc;
 }
 
-/* Runs argv; returns the exit status in shell form, or -1 when fork failed. */
-static int run_child(char **argv, pid_t *pid_out)
+static void watch_message(void *ctx, const char *msg)
 {
+    (void)ctx;
+    fprintf(stderr, "memsight: watch: %s\n", msg);
+}
+
+/* Samples the running child with the trackers of --watch until it exits (the loop
+ * returns when the child is a zombie and leaves the reaping to run_child). */
+static void watch_child(run_ctx *ctx, pid_t pid, const char *dir, int observed)
+{
+    char series[PATH_MAX + 64], err[512];
+    snprintf(series, sizeof series, "%s/memsight-%d-watch.csv", dir, (int)pid);
+    ms_watch_opts o;
+    memset(&o, 0, sizeof o);
+    o.pid = (int)pid;
+    o.interval_ms = ctx->watch_interval_ms ? ctx->watch_interval_ms : 1000;
+    o.trackers = ctx->trackers;
+    o.ntrackers = ctx->ntrackers;
+    o.series_path = series;
+    o.series_format = MS_SERIES_CSV;
+    o.evidence_dir = dir;
+    o.act_dump = observed;
+    o.act_leaks = observed && ctx->leak_check;
+    o.on_message = watch_message;
+    ms_watch_result res;
+    if (ms_watch_run(&o, &res, err, sizeof err) != 0)
+        fprintf(stderr, "memsight run: watch: %s\n", err);
+    else if (!ctx->quiet)
+        fprintf(stderr, "memsight: watch: %zu samples in %s, %d trigger(s)%s\n", res.samples,
+                series, res.triggers, res.actions_failed ? ", some actions failed" : "");
+}
+
+/* Runs argv; returns the exit status in shell form, or -1 when fork failed. */
+static int run_child(run_ctx *ctx, const char *dir, const char *agent, const char *opts,
+                     char **argv, pid_t *pid_out)
+{
+    int observed = agent != NULL;
     struct sigaction sa, old[4];
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = forward_signal;
@@ -428,6 +505,12 @@ static int run_child(char **argv, pid_t *pid_out)
     if (pid == 0) {
         for (size_t i = 0; i < 4; i++)
             sigaction(forwarded[i], &old[i], NULL);
+        /* The preload goes into the child's environment only: memsight's own helpers
+         * (the --watch actions) must not run under the agent. */
+        if (agent && set_env(agent, opts) != 0) {
+            fprintf(stderr, "memsight run: cannot set the environment: %s\n", strerror(errno));
+            _exit(126);
+        }
         execvp(argv[0], argv);
         int e = errno;
         fprintf(stderr, "memsight run: cannot run '%s': %s\n", argv[0], strerror(e));
@@ -435,6 +518,8 @@ static int run_child(char **argv, pid_t *pid_out)
     }
     child_pid = pid;
     *pid_out = pid;
+    if (ctx->ntrackers)
+        watch_child(ctx, pid, dir, observed);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
@@ -563,13 +648,9 @@ int ms_cmd_run(int argc, char **argv)
 
     char opts[OPTS_MAX + PATH_MAX + 8];
     snprintf(opts, sizeof opts, "out=%s%s%s", dir, ctx.agent_opts_len ? "," : "", ctx.agent_opts);
-    if (!unobservable && set_env(agent, opts) != 0) {
-        fprintf(stderr, "memsight run: cannot set the environment: %s\n", strerror(errno));
-        return 2;
-    }
     pid_t pid = 0;
     time_t start = time(NULL);
-    int status = run_child(cmd, &pid);
+    int status = run_child(&ctx, dir, unobservable ? NULL : agent, opts, cmd, &pid);
     if (status < 0)
         return 2;
     if (!ctx.quiet && !unobservable)
