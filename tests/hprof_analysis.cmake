@@ -9,7 +9,13 @@ ms_unit_test(hprof_an_domtree SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_domtre
 ms_test_program(hprof_an_tool SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/hprof_an_tool.c LIBS ms_hprof)
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
-  ms_integration_test(hprof_an_reference ${Python3_EXECUTABLE}
+  # The cross-check needs networkx: Debian's python3-networkx serves the system
+  # interpreter, which may not be the first python3 on PATH.
+  find_program(MS_SYSTEM_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  if(NOT MS_SYSTEM_PYTHON)
+    set(MS_SYSTEM_PYTHON ${Python3_EXECUTABLE})
+  endif()
+  ms_integration_test(hprof_an_reference ${MS_SYSTEM_PYTHON}
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_reference.py)
   ms_integration_test(hprof_an_synthetic ${Python3_EXECUTABLE}
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_synthetic.py)
