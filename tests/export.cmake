@@ -27,22 +27,9 @@ foreach(f android_dump stack_agg collapsed pprof flamegraph html_report diff tre
           symbolize report_json report_text report_model json_writer)
   list(APPEND MS_FUZZ_ANDROID_SRCS ${PROJECT_SOURCE_DIR}/src/analysis/${f}.c)
 endforeach()
-find_program(MS_CLANG NAMES clang clang-14)
-if(MS_CLANG)
-  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/export_fuzz_probe.c
-    "int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n")
-  execute_process(COMMAND ${MS_CLANG} -fsanitize=fuzzer ${CMAKE_CURRENT_BINARY_DIR}/export_fuzz_probe.c
-    -o ${CMAKE_CURRENT_BINARY_DIR}/export_fuzz_probe RESULT_VARIABLE MS_EXPORT_FUZZ_PROBE
-    OUTPUT_QUIET ERROR_QUIET)
-endif()
-if(MS_CLANG AND MS_EXPORT_FUZZ_PROBE EQUAL 0)
-  add_custom_command(OUTPUT ${MS_FUZZ_ANDROID}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${MS_TEST_BIN}/fuzz
-    COMMAND ${MS_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-      -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/src ${MS_FUZZ_ANDROID_SRCS}
-      -ldw -lelf -lz -lstdc++ -lm -o ${MS_FUZZ_ANDROID}
-    DEPENDS ${MS_FUZZ_ANDROID_SRCS} COMMENT "Building the Android dump fuzzer with clang" VERBATIM)
-  add_custom_target(export_fuzz_android_bin ALL DEPENDS ${MS_FUZZ_ANDROID})
+if(MS_CLANG_FUZZER)
+  ms_clang_fuzzer(export_fuzz_android_bin ${MS_FUZZ_ANDROID} COMMENT "Building the Android dump fuzzer with clang"
+    SOURCES ${MS_FUZZ_ANDROID_SRCS} LIBS -ldw -lelf -lz -lstdc++ -lm)
   add_test(NAME export_fuzz_android COMMAND sh -c
     "rm -rf \"$1\" && mkdir -p \"$1\" && cp \"$2\"/*.txt \"$3\"/*.seed \"$1\"/ && \"$0\" -max_total_time=15 -timeout=10 -rss_limit_mb=1024 -artifact_prefix=\"$1\"/ -print_final_stats=1 \"$1\""
     ${MS_FUZZ_ANDROID} ${MS_TEST_BIN}/fuzz/corpus-android ${PROJECT_SOURCE_DIR}/tests/data/android

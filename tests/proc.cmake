@@ -21,7 +21,6 @@ endif()
 
 # libFuzzer target for the /proc parsers, built with clang directly like the other
 # fuzzers, run for a bounded 10 s from the captured and hand-made texts.
-find_program(MS_CLANG NAMES clang clang-14)
 set(MS_FUZZ_PROC ${MS_TEST_BIN}/fuzz/fuzz_proc)
 set(MS_FUZZ_PROC_SRCS ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_proc.c
   ${PROJECT_SOURCE_DIR}/src/core/proc_read.c ${PROJECT_SOURCE_DIR}/src/core/proc_smaps.c
@@ -29,21 +28,9 @@ set(MS_FUZZ_PROC_SRCS ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_proc.c
   ${PROJECT_SOURCE_DIR}/src/core/fileio.c ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c
   ${PROJECT_SOURCE_DIR}/src/analysis/accounting.c ${PROJECT_SOURCE_DIR}/src/analysis/watch.c
   ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c)
-if(MS_CLANG)
-  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/proc_fuzz_probe.c
-    "int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n")
-  execute_process(COMMAND ${MS_CLANG} -fsanitize=fuzzer ${CMAKE_CURRENT_BINARY_DIR}/proc_fuzz_probe.c
-    -o ${CMAKE_CURRENT_BINARY_DIR}/proc_fuzz_probe RESULT_VARIABLE MS_PROC_FUZZ_PROBE
-    OUTPUT_QUIET ERROR_QUIET)
-endif()
-if(MS_CLANG AND MS_PROC_FUZZ_PROBE EQUAL 0)
-  add_custom_command(OUTPUT ${MS_FUZZ_PROC}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${MS_TEST_BIN}/fuzz
-    COMMAND ${MS_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-      -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/src ${MS_FUZZ_PROC_SRCS}
-      -ldw -lelf -lz -lzstd -lstdc++ -lm -o ${MS_FUZZ_PROC}
-    DEPENDS ${MS_FUZZ_PROC_SRCS} COMMENT "Building the /proc parser fuzzer with clang" VERBATIM)
-  add_custom_target(proc_fuzz_bin ALL DEPENDS ${MS_FUZZ_PROC})
+if(MS_CLANG_FUZZER)
+  ms_clang_fuzzer(proc_fuzz_bin ${MS_FUZZ_PROC} COMMENT "Building the /proc parser fuzzer with clang"
+    SOURCES ${MS_FUZZ_PROC_SRCS} LIBS -ldw -lelf -lz -lzstd -lstdc++ -lm)
   add_test(NAME proc_fuzz COMMAND sh -c
     "rm -rf \"$1\" && mkdir -p \"$1\" && cp \"$2\"/* \"$1\"/ && \"$0\" -max_total_time=10 -timeout=10 -rss_limit_mb=1024 -max_len=65536 -artifact_prefix=\"$1\"/ -print_final_stats=1 \"$1\""
     ${MS_FUZZ_PROC} ${MS_TEST_BIN}/fuzz/corpus-proc ${PROJECT_SOURCE_DIR}/tests/data/proc)

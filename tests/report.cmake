@@ -14,7 +14,6 @@ ms_integration_test(report_run ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_ru
 ms_integration_test(report_demo ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_demo.sh)
 # libFuzzer target for the snapshot reader and the reports, built with clang directly
 # (the rest of the tree may use gcc) and run for a bounded 20 s from the committed seeds.
-find_program(MS_CLANG NAMES clang clang-14)
 set(MS_FUZZ_SNAPSHOT_SRCS
   ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_snapshot.c
   ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c ${PROJECT_SOURCE_DIR}/src/core/fileio.c
@@ -22,20 +21,9 @@ set(MS_FUZZ_SNAPSHOT_SRCS
   ${PROJECT_SOURCE_DIR}/src/analysis/report_model.c ${PROJECT_SOURCE_DIR}/src/analysis/json_writer.c
   ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c ${PROJECT_SOURCE_DIR}/src/analysis/stack_agg.c)
 set(MS_FUZZ_SNAPSHOT ${MS_TEST_BIN}/fuzz/fuzz_snapshot)
-if(MS_CLANG)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E echo "int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }"
-    OUTPUT_FILE ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe.c)
-  execute_process(COMMAND ${MS_CLANG} -fsanitize=fuzzer ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe.c
-    -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe RESULT_VARIABLE MS_FUZZ_PROBE OUTPUT_QUIET ERROR_QUIET)
-endif()
-if(MS_CLANG AND MS_FUZZ_PROBE EQUAL 0)
-  add_custom_command(OUTPUT ${MS_FUZZ_SNAPSHOT}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${MS_TEST_BIN}/fuzz
-    COMMAND ${MS_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-      -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/src ${MS_FUZZ_SNAPSHOT_SRCS}
-      -ldw -lelf -lz -lstdc++ -lm -o ${MS_FUZZ_SNAPSHOT}
-    DEPENDS ${MS_FUZZ_SNAPSHOT_SRCS} COMMENT "Building the snapshot fuzzer with clang" VERBATIM)
-  add_custom_target(report_fuzz_snapshot_bin ALL DEPENDS ${MS_FUZZ_SNAPSHOT})
+if(MS_CLANG_FUZZER)
+  ms_clang_fuzzer(report_fuzz_snapshot_bin ${MS_FUZZ_SNAPSHOT} COMMENT "Building the snapshot fuzzer with clang"
+    SOURCES ${MS_FUZZ_SNAPSHOT_SRCS} LIBS -ldw -lelf -lz -lstdc++ -lm)
   add_test(NAME report_fuzz_snapshot COMMAND sh -c
     "rm -rf \"$1\" && mkdir -p \"$1\" && cp \"$2\"/* \"$1\"/ && \"$0\" -max_total_time=20 -timeout=10 -rss_limit_mb=1024 -print_final_stats=1 \"$1\""
     ${MS_FUZZ_SNAPSHOT} ${MS_TEST_BIN}/fuzz/corpus-snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/snapshot)
