@@ -22,7 +22,7 @@ endif()
 # -DMEMSIGHT_FUZZ=ON and clang as the compiler it is also a regular target, for longer
 # runs by hand: build/tests/fuzz/fuzz_hprof tests/fuzz/corpus/hprof
 if(MEMSIGHT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
-  set(MS_HPROF_FUZZ_SRC reader graph names sizes histogram summary)
+  set(MS_HPROF_FUZZ_SRC reader graph names sizes histogram summary json_out)
   list(TRANSFORM MS_HPROF_FUZZ_SRC PREPEND ${PROJECT_SOURCE_DIR}/src/hprof/)
   list(TRANSFORM MS_HPROF_FUZZ_SRC APPEND .c)
   add_executable(fuzz_hprof ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_hprof.c ${MS_HPROF_FUZZ_SRC})

@@ -182,7 +182,7 @@ int ms_hprof_diff_print(FILE *fp, const ms_hprof_diffresult *d, size_t top, int 
                     di, ds, rbuf, r->instances[0], r->instances[1], r->name);
         } else if (fmt == MS_HPAN_JSON) {
             fputs(shown ? ",\n  {\"class\": " : "\n  {\"class\": ", fp);
-            ms_hpan_json_str(fp, r->name);
+            ms_hprof_json_str(fp, r->name);
             fprintf(fp, ", \"instances_a\": %" PRIu64 ", \"instances_b\": %" PRIu64
                         ", \"instances_delta\": %" PRId64 ", \"shallow_bytes_a\": %" PRIu64
                         ", \"shallow_bytes_b\": %" PRIu64 ", \"shallow_bytes_delta\": %" PRId64,

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hprof/json_out.h"
+
 #include "hprof/graph.h"
 
 /* Which edges keep an object alive, for dominators and paths alike:
@@ -75,8 +77,6 @@ int ms_hprof_dominators_print_ex(FILE *fp, const ms_hgraph *g, const ms_hprof_do
 enum { MS_HPAN_TEXT = 0, MS_HPAN_JSON = 1, MS_HPAN_CSV = 2 };
 /* Parses "text", "json", "csv" (NULL = text); -1 when unknown. */
 int ms_hpan_format(const char *format);
-/* Writes s as a JSON string literal (quotes included). */
-void ms_hpan_json_str(FILE *fp, const char *s);
 /* Writes s as one CSV field (quoted when needed). */
 void ms_hpan_csv_str(FILE *fp, const char *s);
 /* Display name of an object's class: the class name, or "class NAME" for a class object.

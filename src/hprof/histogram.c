@@ -2,6 +2,7 @@
  * classes of the same name from different loaders stay apart. Never prints anywhere but
  * the given FILE. */
 #include "hprof/histogram.h"
+#include "hprof/json_out.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -95,20 +96,6 @@ void ms_hhist_sort(ms_hhist *h, const ms_hgraph *g, int key)
         qsort(h->rows, h->n, sizeof *h->rows, cmp_rows);
 }
 
-static void json_str(FILE *fp, const char *s)
-{
-    fputc('"', fp);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(fp, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(fp, "\\u%04x", *p);
-        else
-            fputc(*p, fp);
-    }
-    fputc('"', fp);
-}
-
 static void csv_str(FILE *fp, const char *s)
 {
     if (!strpbrk(s, ",\"\n\r")) {
@@ -187,7 +174,7 @@ int ms_hhist_print(FILE *fp, const ms_hgraph *g, const ms_hhist *h, size_t top,
         for (size_t i = 0; i < n; i++) {
             const ms_hhist_row *r = &h->rows[i];
             fprintf(fp, "%s\n  {\"class\": ", i ? "," : "");
-            json_str(fp, ms_hgraph_class_name(g, r->cls));
+            ms_hprof_json_str(fp, ms_hgraph_class_name(g, r->cls));
             fprintf(fp, ", \"loader\": \"0x%llx\", \"instances\": %llu, \"shallow_bytes\": %llu, \"retained_bytes\": ",
                     (unsigned long long)g->classes[r->cls].loader_id, (unsigned long long)r->instances,
                     (unsigned long long)r->shallow);

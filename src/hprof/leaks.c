@@ -794,11 +794,11 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
             }
         } else {
             fputs(k ? ",\n  {\"signature\": " : "\n  {\"signature\": ", fp);
-            ms_hpan_json_str(fp, grp->signature);
+            ms_hprof_json_str(fp, grp->signature);
             fputs(", \"class\": ", fp);
-            ms_hpan_json_str(fp, ms_hpan_obj_class(g, o, 1, buf, sizeof buf));
+            ms_hprof_json_str(fp, ms_hpan_obj_class(g, o, 1, buf, sizeof buf));
             fputs(", \"reason\": ", fp);
-            ms_hpan_json_str(fp, grp->reason);
+            ms_hprof_json_str(fp, grp->reason);
             fprintf(fp, ", \"count\": %zu, \"retained_bytes\": %" PRIu64 ", \"objects\": [",
                     grp->count, grp->retained);
             for (size_t j = 0; j < grp->count; j++)

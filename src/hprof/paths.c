@@ -316,22 +316,22 @@ void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *
     char buf[512];
     ms_hidx v = p->obj[k];
     fprintf(fp, "{\"object_id\": \"0x%" PRIx64 "\", \"class\": ", g->obj_id[v]);
-    ms_hpan_json_str(fp, ms_hpan_obj_class(g, v, 1, buf, sizeof buf));
+    ms_hprof_json_str(fp, ms_hpan_obj_class(g, v, 1, buf, sizeof buf));
     if (g->obj_kind[v] == MS_HOBJ_CLASS) {
         fputs(", \"class_object_of\": ", fp);
-        ms_hpan_json_str(fp, ms_hgraph_class_name(g, ms_hgraph_class_object_class(g, v)));
+        ms_hprof_json_str(fp, ms_hgraph_class_name(g, ms_hgraph_class_object_class(g, v)));
     }
     fprintf(fp, ", \"shallow_bytes\": %" PRIu32, g->obj_size[v]);
     if (k == 0) {
         fputs(", \"root_type\": ", fp);
-        ms_hpan_json_str(fp, ms_hroot_type_key(p->root_type));
+        ms_hprof_json_str(fp, ms_hroot_type_key(p->root_type));
         fprintf(fp, "%s}", extra ? extra : "");
         return;
     }
     ms_hprof_edge_ref s = ms_hprof_edge_describe(g, p->edge[k]);
     if (s.field) {
         fputs(", \"field\": ", fp);
-        ms_hpan_json_str(fp, s.field);
+        ms_hprof_json_str(fp, s.field);
         if (s.is_static)
             fputs(", \"static\": true", fp);
     } else {

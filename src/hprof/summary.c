@@ -1,6 +1,7 @@
 /* Summary of a heap dump (see summary.h). Counts over the graph's flat arrays, then
  * formatting; never touches the file and never prints anywhere but the given FILE. */
 #include "hprof/summary.h"
+#include "hprof/json_out.h"
 
 #include <string.h>
 #include <time.h>
@@ -27,20 +28,6 @@ void ms_hsummary_compute(const ms_hgraph *g, ms_hsummary *s)
                                         0x89, 0x8A, 0x8B, 0x8C, 0x8D, 0x8E, 0x90};
     for (size_t t = 0; t < sizeof root_tags; t++)
         s->roots[root_tags[t]] = g->subrecord_count[root_tags[t]];
-}
-
-static void json_str(FILE *fp, const char *s)
-{
-    fputc('"', fp);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(fp, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(fp, "\\u%04x", *p);
-        else
-            fputc(*p, fp);
-    }
-    fputc('"', fp);
 }
 
 static void iso_time(uint64_t ms, char *buf, size_t len)
@@ -70,9 +57,9 @@ static int print_json(FILE *fp, const char *path, const ms_hgraph *g, const ms_h
     char ts[64], mb[160];
     iso_time(g->timestamp_ms, ts, sizeof ts);
     fprintf(fp, "{\n  \"file\": ");
-    json_str(fp, path);
+    ms_hprof_json_str(fp, path);
     fprintf(fp, ",\n  \"version\": ");
-    json_str(fp, g->version);
+    ms_hprof_json_str(fp, g->version);
     fprintf(fp, ",\n  \"id_size\": %u,\n  \"timestamp\": %llu,\n  \"timestamp_iso\": \"%s\",\n",
             g->id_size, (unsigned long long)g->timestamp_ms, ts);
     fprintf(fp, "  \"file_bytes\": %llu,\n", (unsigned long long)g->file_size);
@@ -84,7 +71,7 @@ static int print_json(FILE *fp, const char *path, const ms_hgraph *g, const ms_h
             (unsigned long long)s->shallow, (unsigned long long)g->nedge,
             (unsigned long long)g->nstrings);
     fprintf(fp, "  \"size_model\": ");
-    json_str(fp, model_text(&g->model, mb, sizeof mb));
+    ms_hprof_json_str(fp, model_text(&g->model, mb, sizeof mb));
     fprintf(fp, ",\n  \"roots\": {");
     int first = 1;
     for (int t = 0; t < 256; t++)
@@ -99,7 +86,7 @@ static int print_json(FILE *fp, const char *path, const ms_hgraph *g, const ms_h
         if (!s->heap_objects[h])
             continue;
         fprintf(fp, "%s", first ? "" : ", ");
-        json_str(fp, g->strs + g->heaps[h].name);
+        ms_hprof_json_str(fp, g->strs + g->heaps[h].name);
         fprintf(fp, ": {\"objects\": %llu, \"shallow_bytes\": %llu}",
                 (unsigned long long)s->heap_objects[h], (unsigned long long)s->heap_shallow[h]);
         first = 0;
@@ -136,7 +123,7 @@ static int print_json(FILE *fp, const char *path, const ms_hgraph *g, const ms_h
         fprintf(fp, "%s\n    {\"offset\": %llu, \"record\": \"%s\", \"subrecord\": \"%s\", \"message\": ",
                 i ? "," : "", (unsigned long long)p->offset, ms_hprof_record_name(p->record),
                 p->subrecord ? ms_hprof_subrecord_name(p->subrecord) : "");
-        json_str(fp, p->msg);
+        ms_hprof_json_str(fp, p->msg);
         fputc('}', fp);
     }
     fprintf(fp, "%s]\n}\n", g->nproblem ? "\n  " : "");

@@ -12,7 +12,7 @@ BIN=$OUT/fuzz_hprof
 "$CLANG" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$SRC/src" -I"$SRC/include" "$SRC/tests/fuzz/fuzz_hprof.c" \
     "$SRC/src/hprof/reader.c" "$SRC/src/hprof/graph.c" "$SRC/src/hprof/names.c" \
-    "$SRC/src/hprof/sizes.c" "$SRC/src/hprof/histogram.c" "$SRC/src/hprof/summary.c" \
+    "$SRC/src/hprof/sizes.c" "$SRC/src/hprof/histogram.c" "$SRC/src/hprof/summary.c" "$SRC/src/hprof/json_out.c" \
     -lz -o "$BIN"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

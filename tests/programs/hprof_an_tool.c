@@ -232,7 +232,7 @@ int main(int argc, char **argv)
     if (argc >= 4 && !strcmp(argv[1], "diff"))
         return cmd_diff(argc - 2, argv + 2);
     if (argc >= 3 && !strcmp(argv[1], "jsonstr")) { /* the JSON string writer alone */
-        ms_hpan_json_str(stdout, argv[2]);
+        ms_hprof_json_str(stdout, argv[2]);
         putchar('\n');
         return 0;
     }
