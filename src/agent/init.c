@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/start.h"
 
 __thread ms_tls ms_self __attribute__((tls_model("initial-exec")));
 int ms_state;
@@ -122,7 +123,9 @@ extern char **environ;
 
 static void *ms_sym(const char *name)
 {
-    return dlsym(RTLD_NEXT, name);
+    /* dlopen'ed and started by memsight_start (start.c): the real functions are the
+     * ones the program's own lookup finds (libc's, or an allocator it links) */
+    return dlsym(ms_start_deferred_mode ? RTLD_DEFAULT : RTLD_NEXT, name);
 }
 
 static void ms_resolve(void)
@@ -212,6 +215,11 @@ static int ms_options_from_env_done;
 static void ms_read_options(void)
 {
     const char *s = NULL;
+    if (ms_start_options) { /* given to memsight_start() */
+        ms_options_from_env_done = 1;
+        ms_options_parse(&ms_opt, ms_start_options);
+        return;
+    }
     if (environ) {
         for (char **e = environ; *e; e++)
             if (strncmp(*e, "MEMSIGHT_OPTIONS=", 17) == 0) {
@@ -270,6 +278,8 @@ int ms_init(void)
 
 __attribute__((constructor(101))) static void ms_constructor(void)
 {
+    if (__atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_NONE && ms_start_deferred())
+        return; /* dlopen'ed: memsight_start() initialises and hooks */
     ms_init();
     if (!ms_options_from_env_done && environ && ms_state == MS_STATE_READY) {
         /* First use came before the environment was set up: read options now. */

@@ -1,0 +1,298 @@
+/* GOT (PLT) hooks: for an agent dlopen'ed into a running program, rewrites the JUMP_SLOT
+ * and GLOB_DAT slots of the hooked names in every loaded module so that the program's
+ * calls reach the agent, and re-runs after every dlopen made through the hook.
+ * Runs inside the target: no malloc, no stdio, no lock held; ELF data is bounds-checked
+ * against the module's own loaded segments before it is read or written. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/got_hook.h"
+
+static void *ms_got_dlopen(const char *name, int flags);
+
+/* The names whose slots are rewritten; `own` is filled by ms_got_prepare(). */
+static struct {
+    const char *name;
+    void *own;
+} ms_got_table[] = {
+    {"malloc", NULL},         {"calloc", NULL},         {"realloc", NULL},
+    {"reallocarray", NULL},   {"free", NULL},           {"memalign", NULL},
+    {"posix_memalign", NULL}, {"aligned_alloc", NULL},  {"valloc", NULL},
+    {"pvalloc", NULL},        {"malloc_usable_size", NULL}, {"mmap", NULL},
+    {"mmap64", NULL},         {"munmap", NULL},         {"mremap", NULL},
+    {"mprotect", NULL},       {"pthread_create", NULL}, {"dlclose", NULL},
+    {"dlopen", NULL},
+};
+#define MS_GOT_N (sizeof ms_got_table / sizeof ms_got_table[0])
+#define MS_GOT_DLOPEN (MS_GOT_N - 1)
+
+static ms_got_stats ms_got_st;
+static int ms_got_prepared;
+
+/* The agent's own load base (dladdr of one of its functions). */
+static void *ms_got_self_base(Dl_info *info)
+{
+    if (!dladdr((void *)(uintptr_t)&ms_got_self_base, info))
+        return NULL;
+    return info->dli_fbase;
+}
+
+int ms_got_default_is_own(const char *name)
+{
+    Dl_info self, def;
+    void *p = dlsym(RTLD_DEFAULT, name);
+    void *base = ms_got_self_base(&self);
+    return p && base && dladdr(p, &def) && def.dli_fbase == base;
+}
+
+void *ms_got_own_sym(const char *name)
+{
+    Dl_info self;
+    if (!ms_got_self_base(&self) || !self.dli_fname)
+        return NULL;
+    /* a handle of the agent itself: the lookup starts with the agent's definitions */
+    void *h = dlopen(self.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return NULL;
+    void *p = dlsym(h, name);
+    Dl_info def;
+    if (p && (!dladdr(p, &def) || def.dli_fbase != self.dli_fbase))
+        p = NULL; /* found elsewhere: the agent does not define it */
+    return p;
+}
+
+int ms_got_prepare(void)
+{
+    if (__atomic_load_n(&ms_got_prepared, __ATOMIC_ACQUIRE))
+        return 0;
+    for (size_t i = 0; i < MS_GOT_DLOPEN; i++) {
+        ms_got_table[i].own = ms_got_own_sym(ms_got_table[i].name);
+        if (!ms_got_table[i].own)
+            return -ENOENT;
+    }
+    ms_got_table[MS_GOT_DLOPEN].own = (void *)(uintptr_t)&ms_got_dlopen;
+    __atomic_store_n(&ms_got_prepared, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void ms_got_get_stats(ms_got_stats *out)
+{
+    out->modules = __atomic_load_n(&ms_got_st.modules, __ATOMIC_RELAXED);
+    out->slots = __atomic_load_n(&ms_got_st.slots, __ATOMIC_RELAXED);
+    out->rejected = __atomic_load_n(&ms_got_st.rejected, __ATOMIC_RELAXED);
+    out->dlopens = __atomic_load_n(&ms_got_st.dlopens, __ATOMIC_RELAXED);
+}
+
+/* ===========================================================================
+ * One module
+ * ========================================================================= */
+typedef struct ms_mod_view {
+    uintptr_t base;
+    const ElfW(Phdr) *phdr;
+    int phnum;
+    uintptr_t relro_lo, relro_hi; /* pages the loader made read-only (0, 0: none) */
+} ms_mod_view;
+
+/* 1 if [p, p+n) lies inside one PT_LOAD segment of the module. */
+static int ms_mod_has(const ms_mod_view *m, uintptr_t p, size_t n)
+{
+    if (p + n < p)
+        return 0;
+    for (int i = 0; i < m->phnum; i++) {
+        const ElfW(Phdr) *ph = &m->phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = m->base + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (p >= lo && p + n <= hi)
+            return 1;
+    }
+    return 0;
+}
+
+/* A d_ptr value as an address: the loader relocates most of them in place, but not all
+ * loaders do; accept whichever reading lands inside the module. */
+static uintptr_t ms_mod_ptr(const ms_mod_view *m, uintptr_t v, size_t n)
+{
+    if (ms_mod_has(m, v, n))
+        return v;
+    if (v + m->base >= v && ms_mod_has(m, v + m->base, n))
+        return v + m->base;
+    return 0;
+}
+
+static int ms_sys_mprotect_raw(uintptr_t page, size_t len, int prot)
+{
+    return (int)syscall(SYS_mprotect, (void *)page, len, prot);
+}
+
+/* Writes `val` into the slot at `slot` (inside a PT_LOAD of the module). 1 if written. */
+static int ms_got_write(const ms_mod_view *m, uintptr_t slot, void *val)
+{
+    void **s = (void **)slot;
+    if (__atomic_load_n(s, __ATOMIC_RELAXED) == val)
+        return 0;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t page = slot & ~(pg - 1);
+    size_t len = ((slot + sizeof(void *) + pg - 1) & ~(pg - 1)) - page;
+    int ro = slot < m->relro_hi && slot + sizeof(void *) > m->relro_lo;
+    if (ro && ms_sys_mprotect_raw(page, len, PROT_READ | PROT_WRITE) != 0)
+        return 0;
+    __atomic_store_n(s, val, __ATOMIC_RELEASE);
+    if (ro)
+        ms_sys_mprotect_raw(page, len, PROT_READ);
+    return 1;
+}
+
+static int ms_got_name_index(const char *s, size_t room)
+{
+    for (size_t i = 0; i < MS_GOT_N; i++) {
+        size_t n = strlen(ms_got_table[i].name);
+        if (n < room && memcmp(s, ms_got_table[i].name, n + 1) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* Walks one relocation table; returns the number of slots patched. */
+static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz, uintptr_t symtab,
+                              uintptr_t strtab, size_t strsz, int self)
+{
+    uint64_t n = 0;
+    for (size_t off = 0; off + sizeof(ElfW(Rela)) <= relsz; off += sizeof(ElfW(Rela))) {
+        const ElfW(Rela) *r = (const ElfW(Rela) *)(rel + off);
+        unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
+        if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+            continue;
+        size_t si = (size_t)ELF64_R_SYM(r->r_info);
+        if (si == 0 || si > SIZE_MAX / sizeof(ElfW(Sym)))
+            continue;
+        uintptr_t sa = symtab + si * sizeof(ElfW(Sym));
+        if (sa < symtab || !ms_mod_has(m, sa, sizeof(ElfW(Sym))))
+            continue;
+        const ElfW(Sym) *sym = (const ElfW(Sym) *)sa;
+        if (sym->st_name >= strsz)
+            continue;
+        int idx = ms_got_name_index((const char *)strtab + sym->st_name, strsz - sym->st_name);
+        if (idx < 0 || (self && idx == (int)MS_GOT_DLOPEN))
+            continue;
+        uintptr_t slot = m->base + r->r_offset;
+        if (slot < m->base || (slot & (sizeof(void *) - 1)) || !ms_mod_has(m, slot, sizeof(void *)))
+            continue;
+        n += (uint64_t)ms_got_write(m, slot, ms_got_table[idx].own);
+    }
+    return n;
+}
+
+static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uint64_t *total = arg;
+    ms_mod_view m = {.base = info->dlpi_addr, .phdr = info->dlpi_phdr, .phnum = info->dlpi_phnum};
+    if (!m.phdr || m.phnum <= 0)
+        return 0;
+    uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    uintptr_t interp = (uintptr_t)getauxval(AT_BASE);
+    if ((vdso && ms_mod_has(&m, vdso, 1)) || (interp && ms_mod_has(&m, interp, 1)))
+        return 0; /* the vdso, and the dynamic loader (its calls never go through a GOT) */
+    int self = ms_mod_has(&m, (uintptr_t)&ms_got_module, 1);
+    const ElfW(Dyn) *dyn = NULL;
+    size_t ndyn = 0;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < m.phnum; i++) {
+        const ElfW(Phdr) *ph = &m.phdr[i];
+        if (ph->p_type == PT_DYNAMIC) {
+            dyn = (const ElfW(Dyn) *)(m.base + ph->p_vaddr);
+            ndyn = ph->p_memsz / sizeof(ElfW(Dyn));
+        } else if (ph->p_type == PT_GNU_RELRO) {
+            /* the loader protects whole pages only: the last partial page stays writable */
+            m.relro_lo = (m.base + ph->p_vaddr) & ~(pg - 1);
+            m.relro_hi = (m.base + ph->p_vaddr + ph->p_memsz) & ~(pg - 1);
+        }
+    }
+    if (!dyn || !ndyn || !ms_mod_has(&m, (uintptr_t)dyn, ndyn * sizeof(ElfW(Dyn))))
+        return 0; /* a static module has nothing to patch */
+    uintptr_t jmprel = 0, rela = 0, symtab = 0, strtab = 0;
+    size_t pltrelsz = 0, relasz = 0, strsz = 0;
+    int pltrel_rela = 1;
+    for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
+        uintptr_t v = dyn[i].d_un.d_ptr;
+        switch (dyn[i].d_tag) {
+        case DT_JMPREL: jmprel = v; break;
+        case DT_PLTRELSZ: pltrelsz = v; break;
+        case DT_PLTREL: pltrel_rela = v == DT_RELA; break;
+        case DT_RELA: rela = v; break;
+        case DT_RELASZ: relasz = v; break;
+        case DT_SYMTAB: symtab = v; break;
+        case DT_STRTAB: strtab = v; break;
+        case DT_STRSZ: strsz = v; break;
+        default: break;
+        }
+    }
+    int bad = 0;
+    if (!symtab || !strtab || !strsz)
+        return 0;
+    symtab = ms_mod_ptr(&m, symtab, sizeof(ElfW(Sym)));
+    strtab = ms_mod_ptr(&m, strtab, strsz);
+    bad |= !symtab || !strtab;
+    if (jmprel && pltrelsz && pltrel_rela) {
+        jmprel = ms_mod_ptr(&m, jmprel, pltrelsz);
+        bad |= !jmprel;
+    } else {
+        jmprel = 0;
+    }
+    if (rela && relasz) {
+        rela = ms_mod_ptr(&m, rela, relasz);
+        bad |= !rela;
+    } else {
+        rela = 0;
+    }
+    if (bad) {
+        __atomic_fetch_add(&ms_got_st.rejected, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    uint64_t n = 0;
+    if (jmprel)
+        n += ms_got_relocs(&m, jmprel, pltrelsz, symtab, strtab, strsz, self);
+    if (rela)
+        n += ms_got_relocs(&m, rela, relasz, symtab, strtab, strsz, self);
+    if (n) {
+        __atomic_fetch_add(&ms_got_st.modules, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&ms_got_st.slots, n, __ATOMIC_RELAXED);
+    }
+    *total += n;
+    return 0;
+}
+
+uint64_t ms_got_hook_all(void)
+{
+    if (ms_got_prepare() != 0)
+        return 0;
+    uint64_t n = 0;
+    ms_enter();
+    dl_iterate_phdr(ms_got_module, &n);
+    ms_leave();
+    return n;
+}
+
+/* The hooked dlopen: the real one, then the new modules (and their dependencies) are
+ * patched. Their constructors have already run by then: what they allocated through
+ * their own slots is not seen. */
+static void *ms_got_dlopen(const char *name, int flags)
+{
+    void *h = dlopen(name, flags);
+    if (h && __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_READY) {
+        int saved = errno;
+        __atomic_fetch_add(&ms_got_st.dlopens, 1, __ATOMIC_RELAXED);
+        ms_got_hook_all();
+        errno = saved;
+    }
+    return h;
+}

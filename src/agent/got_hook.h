@@ -1,0 +1,31 @@
+/* GOT (PLT) hooks for an agent that was dlopen'ed instead of preloaded: points the
+ * allocation, mmap, thread and dlopen/dlclose slots of every loaded module at the agent.
+ * Runs inside the target: no malloc, no stdio; every ELF read is bounds-checked. */
+#ifndef MS_GOT_HOOK_H
+#define MS_GOT_HOOK_H
+
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+typedef struct ms_got_stats {
+    uint64_t modules;  /* modules in which at least one slot was patched */
+    uint64_t slots;    /* GOT slots patched */
+    uint64_t rejected; /* modules whose dynamic section failed a bounds check */
+    uint64_t dlopens;  /* dlopen calls seen through the hook */
+} ms_got_stats;
+
+/* Resolves the agent's own functions for the hooked names; 0 or a negative errno. */
+int ms_got_prepare(void) MS_INTERNAL;
+/* Patches every loaded module (the agent's own slots too, so that its internal calls to
+ * malloc/free reach its own functions) except the dynamic loader and the vdso. Modules
+ * already patched are left as they are. Returns the number of slots patched now. */
+uint64_t ms_got_hook_all(void) MS_INTERNAL;
+/* 1 if the main program's lookup of `name` finds the agent's definition (preloaded, or
+ * linked before libc): the agent's interposers are then in effect without hooks. */
+int ms_got_default_is_own(const char *name) MS_INTERNAL;
+/* The agent's own definition of `name` (NULL if it has none). */
+void *ms_got_own_sym(const char *name) MS_INTERNAL;
+void ms_got_get_stats(ms_got_stats *out) MS_INTERNAL;
+
+#endif

@@ -1,0 +1,61 @@
+/* memsight_start(): starts the agent from the program (include/memsight/memsight.h).
+ * Preloaded or linked before libc, the interposers are already in effect: it only
+ * starts. dlopen'ed, it initialises with the given options and installs GOT hooks.
+ * Runs inside the target: no malloc of ours, never kills or blocks the program. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+
+#include "agent/agent.h"
+#include "agent/got_hook.h"
+#include "agent/start.h"
+
+const char *ms_start_options;
+int ms_start_deferred_mode;
+static int ms_start_busy; /* one start at a time */
+static int ms_got_mode;   /* GOT hooks are the way in */
+
+int ms_start_deferred(void)
+{
+    return !ms_got_default_is_own("malloc");
+}
+
+static int ms_start_locked(const char *options)
+{
+    int s = __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE);
+    if (s == MS_STATE_READY) {
+        /* again: modules loaded by a path the dlopen hook does not see get patched now */
+        if (__atomic_load_n(&ms_got_mode, __ATOMIC_ACQUIRE))
+            ms_got_hook_all();
+        return 0;
+    }
+    if (s == MS_STATE_DISABLED)
+        return -ENOTSUP;
+    int deferred = ms_start_deferred();
+    if (deferred && ms_got_prepare() != 0)
+        return -ENOENT; /* the agent's own functions cannot be found: no hooks possible */
+    ms_start_options = options;
+    ms_start_deferred_mode = deferred;
+    int ok = ms_init();
+    ms_start_options = NULL;
+    if (!ok)
+        return __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_DISABLED ? -ENOMEM
+                                                                                 : -EAGAIN;
+    if (deferred) {
+        /* blocks the program allocated before the hooks carry no header of ours: every
+         * header is confirmed through the live table (or its second mark) first */
+        __atomic_store_n(&ms_hdr_confirm_needed, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&ms_got_mode, 1, __ATOMIC_RELEASE);
+        ms_got_hook_all();
+    }
+    return 0;
+}
+
+__attribute__((visibility("default"))) int memsight_start(const char *options)
+{
+    while (__atomic_exchange_n(&ms_start_busy, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    int rc = ms_start_locked(options);
+    __atomic_store_n(&ms_start_busy, 0, __ATOMIC_RELEASE);
+    return rc;
+}
