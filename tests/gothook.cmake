@@ -15,3 +15,10 @@ add_dependencies(gh_linked gh_lib)
 ms_integration_test(gothook_dlopen ${CMAKE_CURRENT_SOURCE_DIR}/integration/gothook_check.py dlopen)
 ms_integration_test(gothook_linked ${CMAKE_CURRENT_SOURCE_DIR}/integration/gothook_check.py linked)
 ms_integration_test(gothook_prestart ${CMAKE_CURRENT_SOURCE_DIR}/integration/gothook_check.py prestart)
+# the program's own allocator (linked before libc): pre-start blocks must go back to it
+add_library(gh_alloc SHARED ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_alloc.c)
+target_compile_options(gh_alloc PRIVATE ${MS_GH_FLAGS})
+set_target_properties(gh_alloc PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MS_TEST_BIN}/programs)
+ms_test_program(gh_custom SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_dlopen.c
+  FLAGS ${MS_GH_FLAGS} -DGH_CUSTOM LIBS gh_alloc ${CMAKE_DL_LIBS})
+add_dependencies(gh_custom gh_lib memsight_agent)

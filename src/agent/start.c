@@ -15,6 +15,25 @@ int ms_start_deferred_mode;
 static int ms_start_busy; /* one start at a time */
 static int ms_got_mode;   /* GOT hooks are the way in */
 
+/* HLTH names of the GOT hooks (docs/agent.md), in every snapshot once they are in place */
+static void ms_start_health(ms_snap_writer *w, void *arg)
+{
+    (void)arg;
+    ms_got_stats st;
+    ms_got_get_stats(&st);
+    ms_sw_begin(w, MS_CHUNK_HLTH, 0);
+    ms_sw_u32(w, 4);
+    ms_sw_str(w, "got_modules", 11);
+    ms_sw_u64(w, st.modules);
+    ms_sw_str(w, "got_slots", 9);
+    ms_sw_u64(w, st.slots);
+    ms_sw_str(w, "got_rejected_modules", 20);
+    ms_sw_u64(w, st.rejected);
+    ms_sw_str(w, "got_dlopens", 11);
+    ms_sw_u64(w, st.dlopens);
+    ms_sw_end(w);
+}
+
 int ms_start_deferred(void)
 {
     return !ms_got_default_is_own("malloc");
@@ -46,7 +65,11 @@ static int ms_start_locked(const char *options)
          * header is confirmed through the live table (or its second mark) first */
         __atomic_store_n(&ms_hdr_confirm_needed, 1, __ATOMIC_RELEASE);
         __atomic_store_n(&ms_got_mode, 1, __ATOMIC_RELEASE);
+        ms_snapshot_add_hook(ms_start_health, NULL);
         ms_got_hook_all();
+        /* no __libc_start_main of ours ran: the program is in its own code now, so the
+         * control thread (interval=, dump requests) may start (-ENOTSUP with control=0) */
+        ms_control_start_now();
     }
     return 0;
 }

@@ -3,6 +3,8 @@
  * functions, frees and reallocates blocks from before the start, dlopens a library that
  * allocates, writes a snapshot. Prints "expect FUNCTION KIND BLOCKS BYTES" lines and
  * "snapshot PATH"; exits non-zero on any failed check of its own.
+ * With -DGH_CUSTOM the program links gh_alloc (its own malloc family, which aborts on a
+ * pointer it did not hand out) and checks that every pre-start free reached it.
  * usage: gh_dlopen OUT_DIR [AGENT_SO] [GH_LIB_SO]   (AGENT_SO defaults to $MS_AGENT) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -15,6 +17,9 @@
 
 #ifdef GH_LINKED
 #include "memsight/memsight.h"
+#endif
+#ifdef GH_CUSTOM
+long gh_alloc_live(void); /* gh_alloc.c: the program's own allocator */
 #endif
 
 typedef int (*gh_start_fn)(const char *);
@@ -212,7 +217,17 @@ int main(int argc, char **argv)
     gh_memalign_site();
     gh_strdup_site();
     gh_mmap_site();
+#ifdef GH_CUSTOM
+    long live0 = gh_alloc_live();
+#endif
     gh_pre_release();
+#ifdef GH_CUSTOM
+    long live1 = gh_alloc_live();
+    printf("custom allocator: %ld live blocks before releasing the pre-start ones, %ld after\n",
+           live0, live1);
+    if (live1 != live0 - GH_PRE)
+        gh_fail("the frees of pre-start blocks did not all reach the program's allocator");
+#endif
     printf("expect gh_malloc_site heap 10 1000\n");
     printf("expect gh_calloc_site heap 5 1000\n");
     printf("expect gh_realloc_site heap 3 900\n");
