@@ -6,9 +6,9 @@ add_library(gh_lib SHARED ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_lib.c)
 target_compile_options(gh_lib PRIVATE ${MS_GH_FLAGS})
 set_target_properties(gh_lib PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MS_TEST_BIN}/programs)
 ms_test_program(gh_dlopen SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_dlopen.c
-  FLAGS ${MS_GH_FLAGS} LIBS ${CMAKE_DL_LIBS})
+  FLAGS ${MS_GH_FLAGS} LIBS ${CMAKE_DL_LIBS} Threads::Threads)
 ms_test_program(gh_linked SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_dlopen.c
-  FLAGS ${MS_GH_FLAGS} -DGH_LINKED LIBS memsight_agent ${CMAKE_DL_LIBS})
+  FLAGS ${MS_GH_FLAGS} -DGH_LINKED LIBS memsight_agent ${CMAKE_DL_LIBS} Threads::Threads)
 target_include_directories(gh_linked PRIVATE ${PROJECT_SOURCE_DIR}/include)
 add_dependencies(gh_dlopen gh_lib memsight_agent)
 add_dependencies(gh_linked gh_lib)
@@ -20,5 +20,5 @@ add_library(gh_alloc SHARED ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_alloc.c)
 target_compile_options(gh_alloc PRIVATE ${MS_GH_FLAGS})
 set_target_properties(gh_alloc PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MS_TEST_BIN}/programs)
 ms_test_program(gh_custom SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_dlopen.c
-  FLAGS ${MS_GH_FLAGS} -DGH_CUSTOM LIBS gh_alloc ${CMAKE_DL_LIBS})
+  FLAGS ${MS_GH_FLAGS} -DGH_CUSTOM LIBS gh_alloc ${CMAKE_DL_LIBS} Threads::Threads)
 add_dependencies(gh_custom gh_lib memsight_agent)

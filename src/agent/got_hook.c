@@ -18,18 +18,24 @@
 
 static void *ms_got_dlopen(const char *name, int flags);
 
-/* The names whose slots are rewritten; `own` is filled by ms_got_prepare(). */
+/* The names whose slots are rewritten; `own` is filled by ms_got_prepare(). `takes`:
+ * the function accepts a pointer from an allocator (free, realloc, ...). Those slots are
+ * patched first, in every module, and only then the ones that hand out blocks with an
+ * agent header: no thread can pass such a block to an unpatched free meanwhile. */
 static struct {
     const char *name;
     void *own;
+    int takes;
 } ms_got_table[] = {
-    {"malloc", NULL},         {"calloc", NULL},         {"realloc", NULL},
-    {"reallocarray", NULL},   {"free", NULL},           {"memalign", NULL},
-    {"posix_memalign", NULL}, {"aligned_alloc", NULL},  {"valloc", NULL},
-    {"pvalloc", NULL},        {"malloc_usable_size", NULL}, {"mmap", NULL},
-    {"mmap64", NULL},         {"munmap", NULL},         {"mremap", NULL},
-    {"mprotect", NULL},       {"pthread_create", NULL}, {"dlclose", NULL},
-    {"dlopen", NULL},
+    {"free", NULL, 1},           {"realloc", NULL, 1},        {"reallocarray", NULL, 1},
+    {"malloc_usable_size", NULL, 1}, {"munmap", NULL, 1},     {"mremap", NULL, 1},
+    {"mprotect", NULL, 1},       {"dlclose", NULL, 1},        {"pthread_join", NULL, 1},
+    {"pthread_tryjoin_np", NULL, 1}, {"pthread_timedjoin_np", NULL, 1},
+    {"pthread_detach", NULL, 1}, {"pthread_exit", NULL, 1},   {"malloc", NULL, 0},
+    {"calloc", NULL, 0},         {"memalign", NULL, 0},       {"posix_memalign", NULL, 0},
+    {"aligned_alloc", NULL, 0},  {"valloc", NULL, 0},         {"pvalloc", NULL, 0},
+    {"mmap", NULL, 0},           {"mmap64", NULL, 0},         {"pthread_create", NULL, 0},
+    {"dlopen", NULL, 0},
 };
 #define MS_GOT_N (sizeof ms_got_table / sizeof ms_got_table[0])
 #define MS_GOT_DLOPEN (MS_GOT_N - 1)
@@ -163,7 +169,7 @@ static int ms_got_name_index(const char *s, size_t room)
 
 /* Walks one relocation table; returns the number of slots patched. */
 static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz, uintptr_t symtab,
-                              uintptr_t strtab, size_t strsz, int self)
+                              uintptr_t strtab, size_t strsz, int self, int takes)
 {
     uint64_t n = 0;
     for (size_t off = 0; off + sizeof(ElfW(Rela)) <= relsz; off += sizeof(ElfW(Rela))) {
@@ -181,7 +187,7 @@ static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz,
         if (sym->st_name >= strsz)
             continue;
         int idx = ms_got_name_index((const char *)strtab + sym->st_name, strsz - sym->st_name);
-        if (idx < 0 || (self && idx == (int)MS_GOT_DLOPEN))
+        if (idx < 0 || ms_got_table[idx].takes != takes || (self && idx == (int)MS_GOT_DLOPEN))
             continue;
         uintptr_t slot = m->base + r->r_offset;
         if (slot < m->base || (slot & (sizeof(void *) - 1)) || !ms_mod_has(m, slot, sizeof(void *)))
@@ -191,10 +197,19 @@ static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz,
     return n;
 }
 
+#define MS_GOT_SEEN_MAX 512
+typedef struct ms_got_pass {
+    int takes;      /* which half of the table this pass patches */
+    uint64_t slots; /* patched in this pass */
+    /* modules patched by the first pass (load bias), so the second counts each once */
+    uintptr_t *seen;
+    size_t nseen;
+} ms_got_pass;
+
 static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
-    uint64_t *total = arg;
+    ms_got_pass *pass = arg;
     ms_mod_view m = {.base = info->dlpi_addr, .phdr = info->dlpi_phdr, .phnum = info->dlpi_phnum};
     if (!m.phdr || m.phnum <= 0)
         return 0;
@@ -255,19 +270,31 @@ static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
         rela = 0;
     }
     if (bad) {
-        __atomic_fetch_add(&ms_got_st.rejected, 1, __ATOMIC_RELAXED);
+        if (pass->takes) /* counted once, not per pass */
+            __atomic_fetch_add(&ms_got_st.rejected, 1, __ATOMIC_RELAXED);
         return 0;
     }
     uint64_t n = 0;
     if (jmprel)
-        n += ms_got_relocs(&m, jmprel, pltrelsz, symtab, strtab, strsz, self);
+        n += ms_got_relocs(&m, jmprel, pltrelsz, symtab, strtab, strsz, self, pass->takes);
     if (rela)
-        n += ms_got_relocs(&m, rela, relasz, symtab, strtab, strsz, self);
-    if (n) {
-        __atomic_fetch_add(&ms_got_st.modules, 1, __ATOMIC_RELAXED);
+        n += ms_got_relocs(&m, rela, relasz, symtab, strtab, strsz, self, pass->takes);
+    if (n)
         __atomic_fetch_add(&ms_got_st.slots, n, __ATOMIC_RELAXED);
+    pass->slots += n;
+    /* a module counts once, in the second pass, if either pass patched one of its slots */
+    if (pass->takes) {
+        if (n && pass->nseen < MS_GOT_SEEN_MAX)
+            pass->seen[pass->nseen++] = m.base;
+        else if (n) /* no room to remember it: count it now */
+            __atomic_fetch_add(&ms_got_st.modules, 1, __ATOMIC_RELAXED);
+        return 0;
     }
-    *total += n;
+    int before = 0;
+    for (size_t i = 0; i < pass->nseen && !before; i++)
+        before = pass->seen[i] == m.base;
+    if (n || before)
+        __atomic_fetch_add(&ms_got_st.modules, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -275,11 +302,18 @@ uint64_t ms_got_hook_all(void)
 {
     if (ms_got_prepare() != 0)
         return 0;
-    uint64_t n = 0;
+    uintptr_t seen[MS_GOT_SEEN_MAX]; /* 4 KiB of stack: no allocation here */
+    ms_got_pass takes = {.takes = 1, .seen = seen}, gives = {.takes = 0};
     ms_enter();
-    dl_iterate_phdr(ms_got_module, &n);
+    /* glibc's dl_iterate_phdr holds the loader's write lock during the walk: two threads
+     * hooking at once (two dlopens) patch one after the other, never the same RELRO page
+     * at the same time */
+    dl_iterate_phdr(ms_got_module, &takes);
+    gives.seen = takes.seen;
+    gives.nseen = takes.nseen;
+    dl_iterate_phdr(ms_got_module, &gives);
     ms_leave();
-    return n;
+    return takes.slots + gives.slots;
 }
 
 /* The hooked dlopen: the real one, then the new modules (and their dependencies) are

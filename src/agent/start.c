@@ -39,20 +39,41 @@ int ms_start_deferred(void)
     return !ms_got_default_is_own("malloc");
 }
 
+/* The agent is ready but not interposed: GOT hooks become the way in. */
+static int ms_start_hooks(void)
+{
+    if (ms_got_prepare() != 0)
+        return -ENOENT; /* the agent's own functions cannot be found: no hooks possible */
+    /* blocks the program allocated before the hooks carry no header of ours: every
+     * header is confirmed through the live table (or its second mark) first */
+    __atomic_store_n(&ms_hdr_confirm_needed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&ms_got_mode, 1, __ATOMIC_RELEASE);
+    ms_snapshot_add_hook(ms_start_health, NULL);
+    ms_got_hook_all();
+    /* no __libc_start_main of ours ran: the program is in its own code now, so the
+     * control thread (interval=, dump requests) may start (-ENOTSUP with control=0) */
+    ms_control_start_now();
+    return 0;
+}
+
 static int ms_start_locked(const char *options)
 {
     int s = __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE);
-    if (s == MS_STATE_READY) {
-        /* again: modules loaded by a path the dlopen hook does not see get patched now */
-        if (__atomic_load_n(&ms_got_mode, __ATOMIC_ACQUIRE))
-            ms_got_hook_all();
-        return 0;
-    }
     if (s == MS_STATE_DISABLED)
         return -ENOTSUP;
+    if (s == MS_STATE_READY) {
+        if (__atomic_load_n(&ms_got_mode, __ATOMIC_ACQUIRE)) {
+            /* again: modules loaded by a path the dlopen hook does not see get patched */
+            ms_got_hook_all();
+            return 0;
+        }
+        /* dlopen'ed and already initialised by another entry point (memsight_dump
+         * before memsight_start): it still needs its hooks */
+        return ms_start_deferred() ? ms_start_hooks() : 0;
+    }
     int deferred = ms_start_deferred();
     if (deferred && ms_got_prepare() != 0)
-        return -ENOENT; /* the agent's own functions cannot be found: no hooks possible */
+        return -ENOENT;
     ms_start_options = options;
     ms_start_deferred_mode = deferred;
     int ok = ms_init();
@@ -60,18 +81,7 @@ static int ms_start_locked(const char *options)
     if (!ok)
         return __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_DISABLED ? -ENOMEM
                                                                                  : -EAGAIN;
-    if (deferred) {
-        /* blocks the program allocated before the hooks carry no header of ours: every
-         * header is confirmed through the live table (or its second mark) first */
-        __atomic_store_n(&ms_hdr_confirm_needed, 1, __ATOMIC_RELEASE);
-        __atomic_store_n(&ms_got_mode, 1, __ATOMIC_RELEASE);
-        ms_snapshot_add_hook(ms_start_health, NULL);
-        ms_got_hook_all();
-        /* no __libc_start_main of ours ran: the program is in its own code now, so the
-         * control thread (interval=, dump requests) may start (-ENOTSUP with control=0) */
-        ms_control_start_now();
-    }
-    return 0;
+    return deferred ? ms_start_hooks() : 0;
 }
 
 __attribute__((visibility("default"))) int memsight_start(const char *options)

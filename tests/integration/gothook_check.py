@@ -47,11 +47,13 @@ def check(mode):
         print(p.stdout, end='')
         if p.returncode != 0:
             return ['%s: exit %d: %s' % (mode, p.returncode, p.stderr.strip())]
-        expects, snap = [], None
+        expects, allocs, snap = [], [], None
         for line in p.stdout.splitlines():
             w = line.split()
             if w and w[0] == 'expect':
                 expects.append((w[1], w[2], int(w[3]), int(w[4])))
+            elif w and w[0] == 'allocated':
+                allocs.append((w[1], w[2], int(w[3])))
             elif w and w[0] == 'snapshot':
                 snap = w[1]
         if not snap or not os.path.isfile(snap):
@@ -73,19 +75,26 @@ def check(mode):
             fn = innermost_gh(st['frames'])
             if fn is None:
                 continue
-            agg = got.setdefault((fn, st['kind']), [0, 0])
+            agg = got.setdefault((fn, st['kind']), [0, 0, 0])
             agg[0] += st['live_blocks']
             agg[1] += st['live_bytes']
+            agg[2] += st['allocated_blocks']
             if fn == 'gh_lib_alloc_one' and st['live_blocks']:
                 lib_module |= any(os.path.basename(fr.get('module') or '') == 'libgh_lib.so'
                                   for fr in st['frames'])
         for fn, kind, nblk, nbytes in expects:
-            have = got.get((fn, kind), [0, 0])
+            have = got.get((fn, kind), [0, 0, 0])[:2]
             print('%s: %s %s: expected %d / %d, report %d / %d' % (mode, fn, kind, nblk, nbytes,
                                                                    have[0], have[1]))
             if have != [nblk, nbytes]:
                 errors.append('%s: %s %s: expected %d blocks / %d bytes, report says %d / %d'
                               % (mode, fn, kind, nblk, nbytes, have[0], have[1]))
+        for fn, kind, nblk in allocs:
+            have = got.get((fn, kind), [0, 0, 0])[2]
+            print('%s: %s %s: expected %d allocated, report %d' % (mode, fn, kind, nblk, have))
+            if have != nblk:
+                errors.append('%s: %s %s: expected %d allocated blocks, report says %d'
+                              % (mode, fn, kind, nblk, have))
         if not lib_module:
             errors.append('%s: no stack of gh_lib_alloc_one names libgh_lib.so' % mode)
         health = rep.get('health', {})

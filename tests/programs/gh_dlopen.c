@@ -1,7 +1,8 @@
 /* GOT-hook ground truth: allocates plainly, starts the agent (dlopen'ed and started with
  * memsight_start, or linked with -DGH_LINKED), allocates known counts and bytes from known
- * functions, frees and reallocates blocks from before the start, dlopens a library that
- * allocates, writes a snapshot. Prints "expect FUNCTION KIND BLOCKS BYTES" lines and
+ * functions (also in threads it creates and joins), frees and reallocates blocks from before the start, dlopens a library that
+ * allocates, writes a snapshot. Prints "expect FUNCTION KIND BLOCKS BYTES" (live) and "allocated FUNCTION KIND BLOCKS"
+ * (cumulative) lines and
  * "snapshot PATH"; exits non-zero on any failed check of its own.
  * With -DGH_CUSTOM the program links gh_alloc (its own malloc family, which aborts on a
  * pointer it did not hand out) and checks that every pre-start free reached it.
@@ -9,6 +10,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +134,33 @@ __attribute__((noinline)) static void gh_mmap_site(void)
     gh_keep_add(a);
 }
 
+#define GH_THREADS 3
+#define GH_THREAD_BLOCKS 6
+static void *volatile gh_thread_keep[GH_THREADS * GH_THREAD_BLOCKS];
+
+__attribute__((noinline)) static void *gh_thread_body(void *arg)
+{
+    long t = (long)arg;
+    for (int k = 0; k < GH_THREAD_BLOCKS; k++)
+        gh_thread_keep[t * GH_THREAD_BLOCKS + k] = malloc(64);
+    return NULL;
+}
+
+/* Threads created and joined after the start: their blocks stay, their stacks are gone. */
+__attribute__((noinline)) static void gh_thread_site(void)
+{
+    pthread_t th[GH_THREADS];
+    for (long t = 0; t < GH_THREADS; t++)
+        if (pthread_create(&th[t], NULL, gh_thread_body, (void *)t) != 0)
+            gh_fail("pthread_create");
+    for (int t = 0; t < GH_THREADS; t++)
+        if (pthread_join(th[t], NULL) != 0)
+            gh_fail("pthread_join");
+    for (int i = 0; i < GH_THREADS * GH_THREAD_BLOCKS; i++)
+        if (!gh_thread_keep[i])
+            gh_fail("thread allocation failed");
+}
+
 /* Blocks from before the start: usable size, realloc across many sizes (the content
  * must survive every move), then free. */
 __attribute__((noinline)) static void gh_pre_release(void)
@@ -217,6 +246,7 @@ int main(int argc, char **argv)
     gh_memalign_site();
     gh_strdup_site();
     gh_mmap_site();
+    gh_thread_site();
 #ifdef GH_CUSTOM
     long live0 = gh_alloc_live();
 #endif
@@ -236,6 +266,10 @@ int main(int argc, char **argv)
     printf("expect gh_strdup_site heap 2 24\n");
     printf("expect gh_mmap_site mmap 1 12288\n");
     printf("expect gh_pre_release heap 0 0\n");
+    printf("expect gh_thread_body heap %d %d\n", GH_THREADS * GH_THREAD_BLOCKS,
+           GH_THREADS * GH_THREAD_BLOCKS * 64);
+    printf("expect gh_thread_site stack 0 0\n");
+    printf("allocated gh_thread_site stack %d\n", GH_THREADS); /* recorded, then released */
 
     const char *lib = argc > 3 ? argv[3] : getenv("GH_LIB");
     if (lib) {
