@@ -59,19 +59,14 @@ int ms_got_default_is_own(const char *name)
     return p && base && dladdr(p, &def) && def.dli_fbase == base;
 }
 
-void *ms_got_own_sym(const char *name)
+/* The agent's own definition of `name` through `h`, a handle of the agent (NULL if the
+ * lookup ends in another module: the agent does not define it). */
+static void *ms_got_own_sym(void *h, const Dl_info *self, const char *name)
 {
-    Dl_info self;
-    if (!ms_got_self_base(&self) || !self.dli_fname)
-        return NULL;
-    /* a handle of the agent itself: the lookup starts with the agent's definitions */
-    void *h = dlopen(self.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
-    if (!h)
-        return NULL;
     void *p = dlsym(h, name);
     Dl_info def;
-    if (p && (!dladdr(p, &def) || def.dli_fbase != self.dli_fbase))
-        p = NULL; /* found elsewhere: the agent does not define it */
+    if (p && (!dladdr(p, &def) || def.dli_fbase != self->dli_fbase))
+        p = NULL;
     return p;
 }
 
@@ -79,11 +74,22 @@ int ms_got_prepare(void)
 {
     if (__atomic_load_n(&ms_got_prepared, __ATOMIC_ACQUIRE))
         return 0;
-    for (size_t i = 0; i < MS_GOT_DLOPEN; i++) {
-        ms_got_table[i].own = ms_got_own_sym(ms_got_table[i].name);
+    Dl_info self;
+    if (!ms_got_self_base(&self) || !self.dli_fname)
+        return -ENOENT;
+    /* a handle of the agent itself: the lookup starts with the agent's definitions */
+    void *h = dlopen(self.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return -ENOENT;
+    int rc = 0;
+    for (size_t i = 0; i < MS_GOT_DLOPEN && rc == 0; i++) {
+        ms_got_table[i].own = ms_got_own_sym(h, &self, ms_got_table[i].name);
         if (!ms_got_table[i].own)
-            return -ENOENT;
+            rc = -ENOENT;
     }
+    dlclose(h); /* the agent stays: it is linked with -z nodelete */
+    if (rc != 0)
+        return rc;
     ms_got_table[MS_GOT_DLOPEN].own = (void *)(uintptr_t)&ms_got_dlopen;
     __atomic_store_n(&ms_got_prepared, 1, __ATOMIC_RELEASE);
     return 0;

@@ -24,8 +24,6 @@ uint64_t ms_got_hook_all(void) MS_INTERNAL;
 /* 1 if the main program's lookup of `name` finds the agent's definition (preloaded, or
  * linked before libc): the agent's interposers are then in effect without hooks. */
 int ms_got_default_is_own(const char *name) MS_INTERNAL;
-/* The agent's own definition of `name` (NULL if it has none). */
-void *ms_got_own_sym(const char *name) MS_INTERNAL;
 void ms_got_get_stats(ms_got_stats *out) MS_INTERNAL;
 
 #endif

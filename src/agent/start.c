@@ -50,9 +50,6 @@ static int ms_start_hooks(void)
     __atomic_store_n(&ms_got_mode, 1, __ATOMIC_RELEASE);
     ms_snapshot_add_hook(ms_start_health, NULL);
     ms_got_hook_all();
-    /* no __libc_start_main of ours ran: the program is in its own code now, so the
-     * control thread (interval=, dump requests) may start (-ENOTSUP with control=0) */
-    ms_control_start_now();
     return 0;
 }
 
@@ -89,6 +86,10 @@ __attribute__((visibility("default"))) int memsight_start(const char *options)
     while (__atomic_exchange_n(&ms_start_busy, 1, __ATOMIC_ACQUIRE))
         sched_yield();
     int rc = ms_start_locked(options);
+    /* the program is in its own code (docs/production.md): the control thread
+     * (interval=, dump requests) starts now; -ENOTSUP with control=0 is no error here */
+    if (rc == 0)
+        ms_control_start_now();
     __atomic_store_n(&ms_start_busy, 0, __ATOMIC_RELEASE);
     return rc;
 }

@@ -199,6 +199,25 @@ __attribute__((noinline)) static void gh_pre_release(void)
     }
 }
 
+/* Bytes of writable mappings of files whose path contains `needle` (/proc/self/maps):
+ * patching a GOT slot in a RELRO page must leave the page read-only again. */
+static unsigned long gh_writable_bytes(const char *needle)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4096];
+    unsigned long total = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && perms[1] == 'w' &&
+            strstr(line, needle))
+            total += hi - lo;
+    }
+    if (f)
+        fclose(f);
+    return total;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -233,6 +252,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "gh_dlopen: memsight_start/memsight_dump not found\n");
         return 2;
     }
+    unsigned long libc_w0 = gh_writable_bytes("/libc.so"), self_w0 = gh_writable_bytes(argv[0]);
     int rc = start(given);
     if (rc != 0) {
         fprintf(stderr, "gh_dlopen: memsight_start: %d\n", rc);
@@ -240,6 +260,8 @@ int main(int argc, char **argv)
     }
     if (start(given) != 0) /* idempotent */
         gh_fail("second memsight_start failed");
+    if (gh_writable_bytes("/libc.so") != libc_w0 || gh_writable_bytes(argv[0]) != self_w0)
+        gh_fail("writable mappings of libc or of the program changed across memsight_start");
     gh_malloc_site();
     gh_calloc_site();
     gh_realloc_site();
