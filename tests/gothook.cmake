@@ -22,3 +22,4 @@ set_target_properties(gh_alloc PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MS_TEST_BIN
 ms_test_program(gh_custom SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_dlopen.c
   FLAGS ${MS_GH_FLAGS} -DGH_CUSTOM LIBS gh_alloc ${CMAKE_DL_LIBS} Threads::Threads)
 add_dependencies(gh_custom gh_lib memsight_agent)
+ms_integration_test(gothook_python ${CMAKE_CURRENT_SOURCE_DIR}/integration/gothook_check.py python)

@@ -51,12 +51,106 @@ static void *ms_got_self_base(Dl_info *info)
     return info->dli_fbase;
 }
 
+/* 1 if `name` looked up through handle h is defined in the module based at `base`
+ * itself: a non-PIE program that takes a function's address exports an undefined symbol
+ * whose value is its own PLT stub, which dlsym returns (and which jumps through the
+ * program's GOT slot: calling it from a hook would recurse). */
+static void *ms_got_defined_in(void *h, const char *name, void *base)
+{
+    void *p = dlsym(h, name);
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+        return NULL;
+    return sym->st_shndx != SHN_UNDEF && di.dli_fbase == base ? p : NULL;
+}
+
+/* A handle of the first module, in the order the program's own lookups search (the
+ * program, then the modules loaded at start-up in order, then global dlopen'ed ones),
+ * that really defines `name`; NULL if none but the agent does. */
+static void *ms_got_definer(const char *name, void **base_out)
+{
+    Dl_info self;
+    void *mainh = dlopen(NULL, RTLD_LAZY);
+    struct link_map *lm = NULL;
+    if (!ms_got_self_base(&self) || !mainh || dlinfo(mainh, RTLD_DI_LINKMAP, &lm) != 0)
+        return NULL;
+    for (; lm; lm = lm->l_next) {
+        Dl_info mi;
+        if (!lm->l_ld || !dladdr(lm->l_ld, &mi) || !mi.dli_fbase)
+            continue;
+        int is_main = lm->l_prev == NULL;
+        void *h = is_main ? mainh
+                          : (lm->l_name && lm->l_name[0] ? dlopen(lm->l_name, RTLD_NOLOAD | RTLD_LAZY)
+                                                         : NULL);
+        if (!h)
+            continue;
+        if (ms_got_defined_in(h, name, mi.dli_fbase)) {
+            *base_out = mi.dli_fbase;
+            return h;
+        }
+        if (!is_main)
+            dlclose(h);
+    }
+    return NULL;
+}
+
+/* dlsym(RTLD_DEFAULT, name) when it gives a real definition (no allocation: the usual
+ * case), with its module's base; NULL when it gives a PLT stub or nothing. */
+static void *ms_got_default_def(const char *name, void **base_out)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || sym->st_shndx == SHN_UNDEF)
+        return NULL;
+    *base_out = di.dli_fbase;
+    return p;
+}
+
 int ms_got_default_is_own(const char *name)
 {
-    Dl_info self, def;
-    void *p = dlsym(RTLD_DEFAULT, name);
-    void *base = ms_got_self_base(&self);
-    return p && base && dladdr(p, &def) && def.dli_fbase == base;
+    Dl_info self;
+    void *base = NULL;
+    if (ms_got_default_def(name, &base))
+        return base == ms_got_self_base(&self);
+    /* a PLT stub of the program: walk the modules (dlopen handles, which allocate) */
+    void *h = ms_got_definer(name, &base);
+    if (h && base != ms_got_self_base(&self)) /* the handle stays: modules are not closed */
+        return 0;
+    return h != NULL;
+}
+
+void *ms_got_real_sym(const char *name)
+{
+    /* one allocator: the module that defines malloc gives every function it defines;
+     * the rest (mmap, pthread_create, ...) come from its own dependencies (libc) */
+    static void *alloc_h;
+    static void *alloc_base;
+    Dl_info self;
+    void *own = ms_got_self_base(&self);
+    void *base = NULL;
+    void *d = ms_got_default_def(name, &base);
+    if (!alloc_h && d && base != own) /* the usual case: the program's lookup is exact */
+        return d;
+    if (!alloc_h) { /* a PLT stub of the program: find the module that defines malloc */
+        void *mbase = NULL;
+        void *h = ms_got_definer("malloc", &mbase);
+        if (!h || mbase == own)
+            return NULL;
+        alloc_base = mbase;
+        alloc_h = h;
+    }
+    void *p = ms_got_defined_in(alloc_h, name, alloc_base);
+    if (!p) {
+        p = dlsym(alloc_h, name);
+        Dl_info di;
+        const ElfW(Sym) *sym = NULL;
+        if (p && (!dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+                  sym->st_shndx == SHN_UNDEF || di.dli_fbase == own))
+            p = dlsym(RTLD_NEXT, name); /* a PLT stub or the agent: after the agent */
+    }
+    return p;
 }
 
 /* The agent's own definition of `name` through `h`, a handle of the agent (NULL if the

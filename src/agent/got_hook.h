@@ -24,6 +24,9 @@ uint64_t ms_got_hook_all(void) MS_INTERNAL;
 /* 1 if the main program's lookup of `name` finds the agent's definition (preloaded, or
  * linked before libc): the agent's interposers are then in effect without hooks. */
 int ms_got_default_is_own(const char *name) MS_INTERNAL;
+/* The real `name` for a dlopen'ed agent: from the module that defines the program's
+ * malloc (libc, or an allocator the program links), never a PLT stub, never the agent. */
+void *ms_got_real_sym(const char *name) MS_INTERNAL;
 void ms_got_get_stats(ms_got_stats *out) MS_INTERNAL;
 
 #endif

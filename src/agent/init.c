@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/got_hook.h"
 #include "agent/start.h"
 
 __thread ms_tls ms_self __attribute__((tls_model("initial-exec")));
@@ -124,8 +125,8 @@ extern char **environ;
 static void *ms_sym(const char *name)
 {
     /* dlopen'ed and started by memsight_start (start.c): the real functions are the
-     * ones the program's own lookup finds (libc's, or an allocator it links) */
-    return dlsym(ms_start_deferred_mode ? RTLD_DEFAULT : RTLD_NEXT, name);
+     * ones the program's own lookup finds (libc's, or an allocator it links: got_hook.c) */
+    return ms_start_deferred_mode ? ms_got_real_sym(name) : dlsym(RTLD_NEXT, name);
 }
 
 static void ms_resolve(void)

@@ -8,7 +8,8 @@ same with gh_custom, whose own allocator (linked before libc) aborts on a pointe
 not hand out and counts its live blocks: the blocks from before the start are freed and
 reallocated through the agent and must reach it unchanged. (valgrind is no help here:
 it replaces the agent's malloc family too, so the agent's heap path would not run.)
-usage: gothook_check.py dlopen|linked|prestart"""
+python: a real interpreter loads and starts the agent through ctypes (gothook_python.py).
+usage: gothook_check.py dlopen|linked|prestart|python"""
 import json
 import os
 import subprocess
@@ -120,9 +121,53 @@ def check(mode):
     return errors
 
 
+def check_python():
+    """A real program: python3 dlopens the agent with ctypes (with and without pymalloc)."""
+    errors = []
+    py = '/usr/bin/python3' if os.path.exists('/usr/bin/python3') else sys.executable
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'gothook_python.py')
+    for pymem in ('malloc', 'pymalloc'):
+        with tempfile.TemporaryDirectory() as out:
+            env = {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'MEMSIGHT_OPTIONS')}
+            env['PYTHONMALLOC'] = pymem
+            p = subprocess.run([py, script, AGENT, out], env=env, capture_output=True, text=True,
+                               timeout=240)
+            print('python3 PYTHONMALLOC=%s: exit %d: %s' % (pymem, p.returncode, p.stdout.strip()))
+            words = p.stdout.split()
+            if p.returncode != 0 or 'start' not in words or words[words.index('start') + 1] != '0':
+                errors.append('python %s: exit %d: %s %s' % (pymem, p.returncode, p.stdout,
+                                                            p.stderr[-2000:]))
+                continue
+            snap = words[-1]
+            r = subprocess.run([MEMSIGHT, 'report', snap, '--format', 'json'], capture_output=True,
+                               text=True, timeout=120)
+            if r.returncode != 0:
+                errors.append('python %s: memsight report failed: %s' % (pymem, r.stderr))
+                continue
+            rep = json.loads(r.stdout)
+            t, h = rep['totals'], rep.get('health', {})
+            sqlite_live = sum(st['live_blocks'] for st in rep['stacks']
+                              if st['kind'] == 'heap' and any(
+                                  os.path.basename(f.get('module') or '').startswith('libsqlite3')
+                                  for f in st['frames']))
+            print('python %s: heap live %d bytes in %d blocks, libsqlite3 stacks %d live blocks, '
+                  'got_modules=%s got_dlopens=%s' % (pymem, t['heap_live_bytes'],
+                                                     t['heap_live_blocks'], sqlite_live,
+                                                     h.get('got_modules'), h.get('got_dlopens')))
+            if t['heap_live_bytes'] < 300 * 5000 or t['heap_live_blocks'] < 300:
+                errors.append('python %s: the 300 buffers of 5000 bytes are not all live: %r'
+                              % (pymem, t))
+            if sqlite_live == 0:
+                errors.append('python %s: nothing allocated by libsqlite3 (loaded after the start) '
+                              'was seen' % pymem)
+            if not h.get('got_dlopens') or h.get('got_rejected_modules') != 0:
+                errors.append('python %s: health %r' % (pymem, h))
+    return errors
+
+
 def main():
     mode = sys.argv[1]
-    errors = check(mode)
+    errors = check_python() if mode == 'python' else check(mode)
     for e in errors:
         print('FAIL:', e)
     sys.exit(1 if errors else 0)
