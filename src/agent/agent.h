@@ -149,7 +149,13 @@ extern uintptr_t ms_self_lo MS_INTERNAL, ms_self_hi MS_INTERNAL;
 
 /* Bootstrap arena: allocations made before the real functions are known. */
 void *ms_boot_alloc(size_t n, size_t align) MS_INTERNAL;
-int ms_boot_owns(const void *p) MS_INTERNAL;
+#define MS_BOOT_SIZE (256 * 1024)
+extern unsigned char ms_boot_arena[MS_BOOT_SIZE] MS_INTERNAL;
+/* Inline: free() asks this for every pointer (one subtraction and compare). */
+static inline int ms_boot_owns(const void *p)
+{
+    return (uintptr_t)p - (uintptr_t)ms_boot_arena < (uintptr_t)MS_BOOT_SIZE;
+}
 size_t ms_boot_size(const void *p) MS_INTERNAL;
 
 /* ===========================================================================
@@ -305,15 +311,20 @@ static inline ms_hdr *ms_hdr_of(const void *p)
 extern int ms_hdr_confirm_needed MS_INTERNAL;
 int ms_hdr_confirm(const void *p) MS_INTERNAL;
 uint64_t ms_hdr_mark(const void *p) MS_INTERNAL;
-/* 1 if p carries a header written by the agent. */
-static inline int ms_hdr_valid(const void *p)
+/* 1 if the 16 bytes below p look like an agent header (the check matches); in sampled
+ * and min_size modes ms_hdr_confirm must still say yes (ms_hdr_valid does both). */
+static inline int ms_hdr_check_matches(const void *p)
 {
     if (((uintptr_t)p & 15) != 0 || (uintptr_t)p < 4096)
         return 0;
     const ms_hdr *h = ms_hdr_of(p);
     unsigned a = h->check & 63u;
-    return (h->check & ~63u) == (ms_hdr_check(p, 0) & ~63u) && (a == 0 || a >= 5) &&
-           (MS_LIKELY(!ms_hdr_confirm_needed) || ms_hdr_confirm(p));
+    return (h->check & ~63u) == (ms_hdr_check(p, 0) & ~63u) && (a == 0 || a >= 5);
+}
+/* 1 if p carries a header written by the agent. */
+static inline int ms_hdr_valid(const void *p)
+{
+    return ms_hdr_check_matches(p) && (MS_LIKELY(!ms_hdr_confirm_needed) || ms_hdr_confirm(p));
 }
 static inline void *ms_hdr_base(void *p)
 {

@@ -104,16 +104,11 @@ MS_EXPORT void *malloc(size_t n)
     return p;
 }
 
-MS_EXPORT void free(void *p)
+/* A block whose header check matched: confirmed (sampled mode), then forgotten. */
+static MS_NOINLINE void ms_free_checked(void *p)
 {
-    if (!p)
-        return;
-    if (MS_UNLIKELY(!ms_fast_ok()) || MS_UNLIKELY(ms_boot_owns(p))) {
-        ms_free_any(p);
-        return;
-    }
-    if (!ms_hdr_valid(p)) { /* a plain block: most blocks in sampled mode */
-        ms_real.free(p);
+    if (MS_UNLIKELY(ms_hdr_confirm_needed) && !ms_hdr_confirm(p)) {
+        ms_real.free(p); /* a plain block whose bytes below happened to match */
         return;
     }
     void *base = ms_hdr_base(p); /* before forgetting: that wipes the header */
@@ -121,6 +116,23 @@ MS_EXPORT void free(void *p)
     ms_forget_heap(p);
     ms_real.free(base);
     ms_leave();
+}
+
+/* Every path ends in a tail call, so the plain-block path (most blocks in sampled mode)
+ * costs no stack frame: the checks, then a jump into the real free. (The agent is built
+ * without sibling calls; free unwinds nothing, so it may take them.) */
+MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void free(void *p)
+{
+    if (MS_UNLIKELY(!ms_fast_ok()) || MS_UNLIKELY(ms_boot_owns(p))) {
+        if (p)
+            ms_free_any(p);
+        return;
+    }
+    if (MS_LIKELY(!ms_hdr_check_matches(p))) {
+        ms_real.free(p); /* free(NULL) included: the real free ignores it */
+        return;
+    }
+    ms_free_checked(p);
 }
 
 MS_EXPORT void *calloc(size_t a, size_t b)

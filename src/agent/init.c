@@ -82,8 +82,7 @@ uint64_t ms_ticks_to_ns(uint64_t t)
  * Bootstrap arena: dlsym may call calloc/malloc before we know the real functions.
  * Blocks carry a 16-byte header with their size; free() of them is a no-op.
  * ========================================================================= */
-#define MS_BOOT_SIZE (256 * 1024)
-static unsigned char ms_boot_arena[MS_BOOT_SIZE] __attribute__((aligned(64)));
+unsigned char ms_boot_arena[MS_BOOT_SIZE] __attribute__((aligned(64)));
 static size_t ms_boot_used;
 
 void *ms_boot_alloc(size_t n, size_t align)
@@ -102,12 +101,6 @@ void *ms_boot_alloc(size_t n, size_t align)
             return ms_boot_arena + start;
         }
     }
-}
-
-int ms_boot_owns(const void *p)
-{
-    return (const unsigned char *)p >= ms_boot_arena &&
-           (const unsigned char *)p < ms_boot_arena + MS_BOOT_SIZE;
 }
 
 size_t ms_boot_size(const void *p)
