@@ -143,6 +143,8 @@ typedef struct ms_real_fns {
     int (*dlclose)(void *);
 } ms_real_fns;
 extern ms_real_fns ms_real MS_INTERNAL;
+/* 1 when the real malloc is the C library's (it never calls an interposed function). */
+extern int ms_real_malloc_is_libc MS_INTERNAL;
 
 /* The agent's own text range (its frames are cut from every stack). */
 extern uintptr_t ms_self_lo MS_INTERNAL, ms_self_hi MS_INTERNAL;

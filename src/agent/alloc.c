@@ -81,19 +81,19 @@ static size_t ms_usable(void *p)
     return ms_real.malloc_usable_size(p);
 }
 
-/* ===========================================================================
- * Interposers
- * ========================================================================= */
-MS_EXPORT void *malloc(size_t n)
+static MS_NOINLINE void *ms_malloc_plain(size_t n)
 {
-    if (!ms_fast_ok() || MS_UNLIKELY(n > SIZE_MAX - 64))
-        return ms_malloc_passthrough(n);
     ms_enter();
-    if (MS_UNLIKELY(ms_sampler_cfg.enabled) && !ms_sampler_pick(n)) {
-        void *q = ms_real.malloc(n); /* not sampled: a plain block, no header */
-        ms_leave();
-        return q;
-    }
+    void *q = ms_real.malloc(n);
+    ms_leave();
+    return q;
+}
+
+/* A block with a header and a live entry. Called from malloc by a jump: the record's
+ * unwinding starts here, inside the agent, whose frames are cut anyway. */
+static MS_NOINLINE void *ms_malloc_recorded(size_t n)
+{
+    ms_enter();
     char *r = ms_real.malloc(n + MS_HDR_SIZE);
     void *p = NULL;
     if (MS_LIKELY(r != NULL)) {
@@ -102,6 +102,23 @@ MS_EXPORT void *malloc(size_t n)
     }
     ms_leave();
     return p;
+}
+
+/* ===========================================================================
+ * Interposers
+ * ========================================================================= */
+/* A block the sampler skipped: a plain block, no header. The C library's malloc calls
+ * nothing interposed, so it is reached by a jump (no frame, no re-entrancy flag). */
+MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *malloc(size_t n)
+{
+    if (!ms_fast_ok() || MS_UNLIKELY(n > SIZE_MAX - 64))
+        return ms_malloc_passthrough(n);
+    if (MS_UNLIKELY(ms_sampler_cfg.enabled) && !ms_sampler_pick(n)) {
+        if (MS_LIKELY(ms_real_malloc_is_libc))
+            return ms_real.malloc(n);
+        return ms_malloc_plain(n);
+    }
+    return ms_malloc_recorded(n);
 }
 
 /* A block whose header check matched: confirmed (sampled mode), then forgotten. */

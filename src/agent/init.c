@@ -82,6 +82,7 @@ uint64_t ms_ticks_to_ns(uint64_t t)
  * Bootstrap arena: dlsym may call calloc/malloc before we know the real functions.
  * Blocks carry a 16-byte header with their size; free() of them is a no-op.
  * ========================================================================= */
+int ms_real_malloc_is_libc;
 unsigned char ms_boot_arena[MS_BOOT_SIZE] __attribute__((aligned(64)));
 static size_t ms_boot_used;
 
@@ -147,6 +148,15 @@ static void ms_resolve(void)
     R(pthread_exit);
     R(dlclose);
 #undef R
+    /* glibc's malloc makes its own mmap calls internally, never through an interposer:
+     * a plain (unsampled) block then needs no re-entrancy flag around the real call */
+    Dl_info di;
+    const char *f = NULL;
+    if (ms_real.malloc && dladdr((void *)ms_real.malloc, &di) && di.dli_fname) {
+        f = strrchr(di.dli_fname, '/');
+        f = f ? f + 1 : di.dli_fname;
+    }
+    ms_real_malloc_is_libc = f && strncmp(f, "libc.so", 7) == 0;
 }
 
 static int ms_find_self(struct dl_phdr_info *info, size_t size, void *arg)
