@@ -152,7 +152,29 @@ MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void free(void *p)
     ms_free_checked(p);
 }
 
-MS_EXPORT void *calloc(size_t a, size_t b)
+static MS_NOINLINE void *ms_calloc_plain(size_t a, size_t b)
+{
+    ms_enter();
+    void *q = ms_real.calloc(a, b);
+    ms_leave();
+    return q;
+}
+
+static MS_NOINLINE void *ms_calloc_recorded(size_t n)
+{
+    ms_enter();
+    char *r = ms_real.calloc(1, n + MS_HDR_SIZE);
+    void *p = NULL;
+    if (MS_LIKELY(r != NULL)) {
+        p = r + MS_HDR_SIZE;
+        ms_record_heap(p, n, 0);
+    }
+    ms_leave();
+    return p;
+}
+
+/* As malloc: an unsampled block jumps into the C library's calloc. */
+MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *calloc(size_t a, size_t b)
 {
     size_t n;
     if (__builtin_mul_overflow(a, b, &n) || n > SIZE_MAX - 64) {
@@ -165,20 +187,12 @@ MS_EXPORT void *calloc(size_t a, size_t b)
             return ms_real.calloc(a, b);
         return ms_boot_alloc(n, 16); /* static arena memory is zero */
     }
-    ms_enter();
     if (MS_UNLIKELY(ms_sampler_cfg.enabled) && !ms_sampler_pick(n)) {
-        void *q = ms_real.calloc(a, b);
-        ms_leave();
-        return q;
+        if (MS_LIKELY(ms_real_malloc_is_libc))
+            return ms_real.calloc(a, b);
+        return ms_calloc_plain(a, b);
     }
-    char *r = ms_real.calloc(1, n + MS_HDR_SIZE);
-    void *p = NULL;
-    if (MS_LIKELY(r != NULL)) {
-        p = r + MS_HDR_SIZE;
-        ms_record_heap(p, n, 0);
-    }
-    ms_leave();
-    return p;
+    return ms_calloc_recorded(n);
 }
 
 /* realloc by copy: for bootstrap, foreign and over-aligned blocks. */
@@ -247,8 +261,14 @@ static void *ms_realloc_impl(void *old, size_t n)
     return p;
 }
 
-MS_EXPORT void *realloc(void *old, size_t n)
+/* Sampled mode, a plain block that stays plain: a jump into the C library's realloc.
+ * A picked size is decided once (the sampler keeps it for the copy's malloc). */
+MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *realloc(void *old, size_t n)
 {
+    if (MS_UNLIKELY(ms_sampler_cfg.enabled) && MS_LIKELY(ms_real_malloc_is_libc) && old &&
+        n && n <= SIZE_MAX - 64 && ms_fast_ok() && !ms_boot_owns(old) &&
+        !ms_hdr_check_matches(old) && !ms_sampler_pick(n))
+        return ms_real.realloc(old, n);
     return ms_realloc_impl(old, n);
 }
 
