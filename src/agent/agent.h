@@ -219,12 +219,28 @@ typedef struct ms_live_sum {
 } ms_live_sum;
 ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len) MS_INTERNAL;
 
+/* Allocation counters are sharded: threads allocating from one call site would otherwise
+ * bounce the record's cache line on every locked add. Shard 0 is the record's own
+ * alloc_blocks/alloc_bytes; shards 1..MS_STACK_SHARDS-1 live in a side array (one
+ * {blocks, bytes} pair per stack per shard, each shard a separate array), chosen by the
+ * thread id. Readers sum them (ms_stack_counters, ms_stack_used): exact once quiet. */
+#define MS_STACK_SHARDS 4
+extern ms_stack_rec *ms_stack_recs MS_INTERNAL;
+extern uint64_t *ms_stack_shards MS_INTERNAL; /* [(shard-1) * cap + id] * 2 */
+extern uint32_t ms_stack_cap MS_INTERNAL;
+/* 1 if the stack ever had an allocation counted (sum over shards). */
+int ms_stack_used(const ms_stack_rec *r) MS_INTERNAL;
+
 /* blocks > 1: a sampled record standing for several blocks. ms_control_note keeps the
  * total and the peak (dump_at_peak, trigger_bytes; one predictable branch otherwise). */
 static inline void ms_stack_account_alloc_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
 {
-    __atomic_fetch_add(&r->alloc_blocks, blocks, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&r->alloc_bytes, bytes, __ATOMIC_RELAXED);
+    unsigned sh = ms_self.tid & (MS_STACK_SHARDS - 1); /* 0 (shard 0) until the tid is known */
+    uint64_t *c = &r->alloc_blocks;
+    if (sh && MS_LIKELY(ms_stack_shards != NULL))
+        c = &ms_stack_shards[((uint64_t)(sh - 1) * ms_stack_cap + (uint64_t)(r - ms_stack_recs)) * 2];
+    __atomic_fetch_add(&c[0], blocks, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c[1], bytes, __ATOMIC_RELAXED);
     ms_control_note(r, (int64_t)bytes, (int64_t)blocks);
 }
 static inline void ms_stack_account_free_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)

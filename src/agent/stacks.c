@@ -5,8 +5,11 @@
 
 #include "agent/agent.h"
 
-static ms_stack_rec *ms_recs;      /* indexed by id; id 0 unused */
-static uint32_t ms_rec_cap;        /* ids 1..ms_rec_cap-1 */
+#define ms_recs ms_stack_recs       /* indexed by id; id 0 unused */
+#define ms_rec_cap ms_stack_cap     /* ids 1..ms_rec_cap-1 */
+ms_stack_rec *ms_stack_recs;
+uint32_t ms_stack_cap;
+uint64_t *ms_stack_shards;          /* allocation counter shards 1.. (agent.h) */
 static uint32_t ms_next_id = 1;
 static uint64_t *ms_pcs;           /* pc arena */
 static uint64_t ms_pcs_cap, ms_pcs_used;
@@ -46,6 +49,9 @@ int ms_stacks_init(uint64_t capacity)
     ms_pcs = ms_sys_mmap(sizeof(uint64_t) * ms_pcs_cap);
     if (!ms_recs || !ms_index || !ms_pcs)
         return -1;
+    /* pages are touched only for stacks that threads of shard >= 1 allocate from; without
+     * this array every count goes to shard 0 (the record) */
+    ms_stack_shards = ms_sys_mmap(sizeof(uint64_t) * 2 * (MS_STACK_SHARDS - 1) * (uint64_t)ms_rec_cap);
     for (unsigned k = 0; k < MS_KIND_COUNT; k++)
         ms_fallback[k] = ms_stack_intern(k, NULL, 0, MS_STACKF_UNWIND_FAIL);
     return 0;
@@ -111,12 +117,28 @@ uint32_t ms_stack_max_id(void)
     return n - 1;
 }
 
+int ms_stack_used(const ms_stack_rec *r)
+{
+    ms_snap_counters c;
+    ms_stack_counters(r, &c);
+    return c.alloc_blocks != 0;
+}
+
 void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
 {
     c->free_blocks = __atomic_load_n(&r->free_blocks, __ATOMIC_RELAXED);
     c->free_bytes = __atomic_load_n(&r->free_bytes, __ATOMIC_RELAXED);
     c->alloc_blocks = __atomic_load_n(&r->alloc_blocks, __ATOMIC_RELAXED);
     c->alloc_bytes = __atomic_load_n(&r->alloc_bytes, __ATOMIC_RELAXED);
+    uint64_t *sh = ms_stack_shards;
+    if (sh) {
+        uint64_t id = (uint64_t)(r - ms_recs);
+        for (unsigned s = 1; s < MS_STACK_SHARDS; s++) {
+            const uint64_t *p = &sh[((uint64_t)(s - 1) * ms_rec_cap + id) * 2];
+            c->alloc_blocks += __atomic_load_n(&p[0], __ATOMIC_RELAXED);
+            c->alloc_bytes += __atomic_load_n(&p[1], __ATOMIC_RELAXED);
+        }
+    }
     c->live_blocks = c->alloc_blocks > c->free_blocks ? c->alloc_blocks - c->free_blocks : 0;
     c->live_bytes = c->alloc_bytes > c->free_bytes ? c->alloc_bytes - c->free_bytes : 0;
 }
