@@ -23,13 +23,13 @@ static void ms_start_health(ms_snap_writer *w, void *arg)
     ms_got_get_stats(&st);
     ms_sw_begin(w, MS_CHUNK_HLTH, 0);
     ms_sw_u32(w, 4);
-    ms_sw_str(w, "got_modules", 11);
+    ms_sw_cstr(w, "got_modules");
     ms_sw_u64(w, st.modules);
-    ms_sw_str(w, "got_slots", 9);
+    ms_sw_cstr(w, "got_slots");
     ms_sw_u64(w, st.slots);
-    ms_sw_str(w, "got_rejected_modules", 20);
+    ms_sw_cstr(w, "got_rejected_modules");
     ms_sw_u64(w, st.rejected);
-    ms_sw_str(w, "got_dlopens", 11);
+    ms_sw_cstr(w, "got_dlopens");
     ms_sw_u64(w, st.dlopens);
     ms_sw_end(w);
 }
