@@ -449,4 +449,15 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
 int ms_snapshot_add_hook(ms_snapshot_extra_fn fn, void *arg) MS_INTERNAL;
 void ms_snapshot_fork_child(void) MS_INTERNAL;
 
+/* ===========================================================================
+ * Walks of the loaded modules that fork() must not split (dl_guard.c).
+ * ========================================================================= */
+struct dl_phdr_info;
+int ms_dl_begin(int wait) MS_INTERNAL; /* 0: a fork is under way and wait was 0 */
+void ms_dl_end(void) MS_INTERNAL;
+int ms_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg) MS_INTERNAL;
+void ms_dl_fork_prepare(void) MS_INTERNAL;
+void ms_dl_fork_parent(void) MS_INTERNAL;
+void ms_dl_fork_child(void) MS_INTERNAL;
+
 #endif

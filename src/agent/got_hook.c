@@ -408,10 +408,10 @@ uint64_t ms_got_hook_all(void)
     /* glibc's dl_iterate_phdr holds the loader's write lock during the walk: two threads
      * hooking at once (two dlopens) patch one after the other, never the same RELRO page
      * at the same time */
-    dl_iterate_phdr(ms_got_module, &takes);
+    ms_dl_iterate(ms_got_module, &takes);
     gives.seen = takes.seen;
     gives.nseen = takes.nseen;
-    dl_iterate_phdr(ms_got_module, &gives);
+    ms_dl_iterate(ms_got_module, &gives);
     ms_leave();
     return takes.slots + gives.slots;
 }

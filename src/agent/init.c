@@ -252,7 +252,7 @@ static int ms_init_slow(void)
     ms_tick0 = ms_ticks();
     ms_ns0 = ms_now_ns();
     ms_read_options();
-    dl_iterate_phdr(ms_find_self, (void *)(uintptr_t)&ms_init_slow);
+    ms_dl_iterate(ms_find_self, (void *)(uintptr_t)&ms_init_slow);
     int ok = ms_real.malloc && ms_real.free && ms_real.calloc && ms_real.realloc &&
              ms_stacks_init(ms_opt.stack_capacity) == 0 && ms_live_init(ms_opt.capacity) == 0 &&
              ms_regions_init(ms_opt.region_capacity) == 0 &&
@@ -331,6 +331,7 @@ __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 static void ms_atfork_prepare(void)
 {
     ms_enter();
+    ms_dl_fork_prepare();
     ms_regions_fork_prepare();
     ms_live_fork_prepare();
 }
@@ -339,6 +340,7 @@ static void ms_atfork_parent(void)
 {
     ms_live_fork_parent();
     ms_regions_fork_parent();
+    ms_dl_fork_parent();
     ms_leave();
 }
 
@@ -349,6 +351,7 @@ static void ms_atfork_child(void)
     ms_exit_done = 0;
     ms_live_fork_child();
     ms_regions_fork_child();
+    ms_dl_fork_child();
     ms_threads_fork_child();
     ms_snapshot_fork_child();
     ms_production_fork_child();

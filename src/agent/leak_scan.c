@@ -686,8 +686,8 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
         st->agent_tls_size = 0;
         st->nmods = st->seen = 0;
         st->err = 0;
-        dl_iterate_phdr(count_cb, st);
-        dl_iterate_phdr(stop_cb, st);
+        ms_dl_iterate(count_cb, st);
+        ms_dl_iterate(stop_cb, st);
         if (st->err)
             break;
     }
@@ -696,7 +696,7 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
         st->nsegs = 0;
         st->tls_static = 0;
         st->agent_tls_size = 0;
-        dl_iterate_phdr(collect_cb, st);
+        ms_dl_iterate(collect_cb, st);
         stop_fork_resume(st);
     }
     if (!st->done) {

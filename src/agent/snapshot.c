@@ -179,7 +179,7 @@ static void write_mods(snap_ctx *c)
     uint64_t at = ms_sw_chunk_pos(c->w);
     ms_sw_u32(c->w, 0);
     c->count = 0;
-    dl_iterate_phdr(write_module, c);
+    ms_dl_iterate(write_module, c);
     ms_sw_patch_u32(c->w, at, (uint32_t)c->count);
     ms_sw_end(c->w);
 }

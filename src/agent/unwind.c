@@ -48,7 +48,10 @@ static MS_NOINLINE unsigned ms_unwind_libunwind(uint64_t *pcs, unsigned max, uns
 {
     void *buf[MS_MAX_DEPTH_LIMIT + 16];
     unsigned want = max + 16;
+    /* libunwind walks the modules on a cache miss: not while a fork is being made */
+    ms_dl_begin(1);
     int n = unw_backtrace(buf, (int)want);
+    ms_dl_end();
     if (n <= 0) {
         *flags |= MS_STACKF_UNWIND_FAIL;
         MS_HEALTH_INC(unwind_failures);

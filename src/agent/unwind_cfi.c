@@ -149,8 +149,14 @@ static int mod_count_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void mods_refresh(int force)
 {
-    if (__atomic_exchange_n(&ms_mod_lock, 1, __ATOMIC_ACQUIRE))
-        return; /* someone else refreshes: use what is there */
+    /* a fork under way, or someone else refreshes: use what is there (the lock is only
+     * ever held inside a counted walk, so fork never copies it held) */
+    if (!ms_dl_begin(0))
+        return;
+    if (__atomic_exchange_n(&ms_mod_lock, 1, __ATOMIC_ACQUIRE)) {
+        ms_dl_end();
+        return;
+    }
     unsigned long long v[2] = {0, 0};
     dl_iterate_phdr(mod_count_cb, v);
     if (force || v[0] != ms_mod_adds || v[1] != ms_mod_subs || !ms_mods) {
@@ -163,6 +169,7 @@ static void mods_refresh(int force)
         MS_HEALTH_INC(module_refreshes);
     }
     __atomic_store_n(&ms_mod_lock, 0, __ATOMIC_RELEASE);
+    ms_dl_end();
 }
 
 static const cfi_mod *mod_find(uintptr_t pc)
