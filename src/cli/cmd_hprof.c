@@ -124,6 +124,7 @@ static int cmd_summary(FILE *out, int n, char **files, hopts *o)
 {
     if (!one_file("summary", n))
         return EXIT_USAGE;
+    o->ro.counts_only = 1; /* counts only: the references are not stored */
     ms_hgraph *g = load(files[0], o);
     if (!g)
         return 1;
@@ -147,6 +148,7 @@ static int cmd_histogram(FILE *out, int n, char **files, hopts *o)
         fprintf(stderr, "memsight hprof histogram: unknown --sort '%s'\n", o->sort);
         return EXIT_USAGE;
     }
+    o->ro.counts_only = o->no_retained; /* no dominator tree: the references are not stored */
     ms_hgraph *g = load(files[0], o);
     if (!g)
         return 1;

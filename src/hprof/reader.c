@@ -101,6 +101,13 @@ typedef struct rd {
     int frozen;
     int thread_no;
     uint64_t dangling; /* this thread's references to absent objects */
+    /* counts only (opts->counts_only): pass 2 checks each reference and no pass 3 runs;
+     * nref counts this thread's references to objects of the dump, dang keeps the first
+     * dangling ones, reported after the pass as pass 3 would */
+    int counts_only;
+    uint64_t nref;
+    struct dangref { uint64_t at, id; uint8_t tag, sub; } dang[8];
+    uint32_t ndang;
     uint32_t unknown_cls;
     /* interned string ids -> strs offsets */
     uint64_t *ih_key;
@@ -757,6 +764,11 @@ static inline int edge(rd *r, uint64_t id, uint32_t label, uint64_t at, uint8_t 
 {
     ms_hgraph *g = r->g;
     if (r->pass == 2) {
+        if (r->counts_only && ms_hgraph_find(g, id) == MS_HIDX_NONE) {
+            if (++r->dangling <= 8)
+                r->dang[r->ndang++] = (struct dangref){at, id, tag, sub};
+            return 0;
+        }
         r->deg++;
         return 0;
     }
@@ -825,7 +837,11 @@ static inline ms_hidx begin_obj(rd *r, uint64_t at, uint8_t rtag, uint8_t sub, u
 /* Passes 2 and 3: ends the current object. */
 static inline void end_obj(rd *r)
 {
-    if (r->pass == 2)
+    if (r->pass != 2)
+        return;
+    if (r->counts_only)
+        r->nref += r->deg;
+    else
         r->g->edge_off[r->cur + 1] = r->deg;
 }
 
@@ -1215,7 +1231,13 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                     return -1;
                 g->obj_class[i] = k;
                 g->obj_size[i] = ms_hsize_obj_array(&g->model, n);
-                if (ids == 8) {
+                if (r->counts_only) {
+                    for (uint32_t e = 0; e < n; e++) {
+                        uint64_t v = ids == 8 ? be64(data + (uint64_t)e * 8) : be32(data + (uint64_t)e * 4);
+                        if (v)
+                            edge(r, v, 0, at, rtag, t);
+                    }
+                } else if (ids == 8) {
                     for (uint32_t e = 0; e < n; e++)
                         r->deg += be64(data + (uint64_t)e * 8) != 0;
                 } else {
@@ -1368,6 +1390,14 @@ static int walk_heaps(rd *r, size_t from, size_t to)
     return 0;
 }
 
+/* Counts only: the dangling references a thread kept, reported now. */
+static void report_dangling(rd *r, const rd *t)
+{
+    for (uint32_t j = 0; j < t->ndang; j++)
+        problem(r, t->dang[j].at, t->dang[j].tag, t->dang[j].sub,
+                "reference to 0x%llx, which is not in the dump", (unsigned long long)t->dang[j].id);
+}
+
 typedef struct half {
     rd r;
     size_t from, to;
@@ -1393,10 +1423,12 @@ static int run_pass(rd *r, int threads)
         for (split = 1; split < r->nhrec && r->hrec[split] < mid; split++)
             ;
     }
+    r->ndang = 0;
     if (split >= r->nhrec) {
         r->dangling = 0;
         int rc = walk_heaps(r, 0, r->nhrec);
         r->g->dangling_refs += r->dangling;
+        report_dangling(r, r);
         return rc;
     }
     half *h = calloc(1, sizeof *h);
@@ -1421,8 +1453,12 @@ static int run_pass(rd *r, int threads)
             rc = -1;
         }
         r->dups_reported += h->r.dups_reported;
+        r->nref += h->r.nref;
     }
     r->g->dangling_refs += r->dangling + (started ? h->r.dangling : 0);
+    report_dangling(r, r);
+    if (started)
+        report_dangling(r, &h->r);
     free(h);
     return rc;
 }
@@ -1507,6 +1543,9 @@ static int cmp_classobj(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int store_edges(rd *r, int threads);
+static int finish(rd *r);
+
 static int read_all(rd *r)
 {
     ms_hgraph *g = r->g;
@@ -1540,8 +1579,10 @@ static int read_all(rd *r)
     g->obj_heap = malloc(n ? n : 1);
     g->obj_class = malloc((n ? n : 1) * sizeof *g->obj_class);
     g->obj_size = malloc((n ? n : 1) * sizeof *g->obj_size);
-    g->edge_off = calloc(n + 1, sizeof *g->edge_off);
-    if (!g->obj_kind || !g->obj_heap || !g->obj_class || !g->obj_size || !g->edge_off)
+    r->counts_only = r->o && r->o->counts_only;
+    if (!r->counts_only)
+        g->edge_off = calloc(n + 1, sizeof *g->edge_off);
+    if (!g->obj_kind || !g->obj_heap || !g->obj_class || !g->obj_size || (!r->counts_only && !g->edge_off))
         return fail(r, 0, 0, 0, "out of memory for %zu objects", n);
     memset(g->obj_kind, 0xFF, n);
     /* two threads for large dumps whose ids are all distinct (a repeated id would have
@@ -1565,10 +1606,25 @@ static int read_all(rd *r)
     for (size_t i = 0; i < n; i++) {
         if (g->obj_kind[i] == 0xFF)
             return fail(r, 0, 0, 0, "internal: object 0x%llx was not seen again", (unsigned long long)g->obj_id[i]);
-        g->edge_off[i + 1] += g->edge_off[i];
+        if (g->edge_off)
+            g->edge_off[i + 1] += g->edge_off[i];
     }
+    if (r->counts_only)
+        g->nedge = r->nref;
+    else if (store_edges(r, threads))
+        return -1;
+    r->mu = NULL;
+    r->frozen = 0;
+    return finish(r);
+}
 
-    /* pass 3: the references, each object's in its own slice of the CSR arrays */
+/* Pass 3: the references, each object's in its own slice of the CSR arrays; those to
+ * absent objects are squeezed out after. */
+static int store_edges(rd *r, int threads)
+{
+    ms_hgraph *g = r->g;
+    size_t n = g->nobj;
+
     uint64_t ne = g->edge_off[n];
     g->edge_dst = malloc((ne ? ne : 1) * sizeof *g->edge_dst);
     g->edge_label = malloc((ne ? ne : 1) * sizeof *g->edge_label);
@@ -1582,8 +1638,6 @@ static int read_all(rd *r)
     r->pass = 3;
     if (run_pass(r, threads))
         return -1;
-    r->mu = NULL;
-    r->frozen = 0;
     g->nedge = ne;
     if (g->dangling_refs) {
         /* squeeze out the references to absent objects */
@@ -1610,6 +1664,13 @@ static int read_all(rd *r)
                 g->edge_label = l;
         }
     }
+    return 0;
+}
+
+/* After the passes: totals of problems, class objects by index, heap names, roots. */
+static int finish(rd *r)
+{
+    ms_hgraph *g = r->g;
     if (g->duplicate_ids > 8)
         problem(r, 0, 0, 0, "%llu duplicate object ids in all (later records dropped)",
                 (unsigned long long)g->duplicate_ids);

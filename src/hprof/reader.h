@@ -15,6 +15,10 @@ typedef struct ms_hprof_read_opts {
                           * does, 1 = assume compressed references, 2 = assume none */
     int threads; /* 0: two threads for dumps of 64 MB and more when the machine has two
                   * cores or more; 1: one thread; 2: two threads whatever the size */
+    int counts_only; /* 1: references are counted and checked but not stored (edge_off,
+                      * edge_dst and edge_label stay NULL; nedge, dangling_refs and the
+                      * problems are those of a full read): enough for summary and
+                      * histogram without retained sizes, in one pass fewer */
     /* Called now and then with bytes processed and the total (both passes count);
      * NULL for none. */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
