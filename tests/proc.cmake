@@ -10,10 +10,11 @@ ms_unit_test(proc_unit_watch SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_proc_
 ms_test_program(pa_layout SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/pa_layout.c
                 FLAGS -O1 LIBS Threads::Threads)
 ms_test_program(pa_grow SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/pa_grow.c FLAGS -O1)
+ms_test_program(pa_free SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/pa_free.c FLAGS -O1)
 
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
-  foreach(t smaps top watch watch_java explain)
+  foreach(t smaps top watch watch_java explain explain_mallinfo)
     ms_integration_test(proc_${t} ${Python3_EXECUTABLE}
                         ${CMAKE_CURRENT_SOURCE_DIR}/integration/proc_${t}.py)
   endforeach()

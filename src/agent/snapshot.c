@@ -2,6 +2,7 @@
  * chunks from registered hooks) to <out>/memsight-<pid>-<NNNN>-<reason>.msnap through
  * the allocation-free writer. Runs inside the target: memory from mmap, no malloc. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,11 +26,19 @@ static struct {
 } ms_hooks[MS_MAX_HOOKS];
 static int ms_nhooks;
 
+/* glibc's struct mallinfo2 (2.33+), declared here so that older headers build too. */
+typedef struct ms_mallinfo2 {
+    size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks,
+        keepcost;
+} ms_mallinfo2;
+
 typedef struct snap_ctx {
     ms_snap_writer *w;
     char *scratch;
     uint64_t count;
     uint64_t now_ticks, now_ns;
+    int have_mi;
+    ms_mallinfo2 mi;
 } snap_ctx;
 
 int ms_snapshot_add_hook(ms_snapshot_extra_fn fn, void *arg)
@@ -74,6 +83,43 @@ static char *ms_append(char *p, const char *s)
         *p++ = *s++;
     *p = 0;
     return p;
+}
+
+/* ===========================================================================
+ * The C library allocator's own figures (mallinfo2), in HLTH. Only when the real
+ * malloc is glibc's and mallinfo2 comes from the same object (another allocator's
+ * blocks would be invisible to it); resolved once, under the snapshot lock.
+ * mallinfo2 takes every arena's lock: never from a signal handler, where the
+ * interrupted code may hold one. The exit snapshot is taken from a handler when the
+ * program calls _exit there, so at exit it is called only on the normal exit path
+ * (exit(), return from main), which runs the destructor below first.
+ * ========================================================================= */
+static ms_mallinfo2 (*ms_mallinfo2_fn)(void);
+static int ms_mallinfo2_resolved;
+static int ms_snap_normal_exit;
+
+/* Runs in exit() before the exit snapshot's destructor (101): higher runs earlier. */
+__attribute__((destructor(103))) static void ms_snap_mark_normal_exit(void)
+{
+    __atomic_store_n(&ms_snap_normal_exit, 1, __ATOMIC_RELEASE);
+}
+
+static void read_mallinfo2(snap_ctx *c, const char *reason)
+{
+    if (!strcmp(reason, "exit") && !__atomic_load_n(&ms_snap_normal_exit, __ATOMIC_ACQUIRE))
+        return;
+    if (!ms_mallinfo2_resolved) {
+        ms_mallinfo2_resolved = 1;
+        void *f = ms_real_malloc_is_libc && ms_real.malloc ? dlsym(RTLD_DEFAULT, "mallinfo2") : NULL;
+        Dl_info fi, mi;
+        if (f && dladdr(f, &fi) && dladdr((void *)ms_real.malloc, &mi) &&
+            fi.dli_fbase == mi.dli_fbase)
+            *(void **)&ms_mallinfo2_fn = f;
+    }
+    if (ms_mallinfo2_fn) {
+        c->mi = ms_mallinfo2_fn();
+        c->have_mi = 1;
+    }
 }
 
 /* ===========================================================================
@@ -321,6 +367,17 @@ static void write_hlth(snap_ctx *c)
     hv(w, &n, "stack_table_capacity", ms_opt.stack_capacity);
     hv(w, &n, "region_table_used", ms_regions_count());
     hv(w, &n, "region_table_capacity", ms_opt.region_capacity);
+    if (c->have_mi) {
+        hv(w, &n, "mallinfo2_arena", c->mi.arena);
+        hv(w, &n, "mallinfo2_ordblks", c->mi.ordblks);
+        hv(w, &n, "mallinfo2_smblks", c->mi.smblks);
+        hv(w, &n, "mallinfo2_hblks", c->mi.hblks);
+        hv(w, &n, "mallinfo2_hblkhd", c->mi.hblkhd);
+        hv(w, &n, "mallinfo2_fsmblks", c->mi.fsmblks);
+        hv(w, &n, "mallinfo2_uordblks", c->mi.uordblks);
+        hv(w, &n, "mallinfo2_fordblks", c->mi.fordblks);
+        hv(w, &n, "mallinfo2_keepcost", c->mi.keepcost);
+    }
     ms_sw_patch_u32(w, at, n);
     ms_sw_end(w);
 }
@@ -364,7 +421,7 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
         rc = -ENOMEM;
         goto out;
     }
-    snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, ms_ticks(), ms_now_ns()};
+    snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, ms_ticks(), ms_now_ns(), 0, {0}};
     uint32_t seq = ms_snap_seq++;
     char final[MS_SW_PATH_MAX];
     if (!build_path(final, sizeof final, reason, seq)) {
@@ -374,6 +431,7 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
     rc = ms_sw_open(w, final, ms_sampler_cfg.interval ? MS_SNAP_F_SAMPLED : 0);
     if (rc != 0)
         goto out_unmap;
+    read_mallinfo2(&c, reason); /* first: the moment of the block list */
     write_meta(&c, reason, seq);
     write_mods(&c);
     write_stks(&c);

@@ -634,26 +634,54 @@ static uint64_t glibc_chunk(uint64_t n)
     return c < 32 ? 32 : c;
 }
 
-/* A mallinfo2 field the agent may record: a HLTH counter (bytes) or an ACCT value (kB)
- * whose name ends in `suffix` ("uordblks", "mallinfo2_uordblks", "malloc.uordblks"). */
-static int snap_number(const ms_snapshot *s, const char *suffix, uint64_t *v)
+/* A mallinfo2 field: the agent's HLTH counter `mallinfo2_<field>` (bytes), or an ACCT
+ * value of that name (kB) a tool recorded. */
+static int snap_number(const ms_snapshot *s, const char *field, uint64_t *v)
 {
-    size_t sl = strlen(suffix);
-    for (size_t i = 0; i < s->nhealth; i++) {
-        size_t n = s->health[i].name ? strlen(s->health[i].name) : 0;
-        if (n >= sl && !strcmp(s->health[i].name + n - sl, suffix)) {
-            *v = s->health[i].value;
-            return 1;
-        }
-    }
-    for (size_t i = 0; i < s->nacct; i++) {
-        size_t n = s->acct[i].name ? strlen(s->acct[i].name) : 0;
-        if (n >= sl && !strcmp(s->acct[i].name + n - sl, suffix)) {
+    char name[64];
+    snprintf(name, sizeof name, "mallinfo2_%s", field);
+    if (ms_snapshot_health(s, name, v) == 0)
+        return 1;
+    for (size_t i = 0; i < s->nacct; i++)
+        if (s->acct[i].name && !strcmp(s->acct[i].name, name)) {
             *v = s->acct[i].value > UINT64_MAX / 1024 ? UINT64_MAX : s->acct[i].value * 1024;
             return 1;
         }
-    }
     return 0;
+}
+
+/* The allocator's own figures; the split needs in-use (uordblks, hblkhd) and free. */
+static int read_mallinfo(const ms_snapshot *s, ms_explain_mallinfo *mi)
+{
+    memset(mi, 0, sizeof *mi);
+    if (!snap_number(s, "uordblks", &mi->uordblks) || !snap_number(s, "hblkhd", &mi->hblkhd) ||
+        !snap_number(s, "fordblks", &mi->fordblks))
+        return 0;
+    snap_number(s, "arena", &mi->arena);
+    snap_number(s, "ordblks", &mi->ordblks);
+    snap_number(s, "smblks", &mi->smblks);
+    snap_number(s, "hblks", &mi->hblks);
+    snap_number(s, "fsmblks", &mi->fsmblks);
+    snap_number(s, "keepcost", &mi->keepcost);
+    return 1;
+}
+
+/* Takes up to `bytes` (in kB) from *left_kb; returns what was taken. */
+static uint64_t take_kb(uint64_t *left_kb, uint64_t bytes)
+{
+    uint64_t kb = bytes >> 10;
+    if (kb > *left_kb)
+        kb = *left_kb;
+    *left_kb -= kb;
+    return kb;
+}
+
+/* Bytes the agent puts below every block it records (its header), when the snapshot
+ * comes from the agent (an imported dump's blocks have none). */
+static uint64_t agent_header(const ms_snapshot *s)
+{
+    const char *a = ms_snapshot_meta(s, "agent");
+    return a && !strncmp(a, "memsight-agent", 14) ? 16 : 0;
 }
 
 int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, const char *exe,
@@ -672,6 +700,7 @@ int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, c
         else if (s->blocks[i].kind == MS_KIND_STACK)
             nst++;
     }
+    uint64_t hdr = agent_header(s);
     ms_addr_range *heap = calloc(nheap + 1, sizeof *heap);
     ms_addr_range *stk = calloc(nst + s->nthreads + 1, sizeof *stk);
     mmap_blk *mm = calloc(nmm + 1, sizeof *mm);
@@ -689,7 +718,8 @@ int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, c
             heap[nheap++] = (ms_addr_range){b->address, hi};
             ex->heap_tracked_bytes += b->size;
             ex->heap_tracked_blocks++;
-            ex->heap_chunk_bytes += glibc_chunk(b->size);
+            ex->heap_chunk_bytes += glibc_chunk(b->size + hdr);
+            ex->heap_agent_header_bytes += hdr;
         } else if (b->kind == MS_KIND_MMAP) {
             mm[nmm++] = (mmap_blk){b->address, hi, b->stack_id};
         } else if (b->kind == MS_KIND_STACK) {
@@ -707,6 +737,9 @@ int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, c
         /* Sampled or block-less snapshots: the blocks (if any) are a sample, the per-stack
          * counters hold the estimates. */
         ex->heap_tracked_bytes = ex->heap_tracked_blocks = ex->heap_chunk_bytes = 0;
+        uint64_t recorded;
+        if (!s->has_blocks && ms_snapshot_health(s, "live_table_blocks", &recorded) == 0)
+            ex->heap_agent_header_bytes = recorded > UINT64_MAX / 16 ? 0 : recorded * hdr;
         for (size_t i = 0; i < s->nstacks; i++)
             if (s->stacks[i].kind == MS_KIND_HEAP) {
                 ex->heap_tracked_bytes += s->stacks[i].c.live_bytes;
@@ -811,37 +844,60 @@ int ms_explain_build(ms_explain *ex, const ms_smaps *sm, const ms_snapshot *s, c
                 et->stack_kb += sm->v[i].kb[MS_SM_RSS];
     }
 
-    /* The heap's RSS: tracked bytes, then the allocator's per-block overhead, then the
-     * free space it keeps. mallinfo2 would separate the last two exactly; without it,
-     * the overhead follows glibc's chunk layout when every block is known, and overhead
-     * and free space stay together otherwise. */
+    /* The heap's RSS: the tracked bytes; the agent's own block headers and in-use
+     * blocks the agent never saw (unexplained: not the program's allocations); the
+     * allocator's per-block overhead; the free space it keeps, which only the
+     * allocator knows (mallinfo2). Each part is bounded by what is left of the RSS. */
+    for (size_t i = 0; i < sm->n; i++)
+        if (a.vma_cat[i] == MS_CAT_NATIVE_HEAP && a.vma_why[i] == MS_WHY_ARENA)
+            ex->arena_heaps++;
     uint64_t tracked_kb = ex->heap_tracked_bytes >> 10;
     uint64_t t = tracked_kb < ex->heap_rss_kb ? tracked_kb : ex->heap_rss_kb;
     ex->heap_untouched_kb = tracked_kb - t;
     ex->part_kb[MS_EX_HEAP_TRACKED] = t;
     uint64_t left = ex->heap_rss_kb - t;
-    uint64_t uord, hblk;
-    if (snap_number(s, "uordblks", &uord) && snap_number(s, "hblkhd", &hblk)) {
-        /* mallinfo2 from the process: bytes in use by the allocator, chunks included. */
-        uint64_t in_use = uord + hblk;
-        uint64_t ov = in_use > ex->heap_tracked_bytes ? (in_use - ex->heap_tracked_bytes) >> 10 : 0;
-        if (ov > left)
-            ov = left;
-        ex->part_kb[MS_EX_HEAP_OVERHEAD] = ov;
-        ex->part_kb[MS_EX_HEAP_FREE] = left - ov;
-        ex->heap_method = "mallinfo2: in-use bytes (uordblks + hblkhd) minus tracked bytes";
-    } else if (s->has_blocks && !ex->sampled) {
-        uint64_t ov = (ex->heap_chunk_bytes - ex->heap_tracked_bytes) >> 10;
-        if (ov > left)
-            ov = left;
-        ex->part_kb[MS_EX_HEAP_OVERHEAD] = ov;
-        ex->part_kb[MS_EX_HEAP_FREE] = left - ov;
-        ex->heap_method = "glibc chunk layout over every live block";
-    } else {
-        ex->part_kb[MS_EX_HEAP_OVERHEAD] = 0;
-        ex->part_kb[MS_EX_HEAP_FREE] = left;
-        ex->heap_method = "heap RSS minus tracked bytes (overhead and free space together)";
+    uint64_t hdr_kb = take_kb(&left, ex->heap_agent_header_bytes);
+    int chunks = s->has_blocks && !ex->sampled;
+    uint64_t ov_bytes = 0, explained = ex->heap_tracked_bytes + ex->heap_agent_header_bytes;
+    if (chunks) {
+        ov_bytes = ex->heap_chunk_bytes > explained ? ex->heap_chunk_bytes - explained : 0;
+        explained = ex->heap_chunk_bytes;
     }
+    ex->has_mallinfo = read_mallinfo(s, &ex->mi);
+    if (ex->has_mallinfo) {
+        uint64_t in_use = ms_sat_add(ex->mi.uordblks, ex->mi.hblkhd);
+        uint64_t rest = in_use > explained ? in_use - explained : 0;
+        if (chunks)
+            ex->heap_untracked_bytes = rest;
+        else
+            ov_bytes = rest; /* the blocks are a sample: overhead and unseen blocks together */
+    }
+    ex->part_kb[MS_EX_HEAP_OVERHEAD] = take_kb(&left, ov_bytes);
+    uint64_t unexplained_kb = hdr_kb;
+    if (ex->has_mallinfo) {
+        unexplained_kb += take_kb(&left, ex->heap_untracked_bytes);
+        uint64_t free_kb = take_kb(&left, ex->mi.fordblks);
+        ex->part_kb[MS_EX_HEAP_FREE] = free_kb;
+        ex->heap_free_unresident_kb = (ex->mi.fordblks >> 10) - free_kb;
+        ex->heap_unaccounted_kb = left;
+        unexplained_kb += left;
+        ex->heap_split = MS_SPLIT_MALLINFO;
+        ex->heap_method = chunks ? "free space from mallinfo2 (fordblks); overhead from glibc's "
+                                   "chunk layout over every live block"
+                                 : "free space from mallinfo2 (fordblks); overhead: in-use bytes "
+                                   "(uordblks + hblkhd) minus tracked bytes (estimates)";
+    } else if (chunks) {
+        ex->part_kb[MS_EX_HEAP_FREE] = left;
+        ex->heap_split = MS_SPLIT_CHUNKS;
+        ex->heap_method = "model, no mallinfo2 in the snapshot: overhead from glibc's chunk "
+                          "layout over every live block, free space is the rest of the heap RSS";
+    } else {
+        ex->part_kb[MS_EX_HEAP_FREE] = left;
+        ex->heap_split = MS_SPLIT_NONE;
+        ex->heap_method = "heap RSS minus tracked bytes (overhead and free space together: no "
+                          "mallinfo2 in the snapshot and no list of every block)";
+    }
+    ex->part_kb[MS_EX_UNEXPLAINED] += unexplained_kb;
     uint64_t v;
     if (ms_snapshot_health(s, "live_table_bytes", &v) == 0)
         ex->agent_tables_bytes = v;
@@ -906,6 +962,27 @@ int ms_explain_write(FILE *out, const ms_explain *ex, const ms_snapshot *s, ms_s
                 (unsigned long long)ex->heap_tracked_blocks,
                 (unsigned long long)ex->heap_chunk_bytes, (unsigned long long)ex->heap_untouched_kb);
         ms_acct_json_string(out, ex->heap_method);
+        static const char *const splits[] = {"none", "chunk_layout", "mallinfo2"};
+        fprintf(out, ",\"split\":\"%s\",\"agent_header_bytes\":%llu,\"arena_heaps\":%zu,\"mallinfo2\":",
+                splits[ex->heap_split], (unsigned long long)ex->heap_agent_header_bytes,
+                ex->arena_heaps);
+        if (ex->has_mallinfo) {
+            const ms_explain_mallinfo *m = &ex->mi;
+            fprintf(out,
+                    "{\"arena\":%llu,\"ordblks\":%llu,\"smblks\":%llu,\"hblks\":%llu,"
+                    "\"hblkhd\":%llu,\"fsmblks\":%llu,\"uordblks\":%llu,\"fordblks\":%llu,"
+                    "\"keepcost\":%llu},\"untracked_bytes\":%llu,\"free_unresident_kb\":%llu,"
+                    "\"unaccounted_kb\":%llu",
+                    (unsigned long long)m->arena, (unsigned long long)m->ordblks,
+                    (unsigned long long)m->smblks, (unsigned long long)m->hblks,
+                    (unsigned long long)m->hblkhd, (unsigned long long)m->fsmblks,
+                    (unsigned long long)m->uordblks, (unsigned long long)m->fordblks,
+                    (unsigned long long)m->keepcost, (unsigned long long)ex->heap_untracked_bytes,
+                    (unsigned long long)ex->heap_free_unresident_kb,
+                    (unsigned long long)ex->heap_unaccounted_kb);
+        } else {
+            fputs("null", out);
+        }
         fputs("},\"mmap_stacks\":[", out);
         for (size_t i = 0; i < ex->nmmap_stacks; i++) {
             const ms_explain_stack *e = &ex->mmap_stacks[i];
@@ -939,6 +1016,28 @@ int ms_explain_write(FILE *out, const ms_explain *ex, const ms_snapshot *s, ms_s
     if (ex->heap_untouched_kb)
         fprintf(out, " (%llu kB of them not resident)", (unsigned long long)ex->heap_untouched_kb);
     fprintf(out, "\n  overhead/free split: %s\n", ex->heap_method);
+    if (ex->has_mallinfo) {
+        const ms_explain_mallinfo *m = &ex->mi;
+        fprintf(out,
+                "  glibc mallinfo2 at the snapshot: arena %llu kB, in use %llu kB (uordblks) + "
+                "%llu kB in %llu mmapped chunks (hblkhd), free %llu kB in %llu chunks (fordblks; "
+                "%llu kB of it not resident), releasable top %llu kB (keepcost)\n",
+                (unsigned long long)(m->arena >> 10), (unsigned long long)(m->uordblks >> 10),
+                (unsigned long long)(m->hblkhd >> 10), (unsigned long long)m->hblks,
+                (unsigned long long)(m->fordblks >> 10), (unsigned long long)m->ordblks,
+                (unsigned long long)ex->heap_free_unresident_kb,
+                (unsigned long long)(m->keepcost >> 10));
+        if (ex->heap_untracked_bytes || ex->heap_unaccounted_kb)
+            fprintf(out, "  in unexplained: %llu kB in use in blocks the agent did not record, "
+                         "%llu kB of heap RSS mallinfo2 counts neither in use nor free\n",
+                    (unsigned long long)(ex->heap_untracked_bytes >> 10),
+                    (unsigned long long)ex->heap_unaccounted_kb);
+    }
+    if (ex->heap_agent_header_bytes)
+        fprintf(out, "  the agent's block headers: %llu kB (in unexplained)\n",
+                (unsigned long long)(ex->heap_agent_header_bytes >> 10));
+    if (ex->arena_heaps)
+        fprintf(out, "  glibc arena heaps besides the main arena: %zu\n", ex->arena_heaps);
     if (ex->nmmap_stacks) {
         fprintf(out, "\ntracked mmap by call stack:\n");
         for (size_t i = 0; i < ex->nmmap_stacks && i < 20; i++) {

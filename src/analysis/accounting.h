@@ -154,6 +154,19 @@ typedef struct ms_explain_thread {
     uint64_t stack_kb; /* resident kB of the mappings its stack range covers */
 } ms_explain_thread;
 
+/* glibc's mallinfo2() in the process at the snapshot (HLTH `mallinfo2_*`), bytes. */
+typedef struct ms_explain_mallinfo {
+    uint64_t arena, ordblks, smblks, hblks, hblkhd, fsmblks, uordblks, fordblks, keepcost;
+} ms_explain_mallinfo;
+
+/* How the heap's RSS beyond the tracked bytes was split. */
+enum ms_explain_split {
+    MS_SPLIT_NONE,     /* overhead and free space together, in heap_free */
+    MS_SPLIT_CHUNKS,   /* overhead from glibc's chunk layout over every live block */
+    MS_SPLIT_MALLINFO, /* free space from mallinfo2 (overhead from the chunk layout when
+                        * every block is known, else in-use bytes minus tracked ones) */
+};
+
 typedef struct ms_explain {
     uint64_t rss_kb;
     uint64_t part_kb[MS_EX_COUNT];
@@ -163,6 +176,15 @@ typedef struct ms_explain {
     uint64_t heap_chunk_bytes;  /* the same blocks as glibc chunks (header + alignment) */
     uint64_t heap_untouched_kb; /* tracked bytes beyond the heap's RSS (never written) */
     const char *heap_method;    /* how overhead and free were separated */
+    enum ms_explain_split heap_split;
+    uint64_t heap_agent_header_bytes; /* the agent's 16-byte block headers (in unexplained) */
+    int has_mallinfo;
+    ms_explain_mallinfo mi;
+    uint64_t heap_untracked_bytes;  /* mallinfo2 in-use bytes no tracked block explains:
+                                     * blocks the agent never saw (in unexplained) */
+    uint64_t heap_free_unresident_kb; /* fordblks beyond the free part: not resident */
+    uint64_t heap_unaccounted_kb;   /* heap RSS mallinfo2 counts neither in use nor free */
+    size_t arena_heaps;             /* glibc arena heaps found in smaps (not the main arena) */
     int sampled;                /* the snapshot's counters are sampling estimates */
     int has_blocks;
     /* tracked mmap by call stack, largest RSS first */

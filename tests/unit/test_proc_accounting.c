@@ -307,15 +307,26 @@ static void test_explain(void **state)
     assert_int_equal(ex.part_kb[MS_EX_UNEXPLAINED], 200 + 32);
     assert_non_null(strstr(ex.heap_method, "chunk"));
 
-    /* mallinfo2 in the health counters takes over the split. */
-    ms_health_item h[2] = {{"mallinfo2_uordblks", 150000}, {"mallinfo2_hblkhd", 0}};
+    /* mallinfo2 in the health counters gives the free space: 40 kB of free chunks;
+     * in-use bytes beyond the 100 chunks (49200) are blocks the agent never saw, and
+     * the 15 kB of heap RSS counted neither in use nor free are unexplained too. */
+    ms_health_item h[3] = {{"mallinfo2_uordblks", 150000}, {"mallinfo2_hblkhd", 0},
+                           {"mallinfo2_fordblks", 40960}};
     s.health = h;
-    s.nhealth = 2;
+    s.nhealth = 3;
     ms_explain_free(&ex);
     assert_int_equal(ms_explain_build(&ex, &sm, &s, NULL, NULL, 0, err, sizeof err), 0);
-    assert_int_equal(ex.part_kb[MS_EX_HEAP_OVERHEAD], 50000 / 1024);
-    assert_int_equal(ex.part_kb[MS_EX_HEAP_FREE], 200 - 97 - 48);
+    assert_int_equal(ex.heap_split, MS_SPLIT_MALLINFO);
+    assert_int_equal(ex.part_kb[MS_EX_HEAP_OVERHEAD], 800 / 1024);
+    assert_int_equal(ex.heap_untracked_bytes, 150000 - 100 * 1008);
+    assert_int_equal(ex.part_kb[MS_EX_HEAP_FREE], 40);
+    assert_int_equal(ex.heap_unaccounted_kb, 200 - 97 - 48 - 40);
+    assert_int_equal(ex.part_kb[MS_EX_UNEXPLAINED], 200 + 32 + 48 + 15);
     assert_non_null(strstr(ex.heap_method, "mallinfo2"));
+    sum = 0;
+    for (int p = 0; p < MS_EX_COUNT; p++)
+        sum += ex.part_kb[p];
+    assert_int_equal(sum, ex.rss_kb);
 
     char *buf = NULL;
     size_t len = 0;
