@@ -93,14 +93,15 @@ static int gstack_grow(gstack *st)
 }
 
 /* Path compression on the forest of linked vertices (numbers >= last_linked), as in
- * LLVM's SemiNCAInfo::eval, with an explicit stack. Returns the vertex of minimum semi
- * on the path from v to the root of its tree in the forest, MS_DOM_NONE when the stack
- * cannot grow. */
-static inline uint32_t eval(uint32_t v, uint32_t last_linked, uint32_t *anc, uint32_t *label,
-                            const uint32_t *semi, gstack *st)
+ * LLVM's SemiNCAInfo::eval, with an explicit stack. best[x] holds the smallest semi on
+ * the compressed path from x (the semi of LLVM's label, kept as a value so that no semi
+ * array is read here). Returns the smallest semi on the path from v to the root of its
+ * tree in the forest, MS_DOM_NONE when the stack cannot grow. */
+static inline uint32_t eval(uint32_t v, uint32_t last_linked, uint32_t *anc, uint32_t *best,
+                            gstack *st)
 {
     if (anc[v] < last_linked)
-        return label[v];
+        return best[v];
     size_t sp = 0;
     uint32_t x = v;
     uint32_t *stack = st->v;
@@ -113,24 +114,24 @@ static inline uint32_t eval(uint32_t v, uint32_t last_linked, uint32_t *anc, uin
         stack[sp++] = x;
         x = anc[x];
     } while (anc[x] >= last_linked);
-    uint32_t p = x, plabel = label[x];
+    uint32_t p = x, pbest = best[x];
     do {
         x = stack[--sp];
         anc[x] = anc[p];
-        if (semi[plabel] < semi[label[x]])
-            label[x] = plabel;
+        if (pbest < best[x])
+            best[x] = pbest;
         else
-            plabel = label[x];
+            pbest = best[x];
         p = x;
     } while (sp);
-    return label[x];
+    return best[x];
 }
 
 static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size_t errlen)
 {
     const uint32_t n = w->n;
     memset(dt, 0, sizeof *dt);
-    uint32_t *num = NULL, *vert = NULL, *parent = NULL, *stk = NULL, *anc = NULL, *label = NULL,
+    uint32_t *num = NULL, *vert = NULL, *parent = NULL, *stk = NULL, *anc = NULL, *best = NULL,
              *semi = NULL, *padj = NULL, *poff = NULL;
     uint64_t *cur = NULL;
 
@@ -262,36 +263,57 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     free(num); /* not needed again: the result is built from vert[] and parent[] */
     num = NULL;
 
-    /* 3. Semidominators, in reverse preorder, with link-eval on the ancestor forest. */
-    anc = malloc((size_t)N * sizeof *anc);
-    label = malloc((size_t)N * sizeof *label);
-    semi = malloc((size_t)N * sizeof *semi);
-    if (!anc || !label || !semi)
+    /* 3. Semidominators, in reverse preorder, with link-eval on the ancestor forest.
+     * The parent array becomes the ancestor array (anc[k] is still parent[k] when k is
+     * reached: path compression only rewrites vertices already done). What step 4 needs
+     * of k, semi and parent, goes into k's finished predecessor list: every vertex but
+     * the root has a predecessor; semi in the first entry, parent in the second; with a
+     * single predecessor, that one is the DFS parent and the semi, or k is a successor of
+     * the root, whose immediate dominator is the root whatever its parent. So no semi
+     * and no parent array are alive here, where this computation's memory peaks. */
+    best = malloc((size_t)N * sizeof *best);
+    if (!best)
         goto oom;
-    for (uint32_t k = 0; k < N; k++) {
-        anc[k] = parent[k];
-        label[k] = k;
-        semi[k] = k;
-    }
+    anc = parent;
+    parent = NULL;
+    for (uint32_t k = 0; k < N; k++)
+        best[k] = k;
     gstack st = {NULL, 0};
     for (uint32_t k = N - 1; k >= 1; k--) {
-        uint32_t s = parent[k];
+        uint32_t s = anc[k], par = anc[k];
         for (uint32_t i = poff[k]; i < poff[k + 1]; i++) {
-            uint32_t u = eval(padj[i], k + 1, anc, label, semi, &st);
+            uint32_t u = eval(padj[i], k + 1, anc, best, &st);
             if (u == MS_DOM_NONE) {
                 free(st.v);
                 goto oom;
             }
-            if (semi[u] < s)
-                s = semi[u];
+            if (u < s)
+                s = u;
         }
-        semi[k] = s;
+        best[k] = s;
+        if (poff[k] == poff[k + 1]) {
+            free(st.v);
+            ms_hprof_set_err(err, errlen, "dominators: internal: vertex without predecessors");
+            goto fail;
+        }
+        padj[poff[k]] = s;
+        if (poff[k + 1] - poff[k] >= 2)
+            padj[poff[k] + 1] = par;
     }
     free(st.v);
-    free(anc);
+    free(best);
+    best = NULL;
+    semi = malloc((size_t)N * sizeof *semi);
+    if (!semi)
+        goto oom;
+    parent = anc;
     anc = NULL;
-    free(label);
-    label = NULL;
+    semi[0] = 0;
+    parent[0] = 0;
+    for (uint32_t k = 1; k < N; k++) {
+        semi[k] = padj[poff[k]];
+        parent[k] = padj[poff[k] + (poff[k + 1] - poff[k] >= 2)];
+    }
     free(padj);
     padj = NULL;
     free(poff);
@@ -350,7 +372,7 @@ fail:
     free(stk);
     free(cur);
     free(anc);
-    free(label);
+    free(best);
     free(semi);
     free(padj);
     free(poff);
