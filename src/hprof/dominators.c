@@ -311,11 +311,11 @@ static int print_objects(FILE *fp, const ms_hgraph *g, const ms_hprof_domresult 
         const char *heap = ms_hgraph_heap_name(g, v);
         if (fmt == MS_HPAN_TEXT) {
             fprintf(fp, "%16" PRIu64 " %12" PRIu32 " %10" PRIu32 "  0x%016" PRIx64 "  %s\n",
-                    r->retained[v], g->obj_size[v], r->dominated[v], g->obj_id[v],
+                    r->retained[v], g->obj_size[v], r->dominated[v], ms_hgraph_id(g, v),
                     ms_hpan_obj_class(g, v, 0, buf, sizeof buf));
         } else if (fmt == MS_HPAN_JSON) {
             fprintf(fp, "%s\n  {\"object_id\": \"0x%" PRIx64 "\", \"class\": ", k ? "," : "",
-                    g->obj_id[v]);
+                    ms_hgraph_id(g, v));
             ms_hprof_json_str(fp, ms_hpan_obj_class(g, v, 1, buf, sizeof buf));
             if (g->obj_kind[v] == MS_HOBJ_CLASS) {
                 fputs(", \"class_object_of\": ", fp);
@@ -327,7 +327,7 @@ static int print_objects(FILE *fp, const ms_hgraph *g, const ms_hprof_domresult 
             ms_hprof_json_str(fp, heap);
             fputs("}", fp);
         } else {
-            fprintf(fp, "0x%" PRIx64 ",", g->obj_id[v]);
+            fprintf(fp, "0x%" PRIx64 ",", ms_hgraph_id(g, v));
             ms_hpan_csv_str(fp, ms_hpan_obj_class(g, v, 0, buf, sizeof buf));
             fprintf(fp, ",%" PRIu32 ",%" PRIu64 ",%" PRIu32 ",", g->obj_size[v],
                     r->retained[v], r->dominated[v]);

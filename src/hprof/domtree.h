@@ -19,7 +19,7 @@
  * the object's class index and the class table, without copying anything per object. */
 typedef struct ms_csr {
     uint32_t n;
-    const uint64_t *off;       /* n+1 entries, non-decreasing (checked) */
+    const uint32_t *off;       /* n+1 entries, non-decreasing (checked) */
     const uint32_t *adj;       /* off[n] entries */
     const uint8_t *skip;       /* optional bitset over edge indexes */
     const uint32_t *extra_key; /* optional, n entries */

@@ -134,7 +134,8 @@ void ms_hgraph_free(ms_hgraph *g)
 {
     if (!g)
         return;
-    free(g->obj_id);
+    free(g->obj_id64);
+    free(g->obj_id32);
     free(g->obj_class);
     free(g->obj_size);
     free(g->obj_kind);

@@ -2,7 +2,7 @@
  * index (0..nobj-1, classes are objects too), outgoing references in CSR form, GC roots
  * and the class table. Built once by the reader (reader.h), read-only afterwards.
  * Must never hold one malloc per object: every table is a flat array grown geometrically
- * or allocated once (about 26 bytes per object and 8 per reference). */
+ * or allocated once (about 18 bytes per object and 8 per reference). */
 #ifndef MS_HPROF_GRAPH_H
 #define MS_HPROF_GRAPH_H
 
@@ -180,7 +180,13 @@ typedef struct ms_hgraph {
 
     /* objects, indexed 0..nobj-1 */
     uint32_t nobj;
-    uint64_t *obj_id;    /* the object's id (address) */
+    /* the object's id (address): ms_hgraph_id(). Ids that are id_min plus multiples of
+     * 2^id_shift spanning less than 2^32 steps (every real dump: aligned addresses) are
+     * kept in 4 bytes, obj_id32[i] = (id - id_min) >> id_shift, and obj_id64 is NULL;
+     * otherwise obj_id64[i] is the id and obj_id32 is NULL. */
+    uint64_t *obj_id64;
+    uint32_t *obj_id32;
+    uint32_t id_shift;
     uint32_t *obj_class; /* class index, always valid: the instance's class, the array's
                           * class, and for class objects java.lang.Class (made up if the
                           * dump has none); ms_hgraph_class_object_class() gives the class
@@ -192,11 +198,12 @@ typedef struct ms_hgraph {
 
     /* outgoing references, CSR */
     uint64_t nedge;
-    uint64_t *edge_off;   /* nobj + 1 entries */
+    uint32_t *edge_off;   /* nobj + 1 entries (a dump holds fewer than 2^32 references:
+                           * the reader refuses more) */
     ms_hidx *edge_dst;    /* nedge */
     uint32_t *edge_label; /* nedge, see ms_hedge_kind */
 
-    /* id -> index: object indices are in ascending id order (obj_id is sorted; a repeated
+    /* id -> index: object indices are in ascending id order (ids are sorted; a repeated
      * id keeps its first record, the later ones are dropped and counted as a problem).
      * Use ms_hgraph_find(); id_bucket[b] is the first index whose
      * (id - id_min) >> id_bucket_shift >= b (nbucket + 1 entries). */
@@ -244,6 +251,12 @@ typedef struct ms_hgraph {
 } ms_hgraph;
 
 /* ---- queries ---------------------------------------------------------------------- */
+/* The id of object i. */
+static inline uint64_t ms_hgraph_id(const ms_hgraph *g, ms_hidx i)
+{
+    return g->obj_id64 ? g->obj_id64[i] : g->id_min + ((uint64_t)g->obj_id32[i] << g->id_shift);
+}
+
 /* Object index of an id, or MS_HIDX_NONE. O(log n). */
 ms_hidx ms_hgraph_find(const ms_hgraph *g, uint64_t id);
 

@@ -485,7 +485,7 @@ static int classify(const char *path, const ms_hgraph *g, uint8_t *st, char *err
             }
             c = n;
         }
-        c[nc++] = (cand){.id = g->obj_id[i], .obj = i, .off = off < 0 ? UINT32_MAX : (uint32_t)off,
+        c[nc++] = (cand){.id = ms_hgraph_id(g, i), .obj = i, .off = off < 0 ? UINT32_MAX : (uint32_t)off,
                          .size = off < 0 ? 0 : (uint8_t)ms_hsize_type_in_file(type, g->id_size)};
     }
     int rc = 0;
@@ -779,7 +779,7 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
                 ms_hidx v = grp->trace.obj[s];
                 const char *name = ms_hpan_obj_class(g, v, 0, buf, sizeof buf);
                 if (s == 0) {
-                    fprintf(fp, "  %s 0x%" PRIx64 " [%s]\n", name, g->obj_id[v],
+                    fprintf(fp, "  %s 0x%" PRIx64 " [%s]\n", name, ms_hgraph_id(g, v),
                             status_key[grp->status[s]]);
                     continue;
                 }
@@ -790,7 +790,7 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
                 else
                     snprintf(ref, sizeof ref, "[%" PRIu32 "]", r.index);
                 fprintf(fp, "  %s %s -> %s 0x%" PRIx64 " [%s]\n", grp->suspect[s - 1] ? "~~" : "  ",
-                        ref, name, g->obj_id[v], status_key[grp->status[s]]);
+                        ref, name, ms_hgraph_id(g, v), status_key[grp->status[s]]);
             }
         } else {
             fputs(k ? ",\n  {\"signature\": " : "\n  {\"signature\": ", fp);
@@ -802,7 +802,7 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
             fprintf(fp, ", \"count\": %zu, \"retained_bytes\": %" PRIu64 ", \"objects\": [",
                     grp->count, grp->retained);
             for (size_t j = 0; j < grp->count; j++)
-                fprintf(fp, "%s\"0x%" PRIx64 "\"", j ? ", " : "", g->obj_id[grp->objs[j]]);
+                fprintf(fp, "%s\"0x%" PRIx64 "\"", j ? ", " : "", ms_hgraph_id(g, grp->objs[j]));
             fputs("], \"trace\": [", fp);
             for (size_t s = 0; s < grp->trace.len; s++) {
                 fputs(s ? ",\n    " : "\n    ", fp);

@@ -315,7 +315,7 @@ void ms_hprof_path_step_json(FILE *fp, const ms_hgraph *g, const ms_hprof_path *
 {
     char buf[512];
     ms_hidx v = p->obj[k];
-    fprintf(fp, "{\"object_id\": \"0x%" PRIx64 "\", \"class\": ", g->obj_id[v]);
+    fprintf(fp, "{\"object_id\": \"0x%" PRIx64 "\", \"class\": ", ms_hgraph_id(g, v));
     ms_hprof_json_str(fp, ms_hpan_obj_class(g, v, 1, buf, sizeof buf));
     if (g->obj_kind[v] == MS_HOBJ_CLASS) {
         fputs(", \"class_object_of\": ", fp);
@@ -363,20 +363,20 @@ int ms_hprof_path_print(FILE *fp, const ms_hgraph *g, const ms_hprof_path *p,
         if (fmt == MS_HPAN_TEXT) {
             if (k == 0)
                 fprintf(fp, "  %s  0x%" PRIx64 "  (%" PRIu32 " bytes)\n",
-                        ms_hpan_obj_class(g, v, 0, buf, sizeof buf), g->obj_id[v], g->obj_size[v]);
+                        ms_hpan_obj_class(g, v, 0, buf, sizeof buf), ms_hgraph_id(g, v), g->obj_size[v]);
             else if (s.field)
                 fprintf(fp, "  %*s%s%s -> %s  0x%" PRIx64 "  (%" PRIu32 " bytes)\n", (int)(k < 40 ? k : 40), "",
                         s.is_static ? "static " : ".", s.field,
-                        ms_hpan_obj_class(g, v, 0, buf, sizeof buf), g->obj_id[v], g->obj_size[v]);
+                        ms_hpan_obj_class(g, v, 0, buf, sizeof buf), ms_hgraph_id(g, v), g->obj_size[v]);
             else
                 fprintf(fp, "  %*s[%" PRIu32 "] -> %s  0x%" PRIx64 "  (%" PRIu32 " bytes)\n",
                         (int)(k < 40 ? k : 40), "", s.index,
-                        ms_hpan_obj_class(g, v, 0, buf, sizeof buf), g->obj_id[v], g->obj_size[v]);
+                        ms_hpan_obj_class(g, v, 0, buf, sizeof buf), ms_hgraph_id(g, v), g->obj_size[v]);
         } else if (fmt == MS_HPAN_JSON) {
             fputs(k ? ",\n  " : "\n  ", fp);
             ms_hprof_path_step_json(fp, g, p, k, NULL);
         } else {
-            fprintf(fp, "%zu,0x%" PRIx64 ",", k, g->obj_id[v]);
+            fprintf(fp, "%zu,0x%" PRIx64 ",", k, ms_hgraph_id(g, v));
             ms_hpan_csv_str(fp, ms_hpan_obj_class(g, v, 0, buf, sizeof buf));
             fprintf(fp, ",%" PRIu32 ",", g->obj_size[v]);
             if (k && s.field)

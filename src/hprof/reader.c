@@ -349,20 +349,22 @@ static uint32_t intern_sid(rd *r, uint64_t sid)
 
 ms_hidx ms_hgraph_find(const ms_hgraph *g, uint64_t id)
 {
-    if (!g->nobj || !g->id_bucket || id < g->id_min || id > g->obj_id[g->nobj - 1])
+    if (!g->nobj || !g->id_bucket || id < g->id_min || id > ms_hgraph_id(g, g->nobj - 1))
         return MS_HIDX_NONE;
     uint64_t b = (id - g->id_min) >> g->id_bucket_shift;
     if (b >= g->nbucket)
         b = g->nbucket - 1;
     uint32_t lo = g->id_bucket[b], hi = g->id_bucket[b + 1];
+    if (g->obj_id32 && ((id - g->id_min) & (((uint64_t)1 << g->id_shift) - 1)))
+        return MS_HIDX_NONE; /* not on the grid of 4-byte ids */
     while (lo < hi) {
         uint32_t m = lo + (hi - lo) / 2;
-        if (g->obj_id[m] < id)
+        if (ms_hgraph_id(g, m) < id)
             lo = m + 1;
         else
             hi = m;
     }
-    return lo < g->nobj && g->obj_id[lo] == id ? lo : MS_HIDX_NONE;
+    return lo < g->nobj && ms_hgraph_id(g, lo) == id ? lo : MS_HIDX_NONE;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -371,7 +373,7 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Sorts g->obj_id[0..n) by distributing it over the buckets of ms_hgraph_find (counting
+/* Sorts g->obj_id64[0..n) by distributing it over the buckets of ms_hgraph_find (counting
  * sort on (id - min) >> shift, which leaves g->id_bucket holding each bucket's start),
  * then sorting inside each bucket: insertion sort for the few ids a bucket usually holds
  * (dumps list objects in address order, mostly), qsort for a crowded one. */
@@ -394,7 +396,7 @@ static int bucket_sort(rd *r, uint64_t mn, uint64_t mx, size_t n)
         free(tmp);
         return fail(r, 0, 0, 0, "out of memory sorting %zu object ids", n);
     }
-    const uint64_t *ids = g->obj_id;
+    const uint64_t *ids = g->obj_id64;
     for (size_t i = 0; i < n; i++)
         bk[((ids[i] - mn) >> shift) + 1]++;
     for (uint32_t b = 0; b < nb; b++)
@@ -424,10 +426,32 @@ static int bucket_sort(rd *r, uint64_t mn, uint64_t mx, size_t n)
             v[y] = key;
         }
     }
-    free(g->obj_id);
-    g->obj_id = tmp;
+    free(g->obj_id64);
+    g->obj_id64 = tmp;
     g->id_bucket = bk;
     return 0;
+}
+
+/* Ids in 4 bytes each when they are id_min plus multiples of one power of two spanning
+ * fewer than 2^32 steps (aligned addresses: every real dump); 4 bytes per object less
+ * for everything after the read. Left as they are when not, or out of memory. */
+static void compress_ids(ms_hgraph *g, uint64_t mn, uint64_t mx)
+{
+    uint64_t any = 0;
+    for (uint32_t i = 0; i < g->nobj; i++)
+        any |= g->obj_id64[i] - mn;
+    unsigned shift = any ? (unsigned)__builtin_ctzll(any) : 0;
+    if (((mx - mn) >> shift) > UINT32_MAX)
+        return;
+    uint32_t *c = malloc(((size_t)g->nobj + 1) * sizeof *c);
+    if (!c)
+        return;
+    for (uint32_t i = 0; i < g->nobj; i++)
+        c[i] = (uint32_t)((g->obj_id64[i] - mn) >> shift);
+    free(g->obj_id64);
+    g->obj_id64 = NULL;
+    g->obj_id32 = c;
+    g->id_shift = shift;
 }
 
 /* After pass 1: sorts the ids (object index = rank of the id), drops repeated ids (the
@@ -441,7 +465,7 @@ static int build_lookup(rd *r)
         return 0;
     uint64_t mn = UINT64_MAX, mx = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t v = g->obj_id[i];
+        uint64_t v = g->obj_id64[i];
         if (v < mn)
             mn = v;
         if (v > mx)
@@ -451,8 +475,8 @@ static int build_lookup(rd *r)
         return -1;
     size_t w = 1;
     for (size_t k = 1; k < n; k++)
-        if (g->obj_id[k] != g->obj_id[w - 1])
-            g->obj_id[w++] = g->obj_id[k];
+        if (g->obj_id64[k] != g->obj_id64[w - 1])
+            g->obj_id64[w++] = g->obj_id64[k];
     g->duplicate_ids = n - w;
     g->nobj = (uint32_t)w;
     if (w != n) {
@@ -460,15 +484,16 @@ static int build_lookup(rd *r)
         n = w;
         size_t k = 0;
         for (uint32_t b = 0; b <= g->nbucket; b++) {
-            while (k < n && ((g->obj_id[k] - mn) >> g->id_bucket_shift) < b)
+            while (k < n && ((g->obj_id64[k] - mn) >> g->id_bucket_shift) < b)
                 k++;
             g->id_bucket[b] = (uint32_t)k;
         }
         g->id_bucket[g->nbucket] = (uint32_t)n;
-        uint64_t *ids = realloc(g->obj_id, n * sizeof *ids);
+        uint64_t *ids = realloc(g->obj_id64, n * sizeof *ids);
         if (ids)
-            g->obj_id = ids;
+            g->obj_id64 = ids;
     }
+    compress_ids(g, mn, mx);
     return 0;
 }
 
@@ -793,9 +818,9 @@ static int add_obj(rd *r, uint64_t id)
     ms_hgraph *g = r->g;
     if (r->nrec >= UINT32_MAX - 1)
         return fail(r, 0, 0, 0, "more than %u objects", UINT32_MAX - 1);
-    if (GROW(r, g->obj_id, r->capobj, r->nrec + 1))
+    if (GROW(r, g->obj_id64, r->capobj, r->nrec + 1))
         return -1;
-    g->obj_id[r->nrec++] = id;
+    g->obj_id64[r->nrec++] = id;
     return 0;
 }
 
@@ -805,7 +830,7 @@ static inline ms_hidx begin_obj(rd *r, uint64_t at, uint8_t rtag, uint8_t sub, u
 {
     ms_hgraph *g = r->g;
     /* dumps list objects mostly in address order: try the next index first */
-    ms_hidx i = r->cur + 1 < g->nobj && g->obj_id[r->cur + 1] == id ? r->cur + 1 : ms_hgraph_find(g, id);
+    ms_hidx i = r->cur + 1 < g->nobj && ms_hgraph_id(g, r->cur + 1) == id ? r->cur + 1 : ms_hgraph_find(g, id);
     if (i == MS_HIDX_NONE)
         return MS_HIDX_NONE; /* cannot happen: pass 1 saw it */
     if (r->pass == 2) {
@@ -1605,9 +1630,12 @@ static int read_all(rd *r)
         return -1;
     for (size_t i = 0; i < n; i++) {
         if (g->obj_kind[i] == 0xFF)
-            return fail(r, 0, 0, 0, "internal: object 0x%llx was not seen again", (unsigned long long)g->obj_id[i]);
-        if (g->edge_off)
+            return fail(r, 0, 0, 0, "internal: object 0x%llx was not seen again", (unsigned long long)ms_hgraph_id(g, i));
+        if (g->edge_off) {
+            if (g->edge_off[i + 1] > UINT32_MAX - g->edge_off[i])
+                return fail(r, 0, 0, 0, "more than %u references", UINT32_MAX);
             g->edge_off[i + 1] += g->edge_off[i];
+        }
     }
     if (r->counts_only)
         g->nedge = r->nref;

@@ -17,7 +17,7 @@ static void consistent(const ms_hgraph *g)
     for (uint32_t i = 0; i < g->nobj; i++) {
         if (g->obj_class[i] >= g->nclass || g->obj_heap[i] >= g->nheap || g->obj_kind[i] > 3)
             __builtin_trap();
-        if (g->edge_off[i] > g->edge_off[i + 1] || ms_hgraph_find(g, g->obj_id[i]) != i)
+        if (g->edge_off[i] > g->edge_off[i + 1] || ms_hgraph_find(g, ms_hgraph_id(g, i)) != i)
             __builtin_trap();
     }
     if (g->edge_off[g->nobj] != g->nedge)

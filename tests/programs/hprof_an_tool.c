@@ -75,7 +75,7 @@ static int cmd_graph(const char *path)
                 statics += ms_hsize_type_in_file(g->statics[g->classes[c].static_first + k].type,
                                                  g->id_size);
         printf("O\t%u\t0x%" PRIx64 "\t%u\t%s\t%s\t%u\t%lld\t%" PRIu64 "\t%u\t%u\n", i,
-               g->obj_id[i], g->obj_kind[i], ms_hpan_obj_class(g, i, 0, buf, sizeof buf),
+               ms_hgraph_id(g, i), g->obj_kind[i], ms_hpan_obj_class(g, i, 0, buf, sizeof buf),
                ms_hgraph_heap_name(g, i), g->obj_size[i], idom, r->retained[i],
                r->dominated[i], statics);
     }

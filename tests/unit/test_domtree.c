@@ -18,7 +18,7 @@ typedef struct graph {
     uint32_t n;
     size_t m, cap;
     uint32_t *src, *dst;
-    uint64_t *off;
+    uint32_t *off;
     uint32_t *adj;
     uint8_t *skip;
     uint8_t *skipflag; /* per edge in insertion order: 1 skipped, 2 held in extra[] */
@@ -78,7 +78,7 @@ static ms_csr g_csr(graph *g)
             g->off[g->src[i] + 1]++;
     for (uint32_t v = 0; v < g->n; v++)
         g->off[v + 1] += g->off[v];
-    uint64_t *pos = malloc(((size_t)g->n + 1) * sizeof *pos);
+    uint32_t *pos = malloc(((size_t)g->n + 1) * sizeof *pos);
     memcpy(pos, g->off, ((size_t)g->n + 1) * sizeof *pos);
     for (size_t i = 0; i < g->m; i++) {
         if (g->skipflag[i] == 2)
@@ -399,7 +399,7 @@ static void test_deep_chain_and_ladder(void **state)
 static void test_bad_input(void **state)
 {
     (void)state;
-    uint64_t off[3] = {0, 2, 1}; /* decreasing */
+    uint32_t off[3] = {0, 2, 1}; /* decreasing */
     uint32_t adj[2] = {1, 0};
     ms_csr c = {.n = 2, .off = off, .adj = adj};
     ms_domtree dt;

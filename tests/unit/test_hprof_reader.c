@@ -234,7 +234,7 @@ static void edges_of(const ms_hgraph *g, ms_hidx i, char *out, size_t len)
         ms_hgraph_edge_name(g, e, nm, sizeof nm);
         snprintf(one, sizeof one, "%s%s%s->%llx", out[0] ? " " : "",
                  ms_hedge_kind_of(g->edge_label[e]) == MS_HEDGE_REFERENT ? "~" : "", nm,
-                 (unsigned long long)g->obj_id[g->edge_dst[e]]);
+                 (unsigned long long)ms_hgraph_id(g, g->edge_dst[e]));
         strncat(out, one, len - strlen(out) - 1);
     }
 }
