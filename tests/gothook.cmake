@@ -23,3 +23,8 @@ ms_test_program(gh_custom SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_dlopen
   FLAGS ${MS_GH_FLAGS} -DGH_CUSTOM LIBS gh_alloc ${CMAKE_DL_LIBS} Threads::Threads)
 add_dependencies(gh_custom gh_lib memsight_agent)
 ms_integration_test(gothook_python ${CMAKE_CURRENT_SOURCE_DIR}/integration/gothook_check.py python)
+# modules glibc loads itself (gconv by iconv_open, NSS by getpwnam) after the start, and _exit
+ms_test_program(gh_modules SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_modules.c
+  FLAGS ${MS_GH_FLAGS} LIBS ${CMAKE_DL_LIBS})
+add_dependencies(gh_modules memsight_agent)
+ms_integration_test(gothook_modules ${CMAKE_CURRENT_SOURCE_DIR}/integration/gothook_check.py modules)

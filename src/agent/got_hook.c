@@ -18,7 +18,8 @@
 
 static void *ms_got_dlopen(const char *name, int flags);
 
-/* The names whose slots are rewritten; `own` is filled by ms_got_prepare(). `takes`:
+/* The names whose slots are rewritten (and whose definitions are redirected, dlopen
+ * excepted: see ms_got_redirect); `own` is filled by ms_got_prepare(). `takes`:
  * the function accepts a pointer from an allocator (free, realloc, ...). Those slots are
  * patched first, in every module, and only then the ones that hand out blocks with an
  * agent header: no thread can pass such a block to an unpatched free meanwhile. */
@@ -35,7 +36,7 @@ static struct {
     {"calloc", NULL, 0},         {"memalign", NULL, 0},       {"posix_memalign", NULL, 0},
     {"aligned_alloc", NULL, 0},  {"valloc", NULL, 0},         {"pvalloc", NULL, 0},
     {"mmap", NULL, 0},           {"mmap64", NULL, 0},         {"pthread_create", NULL, 0},
-    {"dlopen", NULL, 0},
+    {"_exit", NULL, 0},          {"_Exit", NULL, 0},          {"dlopen", NULL, 0},
 };
 #define MS_GOT_N (sizeof ms_got_table / sizeof ms_got_table[0])
 #define MS_GOT_DLOPEN (MS_GOT_N - 1)
@@ -195,6 +196,7 @@ void ms_got_get_stats(ms_got_stats *out)
     out->slots = __atomic_load_n(&ms_got_st.slots, __ATOMIC_RELAXED);
     out->rejected = __atomic_load_n(&ms_got_st.rejected, __ATOMIC_RELAXED);
     out->dlopens = __atomic_load_n(&ms_got_st.dlopens, __ATOMIC_RELAXED);
+    out->symbols = __atomic_load_n(&ms_got_st.symbols, __ATOMIC_RELAXED);
 }
 
 /* ===========================================================================
@@ -297,6 +299,138 @@ static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz,
     return n;
 }
 
+/* ===========================================================================
+ * Definitions: a module loaded later (by the program, or by glibc itself for NSS and
+ * iconv, whose internal dlopen reaches no GOT slot) has its slots filled by the loader
+ * from the definition it finds, in libc or a linked allocator. Pointing that definition
+ * at the agent (st_value = agent function - module base) binds such a module to the
+ * agent before any of its code runs: no block of ours can reach the real free or
+ * realloc from it, and its constructors are recorded too.
+ * ========================================================================= */
+typedef struct ms_mod_syms {
+    uintptr_t symtab, strtab, gnuhash, hash;
+    size_t strsz;
+} ms_mod_syms;
+
+static uint32_t ms_gnu_hash(const char *s)
+{
+    uint32_t h = 5381;
+    for (; *s; s++)
+        h = h * 33 + (unsigned char)*s;
+    return h;
+}
+
+static uint32_t ms_elf_hash(const char *s)
+{
+    uint32_t h = 0;
+    for (; *s; s++) {
+        h = (h << 4) + (unsigned char)*s;
+        uint32_t g = h & 0xf0000000u;
+        h ^= g >> 24;
+        h &= ~g;
+    }
+    return h;
+}
+
+/* The symbol at idx if it lies inside the module and is named `name`. */
+static ElfW(Sym) *ms_sym_named(const ms_mod_view *m, const ms_mod_syms *y, uint32_t idx,
+                               const char *name)
+{
+    uintptr_t sa = y->symtab + (uintptr_t)idx * sizeof(ElfW(Sym));
+    if (sa < y->symtab || !ms_mod_has(m, sa, sizeof(ElfW(Sym))))
+        return NULL;
+    ElfW(Sym) *sym = (ElfW(Sym) *)sa;
+    size_t n = strlen(name);
+    if (sym->st_name >= y->strsz || y->strsz - sym->st_name <= n ||
+        memcmp((const char *)y->strtab + sym->st_name, name, n + 1) != 0)
+        return NULL;
+    return sym;
+}
+
+/* Points one defined function symbol at `own`; 1 if written. Only where the entry's page
+ * belongs to one non-executable segment alone (a page shared with code or data would
+ * change protection under the program's feet): made writable for the store, then
+ * read-only again. */
+static int ms_got_define(const ms_mod_view *m, ElfW(Sym) *sym, void *own)
+{
+    if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || !sym->st_value ||
+        ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
+        return 0;
+    ElfW(Addr) want = (ElfW(Addr))((uintptr_t)own - m->base);
+    if (__atomic_load_n(&sym->st_value, __ATOMIC_RELAXED) == want)
+        return 0;
+    uintptr_t at = (uintptr_t)&sym->st_value;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t page = at & ~(pg - 1);
+    size_t len = ((at + sizeof(ElfW(Addr)) + pg - 1) & ~(pg - 1)) - page;
+    const ElfW(Phdr) *seg = NULL;
+    for (int i = 0; i < m->phnum; i++) {
+        const ElfW(Phdr) *ph = &m->phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = m->base + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (at >= lo && at + sizeof(ElfW(Addr)) <= hi) {
+            seg = ph;
+            continue;
+        }
+        if ((lo & ~(pg - 1)) < page + len && ((hi + pg - 1) & ~(pg - 1)) > page)
+            return 0; /* another segment shares the page */
+    }
+    if (!seg || (seg->p_flags & (PF_X | PF_W)) != 0)
+        return 0;
+    if (ms_sys_mprotect_raw(page, len, PROT_READ | PROT_WRITE) != 0)
+        return 0;
+    __atomic_store_n(&sym->st_value, want, __ATOMIC_RELEASE);
+    ms_sys_mprotect_raw(page, len, PROT_READ);
+    return 1;
+}
+
+/* Redirects every definition of `name` in the module (each symbol version); returns how
+ * many were written. The hash tables are bounds-checked like the rest. */
+static uint64_t ms_got_redirect(const ms_mod_view *m, const ms_mod_syms *y, const char *name,
+                                void *own)
+{
+    uint64_t n = 0;
+    if (y->gnuhash && ms_mod_has(m, y->gnuhash, 16)) {
+        const uint32_t *h = (const uint32_t *)y->gnuhash;
+        uint32_t nb = h[0], symoff = h[1], bloom = h[2];
+        if (!nb || bloom > (1u << 24))
+            return 0;
+        uintptr_t buckets = y->gnuhash + 16 + (uintptr_t)bloom * sizeof(ElfW(Addr));
+        uintptr_t chain = buckets + (uintptr_t)nb * 4;
+        uint32_t hv = ms_gnu_hash(name);
+        uintptr_t bp = buckets + (uintptr_t)(hv % nb) * 4;
+        if (!ms_mod_has(m, bp, 4))
+            return 0;
+        uint32_t idx = *(const uint32_t *)bp;
+        for (uint32_t k = 0; idx >= symoff && k < (1u << 20); k++, idx++) {
+            uintptr_t cp = chain + (uintptr_t)(idx - symoff) * 4;
+            if (!ms_mod_has(m, cp, 4))
+                break;
+            uint32_t cv = *(const uint32_t *)cp;
+            ElfW(Sym) *sym = (cv | 1) == (hv | 1) ? ms_sym_named(m, y, idx, name) : NULL;
+            if (sym)
+                n += (uint64_t)ms_got_define(m, sym, own);
+            if (cv & 1)
+                break;
+        }
+        return n;
+    }
+    if (y->hash && ms_mod_has(m, y->hash, 8)) {
+        const uint32_t *h = (const uint32_t *)y->hash;
+        uint32_t nb = h[0], nc = h[1];
+        if (!nb || !ms_mod_has(m, y->hash, 8 + ((size_t)nb + nc) * 4))
+            return 0;
+        uint32_t i = h[2 + ms_elf_hash(name) % nb];
+        for (uint32_t k = 0; i && i < nc && k < nc; k++, i = h[2 + nb + i]) {
+            ElfW(Sym) *sym = ms_sym_named(m, y, i, name);
+            if (sym)
+                n += (uint64_t)ms_got_define(m, sym, own);
+        }
+    }
+    return n;
+}
+
 #define MS_GOT_SEEN_MAX 512
 typedef struct ms_got_pass {
     int takes;      /* which half of the table this pass patches */
@@ -334,7 +468,7 @@ static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
     }
     if (!dyn || !ndyn || !ms_mod_has(&m, (uintptr_t)dyn, ndyn * sizeof(ElfW(Dyn))))
         return 0; /* a static module has nothing to patch */
-    uintptr_t jmprel = 0, rela = 0, symtab = 0, strtab = 0;
+    uintptr_t jmprel = 0, rela = 0, symtab = 0, strtab = 0, gnuhash = 0, hash = 0;
     size_t pltrelsz = 0, relasz = 0, strsz = 0;
     int pltrel_rela = 1;
     for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
@@ -348,6 +482,8 @@ static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
         case DT_SYMTAB: symtab = v; break;
         case DT_STRTAB: strtab = v; break;
         case DT_STRSZ: strsz = v; break;
+        case DT_GNU_HASH: gnuhash = v; break;
+        case DT_HASH: hash = v; break;
         default: break;
         }
     }
@@ -373,6 +509,18 @@ static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
         if (pass->takes) /* counted once, not per pass */
             __atomic_fetch_add(&ms_got_st.rejected, 1, __ATOMIC_RELAXED);
         return 0;
+    }
+    if (!self) {
+        /* definitions first: a module loaded from now on is bound to the agent */
+        ms_mod_syms y = {.symtab = symtab, .strtab = strtab, .strsz = strsz,
+                         .gnuhash = gnuhash ? ms_mod_ptr(&m, gnuhash, 16) : 0,
+                         .hash = hash ? ms_mod_ptr(&m, hash, 8) : 0};
+        uint64_t defs = 0;
+        for (size_t i = 0; i < MS_GOT_DLOPEN; i++) /* dlopen: see ms_got_dlopen */
+            if (ms_got_table[i].takes == pass->takes)
+                defs += ms_got_redirect(&m, &y, ms_got_table[i].name, ms_got_table[i].own);
+        if (defs)
+            __atomic_fetch_add(&ms_got_st.symbols, defs, __ATOMIC_RELAXED);
     }
     uint64_t n = 0;
     if (jmprel)
@@ -417,8 +565,9 @@ uint64_t ms_got_hook_all(void)
 }
 
 /* The hooked dlopen: the real one, then the new modules (and their dependencies) are
- * patched. Their constructors have already run by then: what they allocated through
- * their own slots is not seen. */
+ * patched where the loader did not bind them to the agent already (a definition that
+ * could not be redirected). dlopen's own definition is never redirected: the agent's
+ * lazily bound call to the real dlopen would then come back here. */
 static void *ms_got_dlopen(const char *name, int flags)
 {
     void *h = dlopen(name, flags);

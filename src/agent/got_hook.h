@@ -13,13 +13,17 @@ typedef struct ms_got_stats {
     uint64_t slots;    /* GOT slots patched */
     uint64_t rejected; /* modules whose dynamic section failed a bounds check */
     uint64_t dlopens;  /* dlopen calls seen through the hook */
+    uint64_t symbols;  /* definitions redirected in the defining modules' symbol tables */
 } ms_got_stats;
 
 /* Resolves the agent's own functions for the hooked names; 0 or a negative errno. */
 int ms_got_prepare(void) MS_INTERNAL;
 /* Patches every loaded module (the agent's own slots too, so that its internal calls to
- * malloc/free reach its own functions) except the dynamic loader and the vdso. Modules
- * already patched are left as they are. Returns the number of slots patched now. */
+ * malloc/free reach its own functions) except the dynamic loader and the vdso, and points
+ * the hooked names' definitions in the modules that define them (libc, a linked
+ * allocator) at the agent, so that modules loaded later by any path (glibc's own NSS and
+ * gconv loads) are bound to the agent by the loader itself. Modules already patched are
+ * left as they are. Returns the number of slots patched now. */
 uint64_t ms_got_hook_all(void) MS_INTERNAL;
 /* 1 if the main program's lookup of `name` finds the agent's definition (preloaded, or
  * linked before libc): the agent's interposers are then in effect without hooks. */

@@ -22,7 +22,7 @@ static void ms_start_health(ms_snap_writer *w, void *arg)
     ms_got_stats st;
     ms_got_get_stats(&st);
     ms_sw_begin(w, MS_CHUNK_HLTH, 0);
-    ms_sw_u32(w, 4);
+    ms_sw_u32(w, 5);
     ms_sw_cstr(w, "got_modules");
     ms_sw_u64(w, st.modules);
     ms_sw_cstr(w, "got_slots");
@@ -31,6 +31,8 @@ static void ms_start_health(ms_snap_writer *w, void *arg)
     ms_sw_u64(w, st.rejected);
     ms_sw_cstr(w, "got_dlopens");
     ms_sw_u64(w, st.dlopens);
+    ms_sw_cstr(w, "got_symbols");
+    ms_sw_u64(w, st.symbols);
     ms_sw_end(w);
 }
 

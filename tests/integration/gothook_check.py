@@ -9,7 +9,12 @@ not hand out and counts its live blocks: the blocks from before the start are fr
 reallocated through the agent and must reach it unchanged. (valgrind is no help here:
 it replaces the agent's malloc family too, so the agent's heap path would not run.)
 python: a real interpreter loads and starts the agent through ctypes (gothook_python.py).
-usage: gothook_check.py dlopen|linked|prestart|python"""
+modules: gh_modules makes glibc load modules itself after the start (a gconv module by
+iconv_open, NSS modules by getpwnam) and leaves with _exit; run with the agent dlopen'ed
+(GOT hooks) and preloaded (the ground truth: every call interposed), each must write its
+exit snapshot, and the blocks allocated from UTF-16.so and from the NSS modules must be
+the same in both, per stack, allocated and live.
+usage: gothook_check.py dlopen|linked|prestart|python|modules"""
 import json
 import os
 import subprocess
@@ -165,9 +170,79 @@ def check_python():
     return errors
 
 
+def module_counts(rep):
+    """(module, innermost function) -> [allocated, live] of the heap stacks that pass
+    through UTF-16.so or an NSS module. Stacks with a dynamic-linker frame are left out:
+    the loader's own allocations reach the agent only when it is preloaded."""
+    out = {}
+    for st in rep['stacks']:
+        mods = [os.path.basename(f.get('module') or '') for f in st['frames']]
+        if st['kind'] != 'heap' or any(m.startswith('ld-linux') for m in mods):
+            continue
+        hit = [m for m in mods if m == 'UTF-16.so' or m.startswith('libnss_')]
+        if not hit:
+            continue
+        key = (hit[0], st['frames'][0].get('function') or '?')
+        agg = out.setdefault(key, [0, 0])
+        agg[0] += st['allocated_blocks']
+        agg[1] += st['live_blocks']
+    return out
+
+
+def check_modules():
+    errors, counts = [], {}
+    prog = os.path.join(PROGRAMS, 'gh_modules')
+    for how in ('preload', 'dlopen'):
+        with tempfile.TemporaryDirectory() as out:
+            env = {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'MEMSIGHT_OPTIONS')}
+            if how == 'preload':
+                env['LD_PRELOAD'] = AGENT
+                env['MEMSIGHT_OPTIONS'] = 'out=%s' % out
+            p = subprocess.run([prog, out, AGENT], env=env, capture_output=True, text=True,
+                               timeout=240)
+            print('%s: exit %d: %s' % (how, p.returncode, p.stdout.strip().replace('\n', '; ')))
+            if p.returncode != 0:
+                errors.append('%s: exit %d: %s' % (how, p.returncode, p.stderr.strip()[-2000:]))
+                continue
+            cycles = int(p.stdout.split()[1])
+            snaps = sorted(f for f in os.listdir(out) if f.endswith('-exit.msnap'))
+            if len(snaps) != 1:
+                errors.append('%s: the program left with _exit: expected one exit snapshot, '
+                              'found %r' % (how, os.listdir(out)))
+                continue
+            r = subprocess.run([MEMSIGHT, 'report', os.path.join(out, snaps[0]), '--format', 'json'],
+                               capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                errors.append('%s: memsight report failed: %s' % (how, r.stderr.strip()))
+                continue
+            rep = json.loads(r.stdout)
+            counts[how] = module_counts(rep)
+            utf16 = [v for k, v in counts[how].items() if k[0] == 'UTF-16.so']
+            alloc = sum(v[0] for v in utf16)
+            live = sum(v[1] for v in utf16)
+            print('%s: UTF-16.so allocated %d live %d (expected %d / 1); NSS stacks %d; health %r'
+                  % (how, alloc, live, cycles + 1, sum(1 for k in counts[how] if k[0] != 'UTF-16.so'),
+                     {k: v for k, v in rep.get('health', {}).items() if k.startswith('got_')}))
+            # the first iconv_open loads the module and its init allocates at once
+            if (alloc, live) != (cycles + 1, 1):
+                errors.append('%s: UTF-16.so: expected %d allocated / 1 live, got %d / %d'
+                              % (how, cycles + 1, alloc, live))
+            if how == 'dlopen' and not rep.get('health', {}).get('got_symbols'):
+                errors.append('dlopen: no definition redirected: %r' % rep.get('health'))
+    if len(counts) == 2 and counts['preload'] != counts['dlopen']:
+        for k in sorted(set(counts['preload']) | set(counts['dlopen'])):
+            a, b = counts['preload'].get(k), counts['dlopen'].get(k)
+            if a != b:
+                errors.append('module stack %s %s: preloaded %r, GOT hooks %r' % (k[0], k[1], a, b))
+    return errors
+
+
 def main():
     mode = sys.argv[1]
-    errors = check_python() if mode == 'python' else check(mode)
+    if mode == 'modules':
+        errors = check_modules()
+    else:
+        errors = check_python() if mode == 'python' else check(mode)
     for e in errors:
         print('FAIL:', e)
     sys.exit(1 if errors else 0)
