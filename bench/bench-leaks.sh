@@ -4,8 +4,10 @@
 # snapshot, and the longest stall a ticker thread of the program saw), beside
 # valgrind --leak-check=full (VALGRIND_DO_LEAK_CHECK) and LeakSanitizer preloaded
 # (liblsan0, with a tiny preload that calls __lsan_init() first). Prints times and
-# ratios; asserts nothing. Goals: pause < 50 ms, scan < 2 s.
-# usage: bench/bench-leaks.sh [BUILD_DIR] [BLOCKS]   (SKIP_VALGRIND=1 to skip valgrind)
+# ratios; asserts nothing. Goals: pause < 50 ms, scan < 2 s. First, the same program with
+# no tool makes one bare fork: the floor of any fork-based pause on this machine now.
+# usage: bench/bench-leaks.sh [BUILD_DIR] [BLOCKS]
+#   (SKIP_VALGRIND=1, SKIP_LSAN=1 to skip those)
 set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-${BUILD:-$SRC/build}}
@@ -18,6 +20,11 @@ trap 'rm -rf "$WORK"' EXIT INT TERM
 cc -O2 -g -pthread -o "$WORK/prog" "$SRC/bench/bench-leaks.c"
 
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
+
+echo "== no tool: one bare fork of the same program ($N blocks)"
+"$WORK/prog" "$N" > "$WORK/fork.txt" 2> "$WORK/fork.err" || { cat "$WORK/fork.err" >&2; exit 1; }
+ff=$(field check_s "$WORK/fork.txt")
+echo "fork: $(python3 -c "print('%.1f' % ($ff * 1e3))") ms (the program's threads run on meanwhile)"
 
 echo "== memsight ($N blocks)"
 "$MEMSIGHT" run -q -o "$WORK" -- "$WORK/prog" "$N" > "$WORK/ms.txt" 2> "$WORK/ms.err" || {
@@ -73,7 +80,9 @@ PY
 
 echo "== LeakSanitizer (liblsan0 preloaded)"
 LSAN=$(ls /usr/lib/x86_64-linux-gnu/liblsan.so.0 2>/dev/null || true)
-if [ -n "$LSAN" ]; then
+if [ "${SKIP_LSAN:-0}" = 1 ]; then
+  echo "lsan skipped"
+elif [ -n "$LSAN" ]; then
   cat > "$WORK/lsan_first.c" <<'CEOF'
 /* preloaded before liblsan: initialises LeakSanitizer before the program's first malloc */
 void __lsan_init(void);
@@ -101,9 +110,12 @@ else
 fi
 
 read mc mp < "$WORK/ms.txt.check"
-python3 - "$mc" "$mp" "${lc:-0}" "${vc:-0}" <<'PY'
+python3 - "$mc" "$mp" "${lc:-0}" "${vc:-0}" "$ff" <<'PY'
 import sys
-mc, mp, lc, vc = map(float, sys.argv[1:])
+mc, mp, lc, vc, ff = map(float, sys.argv[1:])
+if ff > 0:
+    print("== memsight's pause %.1f ms = %.2fx a bare fork of the same program without the agent "
+          "(%.1f ms)" % (mp * 1e3, mp / ff, ff * 1e3))
 print("== ratios against memsight (time the program's threads were stopped; time of the check)")
 for name, t in (("lsan", lc), ("valgrind", vc)):
     if t > 0 and mp > 0 and mc > 0:

@@ -552,7 +552,6 @@ static void stop_fork_resume(lk_state *st)
     }
     uint64_t forked = ms_lk_mono_ns();
     ms_lk_resume_world(&st->world);
-    uint64_t resumed = ms_lk_mono_ns();
     syscall(SYS_close, pfd[1]);
     if (pid < 0) {
         st->err = -errno;
@@ -560,7 +559,7 @@ static void stop_fork_resume(lk_state *st)
         return;
     }
     ms_lk_world *w = &st->world;
-    st->res.sum.pause_ns = resumed - w->t0_ns;
+    st->res.sum.pause_ns = w->released_ns - w->t0_ns;
     st->res.stat[MS_LKS_STOP_NS] = w->stopped_ns - w->t0_ns;
     st->res.stat[MS_LKS_FORK_NS] = forked - w->stopped_ns;
     st->res.stat[MS_LKS_THREADS] = w->n;

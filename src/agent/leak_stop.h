@@ -33,6 +33,7 @@ typedef struct ms_lk_world {
     size_t stopped, gone, timeout, overflow;
     uint32_t skip[4]; /* agent threads that are neither stopped nor roots (0 = none) */
     uint64_t t0_ns, stopped_ns; /* CLOCK_MONOTONIC: first signal, all stopped */
+    uint64_t released_ns;       /* ...the release, just before the wake-up call */
 } ms_lk_world;
 
 /* Installs the stop handler for `sig` (once). Returns 0 or -errno. */
