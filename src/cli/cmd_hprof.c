@@ -158,6 +158,7 @@ static int cmd_histogram(FILE *out, int n, char **files, hopts *o)
     ms_hprof_domresult *dr = NULL;
     if (!o->no_retained) {
         dr = dominators(g, files[0]);
+        ms_hgraph_drop_edges(g); /* not needed again: less memory for the aggregation */
         ret = dr ? calloc((size_t)g->nclass + 1, sizeof *ret) : NULL;
         if (ret && ms_hprof_class_retained(g, dr, ret, NULL, err, sizeof err)) {
             fprintf(stderr, "memsight hprof: %s\n", err);
@@ -261,19 +262,28 @@ static int cmd_diff(FILE *out, int n, char **files, hopts *o)
         fprintf(stderr, "memsight hprof diff: two FILEs expected (A B)\n");
         return EXIT_USAGE;
     }
+    /* without retained sizes the references are not stored; with them, each dump's
+     * are dropped once its tree is built, before the other dump is read */
+    o->ro.counts_only = o->no_retained;
+    ms_hprof_domresult *ra = NULL, *rb = NULL;
     ms_hgraph *a = load(files[0], o);
     if (!a)
         return 1;
+    if (!o->no_retained) {
+        ra = dominators(a, files[0]);
+        ms_hgraph_drop_edges(a);
+    }
     ms_hgraph *b = load(files[1], o);
     if (!b) {
+        if (ra)
+            ms_hprof_domresult_free(ra);
         ms_hgraph_free(a);
         return 1;
     }
-    ms_hprof_domresult *ra = NULL, *rb = NULL;
-    if (!o->no_retained) {
-        ra = dominators(a, files[0]);
-        rb = ra ? dominators(b, files[1]) : NULL;
-        if (!rb && ra) {
+    if (ra) {
+        rb = dominators(b, files[1]);
+        ms_hgraph_drop_edges(b);
+        if (!rb) {
             ms_hprof_domresult_free(ra);
             ra = NULL;
         }

@@ -130,6 +130,16 @@ const char *ms_hobj_kind_name(uint8_t kind)
     }
 }
 
+void ms_hgraph_drop_edges(ms_hgraph *g)
+{
+    free(g->edge_off);
+    free(g->edge_dst);
+    free(g->edge_label);
+    g->edge_off = NULL;
+    g->edge_dst = NULL;
+    g->edge_label = NULL;
+}
+
 void ms_hgraph_free(ms_hgraph *g)
 {
     if (!g)

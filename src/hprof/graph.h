@@ -293,6 +293,11 @@ static inline const char *ms_hgraph_heap_name(const ms_hgraph *g, ms_hidx i)
     return g->strs + g->heaps[g->obj_heap[i]].name;
 }
 
+/* Frees the references (edge_off, edge_dst and edge_label become NULL; nedge still
+ * counts them), for a caller that needs no more of them: the histogram and diff once
+ * their dominator trees are built (a third of the graph's memory). */
+void ms_hgraph_drop_edges(ms_hgraph *g);
+
 /* Frees everything the graph owns (NULL is fine). */
 void ms_hgraph_free(ms_hgraph *g);
 
