@@ -19,7 +19,7 @@
 static void *ms_got_dlopen(const char *name, int flags);
 
 /* The names whose slots are rewritten (and whose definitions are redirected, dlopen
- * excepted: see ms_got_redirect); `own` is filled by ms_got_prepare(). `takes`:
+ * excepted: see ms_got_dlopen); `own` is filled by ms_got_prepare(). `takes`:
  * the function accepts a pointer from an allocator (free, realloc, ...). Those slots are
  * patched first, in every module, and only then the ones that hand out blocks with an
  * agent header: no thread can pass such a block to an unpatched free meanwhile. */
