@@ -105,6 +105,7 @@ typedef struct rd {
      * nref counts this thread's references to objects of the dump, dang keeps the first
      * dangling ones, reported after the pass as pass 3 would */
     int counts_only;
+    uint64_t *present; /* counts only, 4-byte ids: bit per id step, set for each object */
     uint64_t nref;
     struct dangref { uint64_t at, id; uint8_t tag, sub; } dang[8];
     uint32_t ndang;
@@ -783,13 +784,29 @@ static int heap_index(rd *r, uint32_t heap_id, uint64_t name_sid, int named)
 
 /* ==== the three passes over the heap-dump records ================================= */
 
+/* Counts only: whether id is an object of the dump; one bit test when the bitmap of
+ * ids exists. */
+static inline int present(const rd *r, uint64_t id)
+{
+    const ms_hgraph *g = r->g;
+    if (!r->present)
+        return ms_hgraph_find(g, id) != MS_HIDX_NONE;
+    if (id < g->id_min)
+        return 0;
+    uint64_t d = id - g->id_min;
+    if (d & (((uint64_t)1 << g->id_shift) - 1))
+        return 0;
+    d >>= g->id_shift;
+    return d <= g->obj_id32[g->nobj - 1] && (r->present[d >> 6] >> (d & 63)) & 1;
+}
+
 /* A non-null reference of the current object: counted in pass 2, stored in pass 3
  * (MS_HIDX_NONE when it names no object of the dump; those are squeezed out after). */
 static inline int edge(rd *r, uint64_t id, uint32_t label, uint64_t at, uint8_t tag, uint8_t sub)
 {
     ms_hgraph *g = r->g;
     if (r->pass == 2) {
-        if (r->counts_only && ms_hgraph_find(g, id) == MS_HIDX_NONE) {
+        if (r->counts_only && !present(r, id)) {
             if (++r->dangling <= 8)
                 r->dang[r->ndang++] = (struct dangref){at, id, tag, sub};
             return 0;
@@ -1549,6 +1566,7 @@ static void rd_free(rd *r)
     free(r->slots);
     free(r->cbi);
     free(r->filled);
+    free(r->present);
     free(r->ih_key);
     free(r->ih_val);
 }
@@ -1605,6 +1623,14 @@ static int read_all(rd *r)
     g->obj_class = malloc((n ? n : 1) * sizeof *g->obj_class);
     g->obj_size = malloc((n ? n : 1) * sizeof *g->obj_size);
     r->counts_only = r->o && r->o->counts_only;
+    /* counts only: a bitmap of the ids answers the reference checks when it costs at most
+     * 8 bytes per object (about twice as fast as ms_hgraph_find; pages of the bitmap no
+     * object falls in are never touched) */
+    if (r->counts_only && g->obj_id32 && n && g->obj_id32[n - 1] / 64 < n) {
+        r->present = calloc((size_t)(g->obj_id32[n - 1] / 64) + 1, sizeof *r->present);
+        for (size_t i = 0; r->present && i < n; i++)
+            r->present[g->obj_id32[i] >> 6] |= (uint64_t)1 << (g->obj_id32[i] & 63);
+    }
     if (!r->counts_only)
         g->edge_off = calloc(n + 1, sizeof *g->edge_off);
     if (!g->obj_kind || !g->obj_heap || !g->obj_class || !g->obj_size || (!r->counts_only && !g->edge_off))
