@@ -34,3 +34,8 @@ else()
 endif()
 # Real programs under `memsight run`: python3, sqlite3, git --version.
 ms_integration_test(report_real ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_real.sh)
+# `memsight merge` of real runs of mg_parts: totals, live blocks with their stacks and
+# processes, leak-scan results and peaks of the merged file against the inputs'.
+ms_test_program(mg_parts SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/mg_parts.c
+  FLAGS -O1 -g -fno-omit-frame-pointer -fno-inline)
+ms_integration_test(report_merge ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_merge.py)

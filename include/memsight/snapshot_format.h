@@ -79,7 +79,8 @@ typedef struct ms_chunk_header {
  *
  * PEAK: u64 peak_live_bytes_total; u64 peak_ns; u32 n; n * ms_snap_peak_rec.
  *
- * BLKS: u64 n, then n * ms_snap_block.
+ * BLKS: u64 n, then n * ms_snap_block. `process` was a reserved 0 before merges kept
+ *       blocks: older readers take every block as the snapshot's own process.
  *
  * THRD: u32 n, then n threads: u32 tid; u32 flags; u64 stack_lo; u64 stack_hi; str name.
  *
@@ -143,7 +144,9 @@ typedef struct ms_snap_block {
     uint32_t stack_id;
     uint32_t tid;
     uint8_t kind;       /* enum ms_alloc_kind */
-    uint8_t reserved[7];
+    uint8_t reserved;
+    uint16_t process;   /* 0: the snapshot's process; k: META process.<k>.* (a merge) */
+    uint8_t reserved2[4];
 } ms_snap_block;
 
 enum ms_leak_class {

@@ -74,6 +74,251 @@ static int carry_name(ms_snapshot *out, const ms_snapshot *s, uint64_t pc, uint6
     return add_kv(out, k, name);
 }
 
+/* Adds every (name, value) of src to the list *dst, summing values of the same name. */
+static int sum_named(ms_health_item **dst, size_t *ndst, const ms_health_item *src, size_t nsrc)
+{
+    for (size_t j = 0; j < nsrc; j++) {
+        size_t k;
+        for (k = 0; k < *ndst; k++)
+            if (!strcmp((*dst)[k].name, src[j].name))
+                break;
+        if (k == *ndst) {
+            ms_health_item *nh = realloc(*dst, (*ndst + 1) * sizeof *nh);
+            if (!nh)
+                return -1;
+            *dst = nh;
+            nh[k].name = strdup(src[j].name);
+            nh[k].value = 0;
+            if (!nh[k].name)
+                return -1;
+            (*ndst)++;
+        }
+        (*dst)[k].value += src[j].value;
+    }
+    return 0;
+}
+
+/* ---- processes: who each block belongs to ------------------------------------------ */
+
+/* Processes an input holds: those a merged input lists (process.1 ... process.K), or
+ * the input's own process. */
+static size_t input_processes(const ms_snapshot *s)
+{
+    char k[48];
+    size_t n = 0;
+    for (;;) {
+        snprintf(k, sizeof k, "process.%zu.pid", n + 1);
+        if (!ms_agg_meta(s, k))
+            return n ? n : 1;
+        n++;
+    }
+}
+
+static const char *const proc_keys[] = {"pid", "hostname", "start_ns", "snapshot_ns", "file"};
+#define NPROC_KEYS (sizeof proc_keys / sizeof *proc_keys)
+
+/* Copies process `k` of input s (k from 1; own = not a merged input) to process `out_k`
+ * of out. Returns 0, or -1 out of memory. */
+static int add_process(ms_snapshot *out, const ms_snapshot *s, size_t k, int own, size_t out_k)
+{
+    for (size_t q = 0; q < NPROC_KEYS; q++) {
+        char key[64];
+        const char *v;
+        if (own) {
+            v = !strcmp(proc_keys[q], "file") ? s->path : ms_agg_meta(s, proc_keys[q]);
+        } else {
+            snprintf(key, sizeof key, "process.%zu.%s", k, proc_keys[q]);
+            v = ms_agg_meta(s, key);
+        }
+        snprintf(key, sizeof key, "process.%zu.%s", out_k, proc_keys[q]);
+        if (v && add_kv(out, key, v) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Both processes have the field with the same value, or neither has it. */
+static int same_value(const ms_snapshot *s, size_t a, size_t b, const char *field)
+{
+    char ka[64], kb[64];
+    snprintf(ka, sizeof ka, "process.%zu.%s", a, field);
+    snprintf(kb, sizeof kb, "process.%zu.%s", b, field);
+    const char *va = ms_agg_meta(s, ka), *vb = ms_agg_meta(s, kb);
+    return va && vb ? !strcmp(va, vb) : va == vb;
+}
+
+/* Processes listed twice (same host, pid and start time): their counters count twice. */
+static size_t repeated_processes(const ms_snapshot *out, size_t nproc)
+{
+    size_t r = 0;
+    for (size_t a = 1; a <= nproc; a++)
+        for (size_t b = a + 1; b <= nproc; b++)
+            if (same_value(out, a, b, "pid") && same_value(out, a, b, "start_ns") &&
+                same_value(out, a, b, "hostname")) {
+                r++;
+                break;
+            }
+    return r;
+}
+
+/* The merged id of input stack `id` (0 when the input does not list it). Files read
+ * back are sorted by id; snapshots built in memory may not be. */
+static uint32_t merged_id(const ms_snapshot *s, const uint32_t *ids, int sorted, uint32_t id)
+{
+    if (sorted) {
+        const ms_stack *st = ms_snapshot_stack(s, id);
+        return st ? ids[st - s->stacks] : 0;
+    }
+    for (size_t j = 0; j < s->nstacks; j++)
+        if (s->stacks[j].id == id)
+            return ids[j];
+    return 0;
+}
+
+/* ---- leak records: one per (stack, class) ------------------------------------------ */
+
+static int cmp_leak_key(const void *a, const void *b)
+{
+    const ms_snap_leak_rec *x = a, *y = b;
+    if (x->stack_id != y->stack_id)
+        return x->stack_id < y->stack_id ? -1 : 1;
+    if (x->leak_class != y->leak_class)
+        return x->leak_class < y->leak_class ? -1 : 1;
+    return x->bytes > y->bytes ? -1 : x->bytes < y->bytes; /* the largest example first */
+}
+
+static int cmp_leak_bytes(const void *a, const void *b)
+{
+    const ms_snap_leak_rec *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* Sums records of the same stack and class (keeping the largest one's example), then
+ * orders them by bytes. */
+static void fold_leaks(ms_snapshot *out)
+{
+    if (!out->nleaks)
+        return;
+    qsort(out->leaks, out->nleaks, sizeof *out->leaks, cmp_leak_key);
+    size_t w = 0;
+    for (size_t r = 0; r < out->nleaks; r++) {
+        ms_snap_leak_rec *d = w ? &out->leaks[w - 1] : NULL;
+        if (d && d->stack_id == out->leaks[r].stack_id &&
+            d->leak_class == out->leaks[r].leak_class) {
+            d->blocks += out->leaks[r].blocks;
+            d->bytes += out->leaks[r].bytes;
+            continue;
+        }
+        out->leaks[w++] = out->leaks[r];
+    }
+    out->nleaks = w;
+    qsort(out->leaks, out->nleaks, sizeof *out->leaks, cmp_leak_bytes);
+}
+
+/* The per-input parts after the stacks are merged: blocks, leaks, peaks, named values.
+ * ids[i][j] is the merged id of input i's stack j. */
+static int merge_process_parts(ms_snapshot *out, ms_snapshot *const *in, size_t n,
+                               uint32_t *const *ids, ms_merge_info *info)
+{
+    size_t nblocks = 0, nleaks = 0, nproc = 0;
+    for (size_t i = 0; i < n; i++) {
+        info->with_blocks += in[i]->has_blocks != 0;
+        info->with_leaks += in[i]->has_leaks != 0;
+        info->with_peak += in[i]->has_peak != 0;
+        info->with_threads += in[i]->nthreads != 0;
+        nblocks += in[i]->nblocks;
+        nleaks += in[i]->nleaks;
+        nproc += input_processes(in[i]);
+    }
+    info->processes = nproc;
+    info->blocks_kept = info->with_blocks == n && nproc <= UINT16_MAX;
+    info->peak_kept = info->with_peak == n;
+    if (info->blocks_kept) {
+        out->blocks = malloc((nblocks ? nblocks : 1) * sizeof *out->blocks);
+        if (!out->blocks)
+            return -1;
+        out->has_blocks = 1;
+    }
+    if (info->with_leaks) {
+        out->leaks = malloc((nleaks ? nleaks : 1) * sizeof *out->leaks);
+        if (!out->leaks)
+            return -1;
+        out->has_leaks = 1;
+    }
+    out->has_peak = info->peak_kept;
+    uint64_t largest_peak = 0;
+    size_t base = 1; /* the merged process number of input i's first process */
+    for (size_t i = 0; i < n; i++) {
+        const ms_snapshot *s = in[i];
+        size_t np = input_processes(s);
+        int sorted = 1;
+        for (size_t j = 1; j < s->nstacks; j++)
+            sorted &= s->stacks[j - 1].id < s->stacks[j].id;
+        int own = np == 1 && !ms_agg_meta(s, "process.1.pid");
+        for (size_t k = 1; k <= np; k++)
+            if (add_process(out, s, k, own, base + k - 1) != 0)
+                return -1;
+        for (size_t b = 0; info->blocks_kept && b < s->nblocks; b++) {
+            ms_snap_block *d = &out->blocks[out->nblocks++];
+            *d = s->blocks[b];
+            d->stack_id = merged_id(s, ids[i], sorted, d->stack_id);
+            info->unknown_stacks += !d->stack_id;
+            size_t k = own ? 1 : d->process; /* 0 in a merged input: no process known */
+            d->process = k >= 1 && k <= np ? (uint16_t)(base + k - 1) : 0;
+        }
+        if (s->has_leaks) {
+            ms_snap_leak_summary *ls = &out->leak_summary;
+            for (int c = 0; c < MS_LEAK_CLASS_COUNT; c++) {
+                ls->blocks[c] += s->leak_summary.blocks[c];
+                ls->bytes[c] += s->leak_summary.bytes[c];
+            }
+            if (s->leak_summary.pause_ns > ls->pause_ns)
+                ls->pause_ns = s->leak_summary.pause_ns;
+            if (s->leak_summary.scan_ns > ls->scan_ns)
+                ls->scan_ns = s->leak_summary.scan_ns;
+            ls->flags |= s->leak_summary.flags;
+            for (size_t r = 0; r < s->nleaks; r++) {
+                ms_snap_leak_rec *d = &out->leaks[out->nleaks++];
+                *d = s->leaks[r];
+                d->stack_id = merged_id(s, ids[i], sorted, d->stack_id);
+                info->unknown_stacks += !d->stack_id;
+            }
+            if (sum_named(&out->leak_stats, &out->nleak_stats, s->leak_stats, s->nleak_stats))
+                return -1;
+        }
+        if (out->has_peak) {
+            out->peak_live_bytes_total += s->peak_live_bytes_total;
+            if (s->peak_live_bytes_total >= largest_peak) {
+                largest_peak = s->peak_live_bytes_total;
+                out->peak_ns = s->peak_ns;
+            }
+            for (size_t j = 0; j < s->nstacks; j++) {
+                ms_stack *d = &out->stacks[ids[i][j] - 1];
+                d->peak_live_blocks += s->stacks[j].peak_live_blocks;
+                d->peak_live_bytes += s->stacks[j].peak_live_bytes;
+            }
+        }
+        if (sum_named(&out->health, &out->nhealth, s->health, s->nhealth) != 0 ||
+            sum_named(&out->acct, &out->nacct, s->acct, s->nacct) != 0)
+            return -1;
+        base += np;
+    }
+    fold_leaks(out);
+    info->repeated = repeated_processes(out, nproc);
+    char num[32];
+    snprintf(num, sizeof num, "%zu", nproc);
+    if (add_kv(out, "processes", num) != 0)
+        return -1;
+    snprintf(num, sizeof num, "%zu", info->with_leaks);
+    if (info->with_leaks && add_kv(out, "leak_scans", num) != 0)
+        return -1;
+    if (out->has_peak && add_kv(out, "peak", "sum of the per-process peaks") != 0)
+        return -1;
+    return 0;
+}
+
 ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, char *err,
                       size_t errlen)
 {
@@ -91,10 +336,14 @@ ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, 
             return NULL;
         }
     }
+    ms_merge_info scratch_info;
+    ms_merge_info *info = o && o->info ? o->info : &scratch_info;
+    memset(info, 0, sizeof *info);
     ms_snapshot *out = calloc(1, sizeof *out);
     size_t **modmap = calloc(n, sizeof *modmap); /* per input module: output index */
+    uint32_t **ids = calloc(n, sizeof *ids);     /* per input stack: merged stack id */
     ms_agg *keys = ms_agg_new();
-    if (!out || !modmap || !keys)
+    if (!out || !modmap || !ids || !keys)
         goto oom;
     out->version_major = MS_SNAP_VERSION_MAJOR;
     out->version_minor = MS_SNAP_VERSION_MINOR;
@@ -156,6 +405,9 @@ ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, 
     size_t caps = 0;
     for (size_t i = 0; i < n; i++) {
         const ms_snapshot *s = in[i];
+        ids[i] = calloc(s->nstacks + 1, sizeof **ids);
+        if (!ids[i])
+            goto oom;
         for (size_t j = 0; j < s->nstacks; j++) {
             const ms_stack *st = &s->stacks[j];
             uint64_t *pcs = malloc((st->depth ? st->depth : 1) * sizeof *pcs);
@@ -190,6 +442,7 @@ ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, 
                 free(pcs);
                 goto oom;
             }
+            ids[i][j] = (uint32_t)idx + 1; /* merged stacks are numbered in interning order */
             if (keys->nnames == before) {
                 ms_counters_add(&out->stacks[idx].c, &st->c);
                 out->stacks[idx].flags |= st->flags & (MS_STACKF_TRUNCATED | MS_STACKF_UNWIND_FAIL);
@@ -217,27 +470,9 @@ ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, 
         }
     }
 
-    /* health: summed by name */
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < in[i]->nhealth; j++) {
-            const ms_health_item *h = &in[i]->health[j];
-            size_t k;
-            for (k = 0; k < out->nhealth; k++)
-                if (!strcmp(out->health[k].name, h->name))
-                    break;
-            if (k == out->nhealth) {
-                ms_health_item *nh = realloc(out->health, (out->nhealth + 1) * sizeof *nh);
-                if (!nh)
-                    goto oom;
-                out->health = nh;
-                nh[k].name = strdup(h->name);
-                nh[k].value = 0;
-                if (!nh[k].name)
-                    goto oom;
-                out->nhealth++;
-            }
-            out->health[k].value += h->value;
-        }
+    /* blocks, leaks, peaks, health and accounting values */
+    if (merge_process_parts(out, in, n, ids, info) != 0)
+        goto oom;
 
     /* metadata */
     uint64_t last_ns = 0, interval = 0;
@@ -276,23 +511,98 @@ ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, 
     out->path = strdup("merged");
     if (!out->path || ms_agg_index_names(out) != 0)
         goto oom;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(modmap[i]);
+        free(ids[i]);
+    }
     free(modmap);
+    free(ids);
     ms_agg_free(keys);
     return out;
 oom:
     snprintf(err, errlen, "out of memory while merging");
-    if (modmap)
-        for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (modmap)
             free(modmap[i]);
+        if (ids)
+            free(ids[i]);
+    }
     free(modmap);
+    free(ids);
     ms_agg_free(keys);
     ms_snapshot_free(out);
     return NULL;
 }
 
 /* ---- writing ------------------------------------------------------------------------ */
+
+static void named_values(ms_snap_writer *w, const ms_health_item *v, size_t n)
+{
+    ms_sw_u32(w, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        ms_sw_cstr(w, v[i].name);
+        ms_sw_u64(w, v[i].value);
+    }
+}
+
+static void write_named(ms_snap_writer *w, uint32_t type, const ms_health_item *v, size_t n)
+{
+    ms_sw_begin(w, type, 0);
+    named_values(w, v, n);
+    ms_sw_end(w);
+}
+
+/* Blocks, peaks, leak summaries and leak records are written as their structs, as the agent
+ * does: their layout is the file's (little-endian, no padding). */
+_Static_assert(sizeof(ms_snap_block) == 40, "BLKS record");
+_Static_assert(sizeof(ms_snap_leak_summary) == 88, "LEAK summary");
+_Static_assert(sizeof(ms_snap_leak_rec) == 72, "LEAK record");
+_Static_assert(sizeof(ms_snap_peak_rec) == 24, "PEAK record");
+
+static void write_blocks(ms_snap_writer *w, const ms_snapshot *s)
+{
+    ms_sw_begin(w, MS_CHUNK_BLKS, 0);
+    ms_sw_u64(w, s->nblocks);
+    for (size_t i = 0; i < s->nblocks; i++) {
+        ms_snap_block b = s->blocks[i];
+        b.reserved = 0;
+        memset(b.reserved2, 0, sizeof b.reserved2);
+        ms_sw_bytes(w, &b, sizeof b);
+    }
+    ms_sw_end(w);
+}
+
+static void write_peak(ms_snap_writer *w, const ms_snapshot *s)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < s->nstacks; i++)
+        n += s->stacks[i].peak_live_blocks || s->stacks[i].peak_live_bytes;
+    ms_sw_begin(w, MS_CHUNK_PEAK, 0);
+    ms_sw_u64(w, s->peak_live_bytes_total);
+    ms_sw_u64(w, s->peak_ns);
+    ms_sw_u32(w, n);
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const ms_stack *st = &s->stacks[i];
+        ms_snap_peak_rec r = {st->id, 0, st->peak_live_blocks, st->peak_live_bytes};
+        if (r.live_blocks || r.live_bytes)
+            ms_sw_bytes(w, &r, sizeof r);
+    }
+    ms_sw_end(w);
+}
+
+static void write_leaks(ms_snap_writer *w, const ms_snapshot *s)
+{
+    ms_sw_begin(w, MS_CHUNK_LEAK, 0);
+    ms_sw_bytes(w, &s->leak_summary, sizeof s->leak_summary);
+    ms_sw_u32(w, (uint32_t)s->nleaks);
+    for (size_t i = 0; i < s->nleaks; i++) {
+        ms_snap_leak_rec r = s->leaks[i];
+        r.reserved = 0;
+        ms_sw_bytes(w, &r, sizeof r);
+    }
+    named_values(w, s->leak_stats, s->nleak_stats);
+    ms_sw_end(w);
+}
 
 /* Through the snapshot writer the agent uses, so the format has one encoder: it creates
  * the file 0600 with O_EXCL|O_NOFOLLOW under a temporary name and renames it. */
@@ -357,15 +667,16 @@ int ms_merge_write(const ms_snapshot *s, const char *path, char *err, size_t err
     }
     ms_sw_end(w);
 
-    if (s->nhealth) {
-        ms_sw_begin(w, MS_CHUNK_HLTH, 0);
-        ms_sw_u32(w, (uint32_t)s->nhealth);
-        for (size_t i = 0; i < s->nhealth; i++) {
-            ms_sw_cstr(w, s->health[i].name);
-            ms_sw_u64(w, s->health[i].value);
-        }
-        ms_sw_end(w);
-    }
+    if (s->has_blocks)
+        write_blocks(w, s);
+    if (s->has_peak)
+        write_peak(w, s);
+    if (s->has_leaks)
+        write_leaks(w, s);
+    if (s->nacct)
+        write_named(w, MS_CHUNK_ACCT, s->acct, s->nacct);
+    if (s->nhealth)
+        write_named(w, MS_CHUNK_HLTH, s->health, s->nhealth);
     rc = ms_sw_commit(w);
     free(w);
     if (rc != 0) {

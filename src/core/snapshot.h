@@ -79,6 +79,8 @@ typedef struct ms_snapshot {
     ms_snap_leak_summary leak_summary;
     ms_snap_leak_rec *leaks;
     size_t nleaks;
+    ms_health_item *leak_stats; /* the scan's statistics after the records, by name */
+    size_t nleak_stats;
 
     ms_health_item *acct; /* ACCT chunk: name -> kB */
     size_t nacct;

@@ -354,7 +354,9 @@ static int parse_blks(parser *ps, cursor *c)
         b[i].stack_id = cur_u32(c);
         b[i].tid = cur_u32(c);
         b[i].kind = cur_u8(c);
-        (void)cur_bytes(c, 7);
+        (void)cur_u8(c);
+        b[i].process = cur_u16(c);
+        (void)cur_bytes(c, 4);
         if (!c->bad && b[i].kind >= MS_KIND_COUNT)
             return fail(ps, "block %llu: unknown allocation kind %u", (unsigned long long)i,
                         b[i].kind);
@@ -425,6 +427,9 @@ static int parse_leak(parser *ps, cursor *c)
             return fail(ps, "leak record %u: sample length %u is larger than %zu", i,
                         r->sample_len, sizeof r->sample);
     }
+    /* The scan's statistics follow the records (absent in the oldest files). */
+    if (cur_left(c) > 0)
+        return parse_named_values(ps, c, &s->leak_stats, &s->nleak_stats);
     return 0;
 }
 
@@ -660,6 +665,9 @@ void ms_snapshot_free(ms_snapshot *s)
         free(s->health[i].name);
     free(s->health);
     free(s->leaks);
+    for (size_t i = 0; i < s->nleak_stats; i++)
+        free(s->leak_stats[i].name);
+    free(s->leak_stats);
     for (size_t i = 0; i < s->nacct; i++)
         free(s->acct[i].name);
     free(s->acct);

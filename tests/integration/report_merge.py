@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""`memsight merge` keeps what belongs to each process: two runs of mg_parts (live blocks,
+a leak scan at exit, a peak) merged and read back by `memsight report` give every total
+as the sum of the inputs', every live block with the call stack and the process it had,
+the leak results united per stack and class, and the peak as the sum of the per-process
+peaks. Inputs that lack a part, and a process merged twice, are said so on stderr."""
+import collections
+import os
+import struct
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_common import MEMSIGHT, PROGRAMS, check, json, report_json, tmpdir  # noqa: E402
+
+d = tmpdir("merge")
+
+
+def record(name, *args, opts=("--leak-check", "exit", "--dump-at-peak")):
+    out = os.path.join(d, name)
+    p = subprocess.run([MEMSIGHT, "run", "-q", "-o", out, *opts, "--",
+                        os.path.join(PROGRAMS, "mg_parts"), *map(str, args)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 0, f"mg_parts {args}: {p.stderr[-2000:]}")
+    snaps = [f for f in os.listdir(out) if f.endswith("-exit.msnap")]
+    check(len(snaps) == 1, f"{name}: snapshots {snaps}")
+    return os.path.join(out, snaps[0]), json.loads(p.stdout)
+
+
+def merge(out, *files):
+    p = subprocess.run([MEMSIGHT, "merge", "-o", os.path.join(d, out), *files],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 0, f"merge: {p.stderr}")
+    return os.path.join(d, out), p.stderr
+
+
+def blocks(path):
+    """The BLKS records of a snapshot file: (address, size, stack_id, tid, kind, process)."""
+    data = open(path, "rb").read()
+    off = struct.unpack_from("<I", data, 12)[0]
+    while off < len(data):
+        typ, _flags, length = struct.unpack_from("<4sIQ", data, off)
+        if typ == b"BLKS":
+            n = struct.unpack_from("<Q", data, off + 24)[0]
+            recs = []
+            for i in range(n):
+                a, s, _t, sid, tid, kind, _r, proc = struct.unpack_from("<QQQIIBBH", data,
+                                                                     off + 32 + 40 * i)
+                recs.append((a, s, sid, tid, kind, proc))
+            return recs
+        off += 24 + length + (-length % 8)
+    return None
+
+
+def frames_of(rep):
+    """stack id -> the stack's frames as (function, line) pairs: the same call stack in
+    every snapshot of one executable, wherever it was loaded."""
+    return {st["id"]: (st["kind"], tuple((f["function"], f["line"]) for f in st["frames"]))
+            for st in rep["stacks"]}
+
+
+def leaf_stack(rep, fn):
+    """The stack allocating the most in function fn (its loop, not its pointer array)."""
+    got = [st for st in rep["stacks"] if st["frames"] and st["frames"][0]["function"] == fn]
+    check(got, f"no stack with leaf {fn}")
+    return max(got, key=lambda st: st["allocated_bytes"])
+
+
+a, ta = record("a", 100, 30, 40)
+b, tb = record("b", 200, 50, 60, "shift")  # other stack ids for the same stacks
+ra, rb = report_json(a), report_json(b)
+check(leaf_stack(ra, "mg_keep")["id"] != leaf_stack(rb, "mg_keep")["id"], "same stack ids in a and b")
+m, err = merge("m.msnap", a, b)
+rm = report_json(m)
+
+# Every total is the sum of the inputs' (stacks: distinct ones, not a sum).
+for k, v in rm["totals"].items():
+    if k in ("stacks", "peak_ns"):
+        continue
+    check(v == ra["totals"].get(k, 0) + rb["totals"].get(k, 0),
+          f"merged {k} = {v}, inputs {ra['totals'].get(k)} + {rb['totals'].get(k)}")
+check(rm["totals"]["blocks_recorded"] == rm["totals"]["live_blocks"],
+      f"blocks {rm['totals']['blocks_recorded']} != live blocks {rm['totals']['live_blocks']}")
+keep = leaf_stack(rm, "mg_keep")
+check(keep["live_blocks"] == 300 and keep["live_bytes"] == 300 * 1000, f"mg_keep {keep}")
+
+# Processes: one per input, in the metadata; blocks keep theirs and their call stack.
+meta = rm["meta"]
+check(meta.get("processes") == "2" and meta.get("merged_from") == "2", f"meta {meta}")
+pids = [ra["meta"]["pid"], rb["meta"]["pid"]]
+check([meta.get("process.1.pid"), meta.get("process.2.pid")] == pids, f"process pids {meta}")
+
+
+def block_set(path, rep, pid_of):
+    fr = frames_of(rep)
+    return collections.Counter((pid_of(p), fr[sid], size, tid, addr)
+                               for addr, size, sid, tid, _kind, p in blocks(path))
+
+
+want = block_set(a, ra, lambda p: pids[0]) + block_set(b, rb, lambda p: pids[1])
+got = block_set(m, rm, lambda p: meta[f"process.{p}.pid"])
+check(sum(want.values()) == rm["totals"]["live_blocks"], "inputs' blocks != live blocks")
+check(got == want, f"merged blocks differ from the inputs': missing {list((want - got).items())[:3]} "
+      f"extra {list((got - want).items())[:3]}")
+
+# Leaks: the summary summed per class, records united per stack and class.
+for cls, v in rm["leaks"].items():
+    if isinstance(v, dict):
+        for f in ("blocks", "bytes"):
+            check(v[f] == ra["leaks"][cls][f] + rb["leaks"][cls][f], f"leaks {cls} {f}")
+lost = [r for r in rm["leak_records"] if r["class"] == "definitely_lost"]
+check(len(lost) == 1 and lost[0]["frames"][0]["function"] == "mg_leak", f"lost records {lost}")
+n_lost = ta["leak_blocks"] + tb["leak_blocks"]
+check(lost[0]["blocks"] == n_lost and lost[0]["bytes"] == n_lost * ta["leak_size"], lost[0])
+check(lost[0]["sample_hex"].startswith("4c4c4c4c"), f"sample {lost[0]['sample_hex']}")
+check(rm["leaks"]["definitely_lost"]["blocks"] == n_lost, rm["leaks"])
+check(lost[0]["stack_id"] == leaf_stack(rm, "mg_leak")["id"], "leak record's stack id")
+
+
+def leak_sums(rep):
+    fr, c = frames_of(rep), collections.Counter()
+    for r in rep["leak_records"]:
+        c[(r["class"], fr[r["stack_id"]], "blocks")] += r["blocks"]
+        c[(r["class"], fr[r["stack_id"]], "bytes")] += r["bytes"]
+    return c
+
+
+check(leak_sums(rm) == leak_sums(ra) + leak_sums(rb), "leak records per stack and class")
+
+# Peaks: the sum of the per-process peaks, per stack too.
+pk = leaf_stack(rm, "mg_peak")
+want_peak = (ta["peak_blocks"] + tb["peak_blocks"]) * ta["peak_size"]
+check(pk["peak_live_bytes"] == want_peak, f"mg_peak peak {pk['peak_live_bytes']} != {want_peak}")
+check(rm["totals"]["peak_live_bytes"] == sum(st.get("peak_live_bytes", 0) for st in rm["stacks"]),
+      "peak total != sum of per-stack peaks")
+check("peak: the sum of the 2 per-process peaks" in err and f"blocks: {len(blocks(m))} kept" in err
+      and "threads: not kept" in err, f"stderr: {err}")
+
+# A third run without blocks, leak scan or peak: blocks and peak are not kept, and said so;
+# the two leak scans are still united.
+c, _tc = record("c", 10, 5, 0, opts=("--no-blocks",))
+m3, err3 = merge("m3.msnap", a, b, c)
+r3 = report_json(m3)
+check("blocks_recorded" not in r3["totals"] and "peak_live_bytes" not in r3["totals"], r3["totals"])
+check("blocks: not kept" in err3 and "peak: not kept: only 2 of 3" in err3 and
+      "leak scans: 2 of 3" in err3, f"stderr: {err3}")
+check(r3["leaks"]["definitely_lost"]["blocks"] == n_lost, r3["leaks"])
+check(r3["totals"]["live_bytes"] == rm["totals"]["live_bytes"] + report_json(c)["totals"]["live_bytes"],
+      "three-way live bytes")
+
+# A merged file merged again: processes renumbered, blocks still with theirs.
+e, te = record("e", 20, 7, 3, "shift")
+re_ = report_json(e)
+mm, _ = merge("mm.msnap", m, e)
+rmm = report_json(mm)
+pids.append(re_["meta"]["pid"])
+check([rmm["meta"].get(f"process.{k}.pid") for k in (1, 2, 3)] == pids, f"meta {rmm['meta']}")
+want_e = want + block_set(e, re_, lambda p: pids[2])
+check(block_set(mm, rmm, lambda p: rmm["meta"][f"process.{p}.pid"]) == want_e,
+      "blocks of a merge of a merge")
+lost = [r for r in rmm["leak_records"] if r["class"] == "definitely_lost"]
+check(lost[0]["blocks"] == n_lost + te["leak_blocks"], f"{lost}")
+
+# The same process twice: merged, but its counters count twice, and stderr says so.
+_, err2 = merge("twice.msnap", m, a)
+check("counted twice" in err2, f"stderr: {err2}")
+print("ok: merge keeps blocks, leaks and peaks")
