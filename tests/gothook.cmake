@@ -25,6 +25,6 @@ add_dependencies(gh_custom gh_lib memsight_agent)
 ms_integration_test(gothook_python ${CMAKE_CURRENT_SOURCE_DIR}/integration/gothook_check.py python)
 # modules glibc loads itself (gconv by iconv_open, NSS by getpwnam) after the start, and _exit
 ms_test_program(gh_modules SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/gh_modules.c
-  FLAGS ${MS_GH_FLAGS} LIBS ${CMAKE_DL_LIBS})
+  FLAGS ${MS_GH_FLAGS} LIBS ${CMAKE_DL_LIBS} -Wl,-z,now -Wl,-z,relro)
 add_dependencies(gh_modules memsight_agent)
 ms_integration_test(gothook_modules ${CMAKE_CURRENT_SOURCE_DIR}/integration/gothook_check.py modules)

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -241,6 +242,51 @@ static int ms_sys_mprotect_raw(uintptr_t page, size_t len, int prot)
     return (int)syscall(SYS_mprotect, (void *)page, len, prot);
 }
 
+static unsigned ms_hex_digit(char c)
+{
+    return c <= '9' ? (unsigned)(c - '0') : (unsigned)((c | 32) - 'a' + 10);
+}
+
+/* 1 if the page holding `addr` is mapped writable now, 0 if not, -1 if unknown
+ * (/proc/self/maps, read with raw calls into a stack buffer, parsed as it streams). */
+static int ms_page_writable(uintptr_t addr)
+{
+    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[4096];
+    int field = 0, pos = 0, res = -1;
+    uintptr_t lo = 0, hi = 0;
+    while (res < 0) {
+        long r = syscall(SYS_read, (int)fd, buf, sizeof buf);
+        if (r <= 0)
+            break;
+        for (long i = 0; i < r && res < 0; i++) {
+            char c = buf[i];
+            if (c == '\n') {
+                field = pos = 0;
+                lo = hi = 0;
+            } else if (field == 0) { /* "lo-hi perms ..." */
+                if (c == '-')
+                    field = 1;
+                else
+                    lo = lo * 16 + ms_hex_digit(c);
+            } else if (field == 1) {
+                if (c == ' ')
+                    field = 2;
+                else
+                    hi = hi * 16 + ms_hex_digit(c);
+            } else if (field == 2 && pos++ == 1) {
+                if (addr >= lo && addr < hi)
+                    res = c == 'w';
+                field = 3;
+            }
+        }
+    }
+    syscall(SYS_close, (int)fd);
+    return res;
+}
+
 /* Writes `val` into the slot at `slot` (inside a PT_LOAD of the module). 1 if written. */
 static int ms_got_write(const ms_mod_view *m, uintptr_t slot, void *val)
 {
@@ -251,6 +297,11 @@ static int ms_got_write(const ms_mod_view *m, uintptr_t slot, void *val)
     uintptr_t page = slot & ~(pg - 1);
     size_t len = ((slot + sizeof(void *) + pg - 1) & ~(pg - 1)) - page;
     int ro = slot < m->relro_hi && slot + sizeof(void *) > m->relro_lo;
+    /* a RELRO page still writable: the loader is relocating the module in another
+     * thread (it protects the page when done: made read-only now, its next write would
+     * fault), or the program opened it itself. Written as it is, left as it is. */
+    if (ro && ms_page_writable(slot) == 1)
+        ro = 0;
     if (ro && ms_sys_mprotect_raw(page, len, PROT_READ | PROT_WRITE) != 0)
         return 0;
     __atomic_store_n(s, val, __ATOMIC_RELEASE);

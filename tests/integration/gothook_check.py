@@ -13,7 +13,8 @@ modules: gh_modules makes glibc load modules itself after the start (a gconv mod
 iconv_open, NSS modules by getpwnam) and leaves with _exit; run with the agent dlopen'ed
 (GOT hooks) and preloaded (the ground truth: every call interposed), each must write its
 exit snapshot, and the blocks allocated from UTF-16.so and from the NSS modules must be
-the same in both, per stack, allocated and live.
+the same in both, per stack, allocated and live; the program's own RELRO pages, made
+writable by it before the start, must stay writable after the agent patched slots there.
 usage: gothook_check.py dlopen|linked|prestart|python|modules"""
 import json
 import os
@@ -204,7 +205,13 @@ def check_modules():
             if p.returncode != 0:
                 errors.append('%s: exit %d: %s' % (how, p.returncode, p.stderr.strip()[-2000:]))
                 continue
-            cycles = int(p.stdout.split()[1])
+            words = {l.split()[0]: l.split() for l in p.stdout.splitlines() if l.split()}
+            cycles = int(words['cycles'][1])
+            # the program opened its own RELRO pages before the start: the agent patched
+            # slots there (it checked they stayed writable, and wrote to them)
+            if how == 'dlopen' and int(words['relro'][3].rstrip(',')) < 1:
+                errors.append('dlopen: no slot in the program\'s RELRO pages was patched: '
+                              'the writable-RELRO check tested nothing')
             snaps = sorted(f for f in os.listdir(out) if f.endswith('-exit.msnap'))
             if len(snaps) != 1:
                 errors.append('%s: the program left with _exit: expected one exit snapshot, '
