@@ -1,8 +1,10 @@
 /* The compact object graph of one HPROF heap dump: flat arrays indexed by object
  * index (0..nobj-1, classes are objects too), outgoing references in CSR form, GC roots
- * and the class table. Built once by the reader (reader.h), read-only afterwards.
+ * and the class table. Built once by the reader (reader.h), read-only afterwards but for
+ * ms_hgraph_drop_edges().
  * Must never hold one malloc per object: every table is a flat array grown geometrically
- * or allocated once (about 18 bytes per object and 8 per reference). */
+ * or allocated once (about 21 bytes per object, the id lookup table included, and 8 per
+ * reference). */
 #ifndef MS_HPROF_GRAPH_H
 #define MS_HPROF_GRAPH_H
 

@@ -1,7 +1,7 @@
 /* Streaming HPROF reader: maps the file once and makes three passes over the mapping
  * (1: records, strings, classes, ids; 2: each object's kind, class, size and reference
- * count; 3: the references, into the CSR arrays), dropping pages behind it so resident
- * memory stays small. Every length in the
+ * count; 3: the references, into the CSR arrays; no pass 3 when counting only),
+ * dropping pages behind it so resident memory stays small. Every length in the
  * file is checked before use; the reader never prints and never trusts a count. */
 #define _GNU_SOURCE
 #include "hprof/reader.h"
