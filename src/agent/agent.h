@@ -413,6 +413,11 @@ void ms_thread_bounds(void) MS_INTERNAL;
 /* Walks the caller's stack, skipping the agent's own frames; pcs innermost first.
  * Returns the depth; *flags gets MS_STACKF_*. */
 unsigned ms_unwind(uint64_t *pcs, unsigned max, unsigned *flags) MS_INTERNAL;
+/* The same; a complete walk may also give (in *sid_slot, else NULL) the calling thread's
+ * cached heap stack id of exactly these pcs, valid until the thread's next walk: when it
+ * holds an id, that is the answer and pcs are not filled; when it holds 0, pcs are
+ * complete and the caller stores their id there. */
+unsigned ms_unwind_ctx(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot) MS_INTERNAL;
 int ms_unwind_init(void) MS_INTERNAL;
 const char *ms_unwind_name(void) MS_INTERNAL;
 /* Called after dlclose: forget cached rules of unmapped code. */

@@ -57,11 +57,9 @@ static inline uint64_t scache_hash(const uint64_t *pcs, unsigned d, unsigned kin
     return h ^ (h >> 32);
 }
 
-uint32_t ms_current_stack(unsigned kind)
+/* The id of (kind, pcs[0..d), flags): from the recent-stack cache or the shared table. */
+static uint32_t stack_id_of(unsigned kind, const uint64_t *pcs, unsigned d, unsigned flags)
 {
-    uint64_t pcs[MS_MAX_DEPTH_LIMIT];
-    unsigned flags = 0;
-    unsigned d = ms_unwind(pcs, (unsigned)ms_opt.max_depth, &flags);
     scache_ent *sc = ms_self.scache;
     if (MS_UNLIKELY(!sc))
         sc = scache_new();
@@ -87,6 +85,21 @@ uint32_t ms_current_stack(unsigned kind)
     c->flags = flags;
     c->stamp = ++ms_self.scache_clock;
     memcpy(c->pcs, pcs, d * sizeof(uint64_t));
+    return id;
+}
+
+uint32_t ms_current_stack(unsigned kind)
+{
+    uint64_t pcs[MS_MAX_DEPTH_LIMIT];
+    unsigned flags = 0;
+    uint32_t *slot = NULL; /* the unwinder's walk cache keeps heap stack ids */
+    unsigned d = ms_unwind_ctx(pcs, (unsigned)ms_opt.max_depth, &flags,
+                               kind == MS_KIND_HEAP ? &slot : NULL);
+    if (slot && *slot)
+        return *slot;
+    uint32_t id = stack_id_of(kind, pcs, d, flags);
+    if (slot)
+        *slot = id;
     return id;
 }
 

@@ -103,13 +103,15 @@ static MS_NOINLINE unsigned ms_unwind_fp(uint64_t *pcs, unsigned max, unsigned *
     return n;
 }
 
-unsigned ms_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
+unsigned ms_unwind_ctx(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot)
 {
+    if (sid_slot)
+        *sid_slot = NULL;
     switch (ms_unwind_mode) {
     case MS_UNWIND_FP:
         return ms_unwind_fp(pcs, max, flags);
     case MS_UNWIND_DWARF: {
-        int r = ms_cfi_unwind(pcs, max, flags);
+        int r = ms_cfi_unwind(pcs, max, flags, sid_slot);
         if (MS_LIKELY(r >= 0))
             return (unsigned)r;
         MS_HEALTH_INC(unwind_fallbacks);
@@ -119,4 +121,9 @@ unsigned ms_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
     default:
         return ms_unwind_libunwind(pcs, max, flags);
     }
+}
+
+unsigned ms_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
+{
+    return ms_unwind_ctx(pcs, max, flags, NULL);
 }

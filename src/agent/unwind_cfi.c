@@ -691,11 +691,126 @@ typedef struct cfi_trace {
 /* Per-thread state of the walker (about 31 KiB): mapped on the thread's first walk and
  * unmapped when it exits, not in static TLS, so that threads created with small stacks
  * (static TLS is carved out of every thread's stack) still start. */
+/* ---------------------------------------------------------------------------
+ * Walk cache: complete walks of this thread, found by their first state (the pc and sp
+ * where the program called into the agent). An entry lists every stack word its walk
+ * read and depended on, with the value read: a return address per frame, a CFA read
+ * from the stack, a saved rbp where a later rule reads the bp register (code without
+ * frame pointers saves rbp as an ordinary register whose value changes from call to
+ * call and is not used), and the bp register at the start if the first rules read it.
+ * When those words still hold those values (and the cached rules are of the same
+ * generation), the walk would read the same words, apply the same rules and give the
+ * same frames: the entry's stack id is the answer, with no rule look-up, no copy of
+ * frames and no hashing. Set-associative by the first state, least recently used way
+ * replaced; only walks whose words all lie at or above the first sp (the thread's own
+ * live stack, readable from any later call at that sp) are kept.
+ * ------------------------------------------------------------------------- */
+#define MS_WC_SETS 64
+#define MS_WC_WAYS 4
+#define MS_WC_WORDS 40
+typedef struct wc_ent {
+    uintptr_t pc0, sp0, bp0;
+    uint32_t gen;          /* rule generation (0: empty) */
+    uint32_t sid;          /* heap stack id (0: not known yet) */
+    uint32_t stamp;
+    uint16_t nw, depth;    /* words to check; frames of the stack */
+    uint8_t needbp;        /* bp0 must match */
+    uintptr_t w[MS_WC_WORDS][2]; /* (address, value) */
+} wc_ent;
+
 typedef struct cfi_thread {
     cfi_trace traces[2];
     unsigned cur;
+    uint32_t wc_clock;
     cfi_l1 l1[MS_CFI_L1];
+    wc_ent wc[MS_WC_SETS][MS_WC_WAYS];
 } cfi_thread;
+
+static inline wc_ent *wc_set(cfi_thread *me, uintptr_t pc0, uintptr_t sp0)
+{
+    uint64_t h = ((uint64_t)pc0 ^ ((uint64_t)sp0 << 17)) * 0x9E3779B97F4A7C15ull;
+    return me->wc[h >> 58];
+}
+
+/* The entry whose words still hold their values for this first state, or NULL. */
+static inline wc_ent *wc_find(cfi_thread *me, uintptr_t pc0, uintptr_t sp0, uintptr_t bp0,
+                              unsigned gen)
+{
+    wc_ent *set = wc_set(me, pc0, sp0);
+    for (unsigned w = 0; w < MS_WC_WAYS; w++) {
+        wc_ent *e = &set[w];
+        if (e->pc0 != pc0 || e->sp0 != sp0 || e->gen != gen || (e->needbp && e->bp0 != bp0))
+            continue;
+        unsigned i = 0, nw = e->nw;
+        while (i < nw && *(const uintptr_t *)e->w[i][0] == e->w[i][1])
+            i++;
+        if (i == nw) {
+            e->stamp = ++me->wc_clock;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/* Keeps the complete walk in trace t (its first step is the walk's first state);
+ * returns the entry, or NULL when the walk cannot be kept. */
+static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
+{
+    uint32_t start = t->start, end = t->start + t->n;
+    if (t->n == 0 || t->n > MS_CFI_SLOTS || depth > 0xffff)
+        return NULL;
+    uint8_t need[MS_CFI_SLOTS]; /* the bp before step m is read from step m on */
+    unsigned nd = 0;
+    for (uint32_t m = end; m-- > start;) {
+        const cfi_step *st = &t->s[m];
+        nd = st->usebp || (!st->bpslot && nd);
+        need[m - start] = (uint8_t)nd;
+    }
+    uintptr_t sp0 = t->s[start].sp;
+    wc_ent tmp;
+    unsigned nw = 0;
+    for (uint32_t m = start; m < end; m++) {
+        const cfi_step *st = &t->s[m];
+        uintptr_t a[3] = {st->cfa - 8, st->dslot, 0}, v[3] = {st->ra, st->cfa, st->bpval};
+        if (st->bpslot && m + 1 < end && need[m + 1 - start])
+            a[2] = st->bpslot;
+        for (unsigned x = 0; x < 3; x++) {
+            if (!a[x])
+                continue;
+            if (nw == MS_WC_WORDS || a[x] < sp0)
+                return NULL;
+            tmp.w[nw][0] = a[x];
+            tmp.w[nw][1] = v[x];
+            nw++;
+        }
+    }
+    wc_ent *set = wc_set(me, t->s[start].pc, sp0), *e = &set[0];
+    for (unsigned w = 1; w < MS_WC_WAYS; w++)
+        if (set[w].stamp < e->stamp)
+            e = &set[w];
+    e->gen = 0; /* not valid while it is rewritten */
+    e->pc0 = t->s[start].pc;
+    e->sp0 = sp0;
+    e->bp0 = t->s[start].bp;
+    e->needbp = need[0];
+    e->nw = (uint16_t)nw;
+    e->depth = (uint16_t)depth;
+    e->sid = 0;
+    memcpy(e->w, tmp.w, nw * sizeof tmp.w[0]);
+    e->stamp = ++me->wc_clock;
+    e->gen = t->gen;
+    return e;
+}
+
+/* A complete walk (not truncated): kept, and *sid_slot names its id's place. */
+static inline void wc_done(cfi_thread *me, const cfi_trace *t, unsigned depth, uint32_t **sid_slot)
+{
+    if (!sid_slot)
+        return;
+    wc_ent *e = wc_keep(me, t, depth);
+    if (e)
+        *sid_slot = &e->sid;
+}
 
 static MS_NOINLINE cfi_thread *cfi_thread_new(void)
 {
@@ -764,9 +879,12 @@ static inline void tr_push(cfi_trace *t, uintptr_t pc, uintptr_t sp, uintptr_t b
     st->usebp = (uintptr_t)usebp;
 }
 
-int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
+int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot)
 {
-    ms_thread_bounds();
+    if (sid_slot)
+        *sid_slot = NULL;
+    if (MS_UNLIKELY(!ms_self.stack_hi))
+        ms_thread_bounds();
     uintptr_t hi = ms_self.stack_hi;
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     uintptr_t lo = fp;
@@ -804,6 +922,13 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
     if (MS_UNLIKELY(!me) && !(me = cfi_thread_new()))
         return -1; /* no memory for the caches: libunwind walks this one */
     unsigned gen = __atomic_load_n(&ms_gen, __ATOMIC_RELAXED);
+    if (sid_slot) {
+        wc_ent *e = wc_find(me, pc, sp, bp, gen);
+        if (e && e->sid && e->depth <= max) {
+            *sid_slot = &e->sid;
+            return (int)e->depth; /* pcs left unwritten: the id is known */
+        }
+    }
     cfi_trace *prev = &me->traces[me->cur & 1];
     cfi_trace *cur = &me->traces[(me->cur + 1) & 1]; /* new steps go here */
     int reuse = prev->n > 0 && prev->gen == gen;
@@ -869,8 +994,10 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
                 }
                 if (n == max && (*flags & MS_STACKF_TRUNCATED))
                     return (int)n;
-                if (cur->stop)
+                if (cur->stop) {
+                    wc_done(me, cur, n, sid_slot);
                     return (int)n;
+                }
                 /* not recorded to the end (depth limit or capacity): walk on from there */
                 uint32_t l = cur->start + cur->n - 1, f = l;
                 pc = cur->s[l].ra;
@@ -882,6 +1009,8 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
                 reuse = 0;
                 if (pc < 4096) {
                     cur->stop = overflow ? 0 : 2;
+                    if (cur->stop)
+                        wc_done(me, cur, n, sid_slot);
                     return (int)n;
                 }
                 continue; /* pc is a return address: recorded at the top of the loop */
@@ -891,6 +1020,8 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
         unsigned kind = RULE_KIND(rule);
         if (kind == R_KIND_END) {
             cur->stop = overflow ? 0 : 1;
+            if (cur->stop)
+                wc_done(me, cur, n, sid_slot);
             return (int)n;
         }
         if (MS_UNLIKELY(kind != R_KIND_NORMAL)) {
@@ -930,6 +1061,8 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
             bp = bpval;
         if (ra < 4096) {
             cur->stop = overflow ? 0 : 2;
+            if (cur->stop)
+                wc_done(me, cur, n, sid_slot);
             return (int)n;
         }
         sp = cfa;
@@ -949,11 +1082,13 @@ int ms_cfi_init(uint64_t cache_entries)
     (void)cache_entries;
     return -1;
 }
-int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
+int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot)
 {
     (void)pcs;
     (void)max;
     (void)flags;
+    if (sid_slot)
+        *sid_slot = NULL;
     return -1;
 }
 void ms_cfi_invalidate(void) {}

@@ -9,8 +9,12 @@
 
 int ms_cfi_init(uint64_t cache_entries);
 /* Walks the caller's stack. Returns the depth, or -1 when a frame needs rules this
- * unwinder does not model (the caller then falls back to libunwind). */
-int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags);
+ * unwinder does not model (the caller then falls back to libunwind). If sid_slot is not
+ * NULL, a complete walk (not truncated, no error) may set *sid_slot (else NULL) to the
+ * thread's walk-cache place for the heap stack id of exactly these pcs, valid until the
+ * thread's next walk: when it holds an id, pcs are not filled (the walk was recognised
+ * without walking); when it holds 0, pcs are complete and the caller stores the id. */
+int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot);
 /* Releases the calling thread's walker state (thread exit). */
 void ms_cfi_thread_exit(void);
 /* Modules may have been unloaded: cached rules and the module list are refreshed. */
