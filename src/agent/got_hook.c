@@ -399,9 +399,9 @@ static ElfW(Sym) *ms_sym_named(const ms_mod_view *m, const ms_mod_syms *y, uint3
 }
 
 /* Points one defined function symbol at `own`; 1 if written. Only where the entry's page
- * belongs to one non-executable segment alone (a page shared with code or data would
- * change protection under the program's feet): made writable for the store, then
- * read-only again. */
+ * belongs to one read-only, non-executable segment alone (a page shared with code or
+ * data would change protection under the program's feet): made writable for the store,
+ * then read-only again. */
 static int ms_got_define(const ms_mod_view *m, ElfW(Sym) *sym, void *own)
 {
     if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || !sym->st_value ||
@@ -429,10 +429,12 @@ static int ms_got_define(const ms_mod_view *m, ElfW(Sym) *sym, void *own)
     }
     if (!seg || (seg->p_flags & (PF_X | PF_W)) != 0)
         return 0;
-    if (ms_sys_mprotect_raw(page, len, PROT_READ | PROT_WRITE) != 0)
+    int opened = ms_page_writable(at) == 1; /* opened by someone else: left so */
+    if (!opened && ms_sys_mprotect_raw(page, len, PROT_READ | PROT_WRITE) != 0)
         return 0;
     __atomic_store_n(&sym->st_value, want, __ATOMIC_RELEASE);
-    ms_sys_mprotect_raw(page, len, PROT_READ);
+    if (!opened)
+        ms_sys_mprotect_raw(page, len, PROT_READ);
     return 1;
 }
 
