@@ -164,4 +164,21 @@ check(lost[0]["blocks"] == n_lost + te["leak_blocks"], f"{lost}")
 # The same process twice: merged, but its counters count twice, and stderr says so.
 _, err2 = merge("twice.msnap", m, a)
 check("counted twice" in err2, f"stderr: {err2}")
+check("warning: 1 processes appear" in err2, f"stderr: {err2}")
+
+# A merged file listing many processes (built byte by byte): the merge takes time linear in
+# them, not cubic (2000 processes in 110 KB took 230 s when each key was a linear lookup).
+from report_mksnap import chunk, header, s_str  # noqa: E402
+kv = [("exe", "/bin/mg_parts")]
+for k in range(1, 3001):
+    kv += [(f"process.{k}.pid", str(k)), (f"process.{k}.start_ns", "1")]
+meta = struct.pack("<I", len(kv)) + b"".join(s_str(x) + s_str(y) for x, y in kv)
+many = os.path.join(d, "many.msnap")
+with open(many, "wb") as f:
+    f.write(header() + chunk("META", meta) + chunk("STKS", struct.pack("<I", 0), 1)
+            + chunk("END ", struct.pack("<I", 2)))
+p = subprocess.run([MEMSIGHT, "merge", "-o", os.path.join(d, "many2.msnap"), many, many],
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=20)
+check(p.returncode == 0 and "of 6000 processes" in p.stderr and
+      "warning: 3000 processes appear in more than one" in p.stderr, f"many: {p.stderr}")
 print("ok: merge keeps blocks, leaks and peaks")
