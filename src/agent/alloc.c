@@ -107,9 +107,7 @@ static MS_NOINLINE void *ms_malloc_recorded(size_t n)
 /* ===========================================================================
  * Interposers
  * ========================================================================= */
-/* A block the sampler skipped: a plain block, no header. The C library's malloc calls
- * nothing interposed, so it is reached by a jump (no frame, no re-entrancy flag). */
-MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *malloc(size_t n)
+static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_malloc_slow(size_t n)
 {
     if (!ms_fast_ok() || MS_UNLIKELY(n > SIZE_MAX - 64))
         return ms_malloc_passthrough(n);
@@ -119,6 +117,17 @@ MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *malloc(size_
         return ms_malloc_plain(n);
     }
     return ms_malloc_recorded(n);
+}
+
+/* Sampled mode: a block the sampler's countdown passes over is a plain block, no header.
+ * The countdown's fast share is non-zero only once the agent is ready, sampling, and the
+ * real malloc is the C library's (which calls nothing interposed), so that one compare
+ * decides, and the C library's malloc is reached by a jump (no frame, no flag). */
+MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *malloc(size_t n)
+{
+    if (MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
+        return ms_real.malloc(n);
+    return ms_malloc_slow(n);
 }
 
 /* A block whose header check matched: confirmed (sampled mode), then forgotten. */
@@ -137,10 +146,12 @@ static MS_NOINLINE void ms_free_checked(void *p)
 
 /* Every path ends in a tail call, so the plain-block path (most blocks in sampled mode)
  * costs no stack frame: the checks, then a jump into the real free. (The agent is built
- * without sibling calls; free unwinds nothing, so it may take them.) */
+ * without sibling calls; free unwinds nothing, so it may take them.) Inside the agent
+ * (re-entrancy flag raised) a free does the same as outside, so the flag is not read. */
 MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void free(void *p)
 {
-    if (MS_UNLIKELY(!ms_fast_ok()) || MS_UNLIKELY(ms_boot_owns(p))) {
+    if (MS_UNLIKELY(__atomic_load_n(&ms_state, __ATOMIC_RELAXED) != MS_STATE_READY) ||
+        MS_UNLIKELY(ms_boot_owns(p))) {
         if (p)
             ms_free_any(p);
         return;
@@ -173,8 +184,7 @@ static MS_NOINLINE void *ms_calloc_recorded(size_t n)
     return p;
 }
 
-/* As malloc: an unsampled block jumps into the C library's calloc. */
-MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *calloc(size_t a, size_t b)
+static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_calloc_slow(size_t a, size_t b)
 {
     size_t n;
     if (__builtin_mul_overflow(a, b, &n) || n > SIZE_MAX - 64) {
@@ -193,6 +203,15 @@ MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *calloc(size_
         return ms_calloc_plain(a, b);
     }
     return ms_calloc_recorded(n);
+}
+
+/* As malloc: an unsampled block jumps into the C library's calloc. */
+MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *calloc(size_t a, size_t b)
+{
+    size_t n;
+    if (MS_LIKELY(!__builtin_mul_overflow(a, b, &n)) && MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
+        return ms_real.calloc(a, b);
+    return ms_calloc_slow(a, b);
 }
 
 /* realloc by copy: for bootstrap, foreign and over-aligned blocks. */
@@ -265,9 +284,10 @@ static void *ms_realloc_impl(void *old, size_t n)
  * A picked size is decided once (the sampler keeps it for the copy's malloc). */
 MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *realloc(void *old, size_t n)
 {
-    if (MS_UNLIKELY(ms_sampler_cfg.enabled) && MS_LIKELY(ms_real_malloc_is_libc) && old &&
-        n && n <= SIZE_MAX - 64 && ms_fast_ok() && !ms_boot_owns(old) &&
-        !ms_hdr_check_matches(old) && !ms_sampler_pick(n))
+    /* a non-zero fast share means ready and sampling; the header test comes first: a
+     * block with a header takes the general path, which counts the size itself */
+    if (MS_LIKELY(ms_sampler_tls.remaining != 0) && old && n && !ms_boot_owns(old) &&
+        !ms_hdr_check_matches(old) && ms_sampler_fast(&ms_sampler_tls, n))
         return ms_real.realloc(old, n);
     return ms_realloc_impl(old, n);
 }

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 
 ms_sampler_config ms_sampler_cfg;
+extern int ms_real_malloc_is_libc __attribute__((weak, visibility("hidden")));
 __thread ms_sampler_state ms_sampler_tls __attribute__((tls_model("initial-exec")));
 
 static _Atomic uint64_t thread_ordinal;
@@ -92,6 +93,15 @@ void ms_sampler_seed_state(ms_sampler_state *st, uint64_t seed)
     if (st->rng == 0)
         st->rng = 0x853C49E6748FEA9BULL;
     st->remaining = 0;
+    st->extra = 0;
+}
+
+/* Sets the countdown: the fast path's share up to fast_max, the rest kept aside. */
+static void set_countdown(ms_sampler_state *st, uint64_t c)
+{
+    uint64_t r = c < ms_sampler_cfg.fast_max ? c : ms_sampler_cfg.fast_max;
+    st->remaining = r;
+    st->extra = c - r;
 }
 
 uint64_t ms_sampler_next_distance(ms_sampler_state *st)
@@ -124,12 +134,20 @@ static void init_thread_state(ms_sampler_state *st)
     ms_sampler_seed_state(st, base ^ (ord * 0xD1B54A32D192ED03ULL) ^
                                   (epoch * 0xABC98388FB8FAC03ULL));
     st->epoch = epoch;
-    st->remaining = ms_sampler_next_distance(st);
 }
 
 /* ------------------------------------------------------------------------------------
  * Configuration and the slow path
  * ---------------------------------------------------------------------------------- */
+
+/* The next use seeds the state again. */
+static void forget_state(ms_sampler_state *st)
+{
+    st->remaining = 0;
+    st->extra = 0;
+    st->rng = 0;
+    st->pending_w = 0;
+}
 
 void ms_sampler_configure(uint64_t interval, uint64_t min_size, int has_seed, uint64_t seed)
 {
@@ -143,7 +161,9 @@ void ms_sampler_configure(uint64_t interval, uint64_t min_size, int has_seed, ui
         /* smallest size whose chance of holding at least one sample exceeds 99% */
         double t = c.scale * MS_LN100;
         c.threshold = t >= 1.8e19 ? UINT64_MAX : (uint64_t)t + 1;
-        c.fast_max = c.threshold;
+        /* the fast path jumps into the real malloc without the re-entrancy flag: only
+         * for the C library's (the unit tests link this file alone: no agent there) */
+        c.fast_max = !&ms_real_malloc_is_libc || ms_real_malloc_is_libc ? c.threshold : 0;
     } else {
         c.interval = 0;
         c.threshold = 0;
@@ -152,15 +172,13 @@ void ms_sampler_configure(uint64_t interval, uint64_t min_size, int has_seed, ui
     c.enabled = c.interval > 0 || min_size > 0;
     ms_sampler_cfg = c;
     atomic_store_explicit(&thread_ordinal, 0, memory_order_relaxed);
-    ms_sampler_tls.remaining = 0;
-    ms_sampler_tls.pending_w = 0;
+    forget_state(&ms_sampler_tls);
 }
 
 void ms_sampler_after_fork_child(void)
 {
     atomic_fetch_add_explicit(&process_epoch, 1, memory_order_relaxed);
-    ms_sampler_tls.remaining = 0; /* the only thread left in the child */
-    ms_sampler_tls.pending_w = 0;
+    forget_state(&ms_sampler_tls); /* the only thread left in the child */
 }
 
 /* The control thread starts from the allocation path (control.c); in sampled modes most
@@ -178,16 +196,43 @@ uint64_t ms_sampler_weigh_slow(ms_sampler_state *st, uint64_t size)
         return 0;
     if (ms_sampler_cfg.interval == 0 || size >= ms_sampler_cfg.threshold)
         return size; /* full mode, or certain enough to be hit: real size */
-    if (st->remaining == 0)
+    uint64_t c = st->remaining + st->extra;
+    if (st->rng == 0) {
         init_thread_state(st);
-    uint64_t left = size, n = 0;
-    while (left >= st->remaining) {
-        left -= st->remaining;
-        n++;
-        st->remaining = ms_sampler_next_distance(st);
+        c = ms_sampler_next_distance(st);
     }
-    st->remaining -= left;
+    uint64_t left = size, n = 0;
+    while (left >= c) {
+        left -= c;
+        n++;
+        c = ms_sampler_next_distance(st);
+    }
+    set_countdown(st, c - left);
     if (n > MS_SAMPLER_MAX_SAMPLES) /* needs size > ~1000 intervals: above threshold */
         n = MS_SAMPLER_MAX_SAMPLES;
     return n * ms_sampler_cfg.interval;
+}
+
+int ms_sampler_pick_slow(ms_sampler_state *st, uint64_t size)
+{
+    if (st->pending_w) {
+        if (st->pending_size == size)
+            return 1; /* already decided for this block */
+        st->pending_w = 0; /* left over by an allocation that failed */
+        ms_sampler_unpark(st);
+    }
+    uint64_t w = ms_sampler_weigh_slow(st, size);
+    if (!w)
+        return 0;
+    st->pending_w = w;
+    st->pending_size = size;
+    /* park the fast path's budget until the decision is taken */
+    st->extra += st->remaining;
+    st->remaining = 0;
+    return 1;
+}
+
+void ms_sampler_unpark(ms_sampler_state *st)
+{
+    set_countdown(st, st->remaining + st->extra);
 }

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#define MS_SAMPLER_LIKELY(x) __builtin_expect(!!(x), 1)
+
 /* Model: every byte the program allocates is sampled independently with probability
  * p = 1/interval. The distance to the next sampled byte is therefore geometric with mean
  * `interval`; it is drawn as ceil(E) with E exponential (rate -ln(1-p), mean ~interval),
@@ -17,16 +19,23 @@ typedef struct ms_sampler_config {
     uint64_t interval;  /* mean bytes between samples; 0 = record every block */
     uint64_t min_size;  /* blocks smaller than this are never recorded (0 = no limit) */
     uint64_t threshold; /* blocks >= this are recorded at their real size */
-    uint64_t fast_max;  /* fast path applies to sizes below this (0 = never: no sampling) */
+    uint64_t fast_max;  /* bound of the fast path's budget: the threshold when sampling with
+                         * an allocator that needs no re-entrancy flag, else 0 (no fast path) */
     double scale;       /* -1/ln(1-p): multiplies -ln(U) to give the next distance */
     uint64_t seed;      /* base seed when has_seed */
     int has_seed;
     int enabled;        /* interval > 0 or min_size > 0 */
 } ms_sampler_config;
 
+/* The countdown to the next sampled byte is split in two so that the fast path is one
+ * compare: `remaining` is what allocations may take without a decision, at most
+ * cfg.fast_max (so no block at or above the threshold passes), and 0 whenever every call
+ * must decide in the slow path (state not seeded, a decision pending, fast path off);
+ * the rest of the countdown waits in `extra`. Countdown = remaining + extra. */
 typedef struct ms_sampler_state {
-    uint64_t remaining; /* sampled byte is the remaining-th from here; 0 = uninitialised */
-    uint64_t rng;       /* xorshift64* state, never 0 once initialised */
+    uint64_t remaining; /* bytes the fast path may count down; 0 = take the slow path */
+    uint64_t extra;     /* the rest of the countdown */
+    uint64_t rng;       /* xorshift64* state, never 0 once seeded; 0 = not seeded yet */
     uint64_t epoch;     /* process epoch the state was seeded in (reseeded after fork) */
     uint64_t pending_w; /* weight decided by ms_sampler_pick, not yet recorded */
     uint64_t pending_size;
@@ -44,34 +53,43 @@ void ms_sampler_configure(uint64_t interval, uint64_t min_size, int has_seed, ui
 void ms_sampler_after_fork_child(void);
 
 uint64_t ms_sampler_weigh_slow(ms_sampler_state *st, uint64_t size);
+int ms_sampler_pick_slow(ms_sampler_state *st, uint64_t size);
+void ms_sampler_unpark(ms_sampler_state *st);
+
+/* The fast path: 1 (and the countdown taken) if a block of `size` bytes is plain without
+ * any further decision. A block below min_size counts nothing. */
+static inline int ms_sampler_fast(ms_sampler_state *st, uint64_t size)
+{
+    uint64_t r = st->remaining;
+    if (MS_SAMPLER_LIKELY(size < r)) {
+        if (MS_SAMPLER_LIKELY(size >= ms_sampler_cfg.min_size))
+            st->remaining = r - size;
+        return 1;
+    }
+    return 0;
+}
 
 /* Weight in bytes to account for a new block of `size` bytes, or 0 to skip it (not
  * unwound, not stored). Only call when ms_sampler_cfg.enabled. */
 static inline uint64_t ms_sampler_weigh(uint64_t size)
 {
     ms_sampler_state *st = &ms_sampler_tls;
-    if (__builtin_expect(size < st->remaining && size < ms_sampler_cfg.fast_max, 1)) {
-        if (__builtin_expect(size >= ms_sampler_cfg.min_size, 1))
-            st->remaining -= size;
+    if (ms_sampler_fast(st, size))
         return 0;
-    }
     return ms_sampler_weigh_slow(st, size);
 }
 
 /* Before allocating (the agent gives recorded blocks a header, so it must know first):
  * 1 if a block of `size` bytes is to be recorded, its weight kept for
- * ms_sampler_take(); 0 if it is to be allocated plainly. */
+ * ms_sampler_take(); 0 if it is to be allocated plainly. While a decision is pending the
+ * fast path is closed, so the same block asked again (realloc by copy goes through
+ * malloc) reaches the slow path and gets the same answer. */
 static inline int ms_sampler_pick(uint64_t size)
 {
     ms_sampler_state *st = &ms_sampler_tls;
-    if (st->pending_w && st->pending_size == size)
-        return 1; /* already decided for this block (realloc by copy goes through malloc) */
-    uint64_t w = ms_sampler_weigh(size);
-    if (!w)
+    if (ms_sampler_fast(st, size))
         return 0;
-    st->pending_w = w;
-    st->pending_size = size;
-    return 1;
+    return ms_sampler_pick_slow(st, size);
 }
 
 /* The weight of the block being recorded: the one ms_sampler_pick decided, else a
@@ -80,9 +98,12 @@ static inline uint64_t ms_sampler_take(uint64_t size)
 {
     ms_sampler_state *st = &ms_sampler_tls;
     uint64_t w = st->pending_w;
-    st->pending_w = 0;
-    if (w && st->pending_size == size)
-        return w;
+    if (w) {
+        st->pending_w = 0;
+        ms_sampler_unpark(st);
+        if (st->pending_size == size)
+            return w;
+    }
     return ms_sampler_weigh(size);
 }
 
