@@ -24,7 +24,9 @@ static _Atomic uint64_t process_epoch = 1;
  * ---------------------------------------------------------------------------------- */
 
 /* ln(x) for a positive normal double: x = m*2^e with m in [sqrt(1/2), sqrt(2)), then
- * ln(m) = 2*atanh(z), z = (m-1)/(m+1), |z| <= 0.1716, series to z^21 (error < 1e-16). */
+ * ln(m) = 2*atanh(z), z = (m-1)/(m+1), |z| <= 0.1716, series to z^21 (error < 1e-16).
+ * The series' coefficients are constants and it is summed in a tree (Estrin), so the
+ * chain of dependent operations is short: one draw per sample, on the allocation path. */
 static double ms_ln(double x)
 {
     union {
@@ -38,10 +40,12 @@ static double ms_ln(double x)
         m *= 0.5;
         e++;
     }
-    double z = (m - 1.0) / (m + 1.0), z2 = z * z;
-    double s = 1.0 / 21;
-    for (int k = 19; k >= 1; k -= 2)
-        s = s * z2 + 1.0 / k;
+    double z = (m - 1.0) / (m + 1.0), w = z * z, w2 = w * w, w4 = w2 * w2, w8 = w4 * w4;
+    /* s = sum over k = 0..10 of w^k / (2k + 1) */
+    double a0 = 1.0 + w * (1.0 / 3), a1 = 1.0 / 5 + w * (1.0 / 7), a2 = 1.0 / 9 + w * (1.0 / 11),
+           a3 = 1.0 / 13 + w * (1.0 / 15), a4 = 1.0 / 17 + w * (1.0 / 19);
+    double b0 = a0 + w2 * a1, b1 = a2 + w2 * a3, b2 = a4 + w2 * (1.0 / 21);
+    double s = (b0 + w4 * b1) + w8 * b2;
     return (double)e * MS_LN2 + 2.0 * z * s;
 }
 
