@@ -572,14 +572,16 @@ static uint32_t add_synthetic_class(rd *r, const char *name, uint64_t id)
 static uint32_t add_synthetic_class_locked(rd *r, const char *name, uint64_t id)
 {
     ms_hgraph *g = r->g;
+    /* made already: by the other thread (each keeps its own cache), or under another
+     * cache (class_for_array and unknown_class both make "(unknown class)"); one thread
+     * and two must make the same classes */
+    for (uint32_t s = g->nclass; s-- > 0;)
+        if ((g->classes[s].flags & MS_HCLASS_SYNTHETIC) && g->classes[s].id == id &&
+            !strcmp(g->strs + g->classes[s].name, name))
+            return s;
     if (r->frozen) {
         /* tables reserved before the threads started must not move: past the reserve,
          * the class is counted as unknown */
-        /* the other thread may have made it already (each keeps its own cache) */
-        for (uint32_t s = g->nclass; s-- > 0;)
-            if ((g->classes[s].flags & MS_HCLASS_SYNTHETIC) && g->classes[s].id == id &&
-                !strcmp(g->strs + g->classes[s].name, name))
-                return s;
         if (g->nclass + 1 > r->capcls || g->strs_len + strlen(name) + 1 > r->capstrs) {
             fail(r, 0, 0, 0, "more classes missing from the dump than expected");
             return MS_HCLASS_NONE;
@@ -601,6 +603,62 @@ static uint32_t add_synthetic_class_locked(rd *r, const char *name, uint64_t id)
     if (strlen(name) > 2 && !strcmp(name + strlen(name) - 2, "[]"))
         c->flags |= MS_HCLASS_ARRAY;
     return k;
+}
+
+/* Classes made up in pass 2 (from k0 on) are numbered in the order the objects that
+ * need them are met, which on two threads depends on timing: sorted by name and id and
+ * renumbered everywhere, the graph is the same on one thread and two. */
+static const ms_hgraph *synth_sort_g;
+static int cmp_synth(const void *a, const void *b)
+{
+    const ms_hclass *x = &synth_sort_g->classes[*(const uint32_t *)a];
+    const ms_hclass *y = &synth_sort_g->classes[*(const uint32_t *)b];
+    int c = strcmp(synth_sort_g->strs + x->name, synth_sort_g->strs + y->name);
+    return c ? c : x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int order_synthetic_classes(rd *r, uint32_t k0)
+{
+    ms_hgraph *g = r->g;
+    uint32_t m = g->nclass - k0;
+    if (m < 2)
+        return 0;
+    uint32_t *order = malloc(m * sizeof *order), *to = malloc(m * sizeof *to);
+    ms_hclass *cls = malloc(m * sizeof *cls);
+    clsx *cx = malloc(m * sizeof *cx);
+    if (!order || !to || !cls || !cx) {
+        free(order);
+        free(to);
+        free(cls);
+        free(cx);
+        return fail(r, 0, 0, 0, "out of memory");
+    }
+    for (uint32_t j = 0; j < m; j++)
+        order[j] = k0 + j;
+    synth_sort_g = g;
+    qsort(order, m, sizeof *order, cmp_synth);
+    for (uint32_t j = 0; j < m; j++) {
+        to[order[j] - k0] = k0 + j;
+        cls[j] = g->classes[order[j]];
+        cx[j] = r->cx[order[j]];
+    }
+    memcpy(g->classes + k0, cls, m * sizeof *cls);
+    memcpy(r->cx + k0, cx, m * sizeof *cx);
+    for (uint32_t i = 0; i < g->nobj; i++)
+        if (g->obj_class[i] >= k0 && g->obj_class[i] < g->nclass)
+            g->obj_class[i] = to[g->obj_class[i] - k0];
+    if (r->unknown_cls != MS_HCLASS_NONE && r->unknown_cls >= k0)
+        r->unknown_cls = to[r->unknown_cls - k0];
+    for (size_t t = 0; t < sizeof r->prim_cls / sizeof *r->prim_cls; t++)
+        if (r->prim_cls[t] != MS_HCLASS_NONE && r->prim_cls[t] >= k0)
+            r->prim_cls[t] = to[r->prim_cls[t] - k0];
+    r->last_cid = 0;
+    r->last_k = class_by_id(r, 0);
+    free(order);
+    free(to);
+    free(cls);
+    free(cx);
+    return 0;
 }
 
 static uint32_t unknown_class(rd *r)
@@ -1652,7 +1710,8 @@ static int read_all(rd *r)
     r->pass = 2;
     r->last_cid = 0;
     r->last_k = class_by_id(r, 0);
-    if (run_pass(r, threads))
+    uint32_t k0 = g->nclass;
+    if (run_pass(r, threads) || order_synthetic_classes(r, k0))
         return -1;
     for (size_t i = 0; i < n; i++) {
         if (g->obj_kind[i] == 0xFF)

@@ -632,6 +632,62 @@ static void test_problems(void **state)
     free(b.p);
 }
 
+/* Classes made up while reading (instances and arrays of classes not dumped, primitive
+ * arrays without their class): one "(unknown class)" whichever record needs it first,
+ * numbered in name order, and the same graph on one thread and two (a fuzzed dump read
+ * on two threads once numbered them in the order the threads met them). */
+static void test_made_up_classes(void **state)
+{
+    (void)state;
+    buf b;
+    header(&b, "JAVA PROFILE 1.0.2", 8);
+    str(&b, S_OBJECT, "java/lang/Object");
+    load_class(&b, C_OBJECT, S_OBJECT);
+    rec_open(&b, 0x1C);
+    class_dump(&b, C_OBJECT, 0, 0, 0, 0, NULL, 0);
+    /* an Object[] of an undumped class with no LOAD_CLASS, an int[], an instance of an
+     * undumped class */
+    u1(&b, 0x22); id(&b, 0x2000); u4(&b, 0); u4(&b, 1); id(&b, 0x777); id(&b, 0x2010);
+    u1(&b, 0x23); id(&b, 0x2010); u4(&b, 0); u4(&b, 1); u1(&b, 10); u4(&b, 5);
+    u1(&b, 0x21); id(&b, 0x2020); u4(&b, 0); id(&b, 0x888); u4(&b, 0);
+    rec_close(&b);
+    rec_open(&b, 0x1C);
+    /* the second half: an instance of another undumped class, a byte[] */
+    u1(&b, 0x21); id(&b, 0x2030); u4(&b, 0); id(&b, 0x889); u4(&b, 0);
+    u1(&b, 0x23); id(&b, 0x2040); u4(&b, 0); u4(&b, 2); u1(&b, 8); u1(&b, 1); u1(&b, 2);
+    rec_close(&b);
+    rec_open(&b, 0x2C);
+    rec_close(&b);
+
+    ms_hprof_read_opts one = {.threads = 1}, two = {.threads = 2};
+    ms_hgraph *g = read_ok(&b, &one), *h = read_ok(&b, &two);
+    assert_int_equal(g->nobj, 6);
+    uint32_t unknown = 0, prev = MS_HCLASS_NONE;
+    for (uint32_t k = 0; k < g->nclass; k++) {
+        if (!(g->classes[k].flags & MS_HCLASS_SYNTHETIC) || !strcmp(g->strs + g->classes[k].name, "java.lang.Class"))
+            continue;
+        unknown += !strcmp(g->strs + g->classes[k].name, "(unknown class)");
+        if (prev != MS_HCLASS_NONE)
+            assert_true(strcmp(g->strs + g->classes[prev].name, g->strs + g->classes[k].name) < 0);
+        prev = k;
+    }
+    assert_int_equal(unknown, 1);
+    uint32_t arr = g->obj_class[ms_hgraph_find(g, 0x2000)];
+    assert_string_equal(g->strs + g->classes[arr].name, "(unknown class)");
+    assert_int_equal(g->obj_class[ms_hgraph_find(g, 0x2020)], arr);
+    assert_int_equal(g->obj_class[ms_hgraph_find(g, 0x2030)], arr);
+    assert_string_equal(g->strs + g->classes[g->obj_class[ms_hgraph_find(g, 0x2010)]].name, "int[]");
+    assert_string_equal(g->strs + g->classes[g->obj_class[ms_hgraph_find(g, 0x2040)]].name, "byte[]");
+    assert_int_equal(h->nclass, g->nclass);
+    assert_int_equal(h->nobj, g->nobj);
+    assert_memory_equal(h->obj_class, g->obj_class, g->nobj * sizeof *g->obj_class);
+    for (uint32_t k = 0; k < g->nclass; k++)
+        assert_string_equal(h->strs + h->classes[k].name, g->strs + g->classes[k].name);
+    ms_hgraph_free(g);
+    ms_hgraph_free(h);
+    free(b.p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -642,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_truncated_everywhere),
         cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_problems),
+        cmocka_unit_test(test_made_up_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
