@@ -1,6 +1,7 @@
 /* Class histogram of a heap dump (see histogram.h): one row per class object, so two
  * classes of the same name from different loaders stay apart. Never prints anywhere but
  * the given FILE. */
+#define _GNU_SOURCE /* qsort_r */
 #include "hprof/histogram.h"
 #include "hprof/json_out.h"
 
@@ -67,14 +68,18 @@ int ms_hhist_sort_key(const char *s)
     return -1;
 }
 
-static const ms_hgraph *sort_g;
-static int sort_key;
+typedef struct {
+    const ms_hgraph *g;
+    int key;
+} sort_ctx;
 
-static int cmp_rows(const void *a, const void *b)
+static int cmp_rows(const void *a, const void *b, void *arg)
 {
+    const sort_ctx *sc = arg;
+    const ms_hgraph *sort_g = sc->g;
     const ms_hhist_row *x = a, *y = b;
     uint64_t vx = 0, vy = 0;
-    switch (sort_key) {
+    switch (sc->key) {
     case MS_HHIST_SORT_SHALLOW: vx = x->shallow; vy = y->shallow; break;
     case MS_HHIST_SORT_RETAINED: vx = x->retained; vy = y->retained; break;
     case MS_HHIST_SORT_INSTANCES: vx = x->instances; vy = y->instances; break;
@@ -90,10 +95,9 @@ static int cmp_rows(const void *a, const void *b)
 
 void ms_hhist_sort(ms_hhist *h, const ms_hgraph *g, int key)
 {
-    sort_g = g;
-    sort_key = key;
+    sort_ctx sc = {g, key};
     if (h->n)
-        qsort(h->rows, h->n, sizeof *h->rows, cmp_rows);
+        qsort_r(h->rows, h->n, sizeof *h->rows, cmp_rows, &sc);
 }
 
 static void csv_str(FILE *fp, const char *s)
@@ -113,9 +117,9 @@ static void csv_str(FILE *fp, const char *s)
 
 /* A class name shared by several classes (several loaders) is shown with its loader:
  * flags[i] set for such rows. NULL when out of memory (then no loader is shown). */
-static const ms_hgraph *name_g;
-static int cmp_name_idx(const void *a, const void *b)
+static int cmp_name_idx(const void *a, const void *b, void *arg)
 {
+    const ms_hgraph *name_g = arg;
     const ms_hhist_row *x = *(const ms_hhist_row *const *)a, *y = *(const ms_hhist_row *const *)b;
     return strcmp(ms_hgraph_class_name(name_g, x->cls), ms_hgraph_class_name(name_g, y->cls));
 }
@@ -131,9 +135,8 @@ static uint8_t *shared_names(const ms_hgraph *g, const ms_hhist *h)
     }
     for (size_t i = 0; i < h->n; i++)
         v[i] = &h->rows[i];
-    name_g = g;
     if (h->n)
-        qsort(v, h->n, sizeof *v, cmp_name_idx);
+        qsort_r(v, h->n, sizeof *v, cmp_name_idx, (void *)g);
     for (size_t i = 1; i < h->n; i++)
         if (!strcmp(ms_hgraph_class_name(g, v[i]->cls), ms_hgraph_class_name(g, v[i - 1]->cls))) {
             flags[v[i] - h->rows] = 1;

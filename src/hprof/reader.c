@@ -608,12 +608,12 @@ static uint32_t add_synthetic_class_locked(rd *r, const char *name, uint64_t id)
 /* Classes made up in pass 2 (from k0 on) are numbered in the order the objects that
  * need them are met, which on two threads depends on timing: sorted by name and id and
  * renumbered everywhere, the graph is the same on one thread and two. */
-static const ms_hgraph *synth_sort_g;
-static int cmp_synth(const void *a, const void *b)
+static int cmp_synth(const void *a, const void *b, void *arg)
 {
-    const ms_hclass *x = &synth_sort_g->classes[*(const uint32_t *)a];
-    const ms_hclass *y = &synth_sort_g->classes[*(const uint32_t *)b];
-    int c = strcmp(synth_sort_g->strs + x->name, synth_sort_g->strs + y->name);
+    const ms_hgraph *g = arg;
+    const ms_hclass *x = &g->classes[*(const uint32_t *)a];
+    const ms_hclass *y = &g->classes[*(const uint32_t *)b];
+    int c = strcmp(g->strs + x->name, g->strs + y->name);
     return c ? c : x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -635,8 +635,7 @@ static int order_synthetic_classes(rd *r, uint32_t k0)
     }
     for (uint32_t j = 0; j < m; j++)
         order[j] = k0 + j;
-    synth_sort_g = g;
-    qsort(order, m, sizeof *order, cmp_synth);
+    qsort_r(order, m, sizeof *order, cmp_synth, g);
     for (uint32_t j = 0; j < m; j++) {
         to[order[j] - k0] = k0 + j;
         cls[j] = g->classes[order[j]];
@@ -1637,10 +1636,10 @@ static int cmp_problem(const void *a, const void *b)
     return strcmp(x->msg, y->msg);
 }
 
-static const ms_hgraph *cls_sort_g;
-static int cmp_classobj(const void *a, const void *b)
+static int cmp_classobj(const void *a, const void *b, void *arg)
 {
-    ms_hidx x = cls_sort_g->classes[*(const uint32_t *)a].obj, y = cls_sort_g->classes[*(const uint32_t *)b].obj;
+    const ms_hgraph *g = arg;
+    ms_hidx x = g->classes[*(const uint32_t *)a].obj, y = g->classes[*(const uint32_t *)b].obj;
     return x < y ? -1 : x > y;
 }
 
@@ -1798,9 +1797,8 @@ static int finish(rd *r)
     for (uint32_t k = 0; k < g->nclass; k++)
         if (g->classes[k].obj != MS_HIDX_NONE && g->obj_kind[g->classes[k].obj] == MS_HOBJ_CLASS)
             g->classobj[g->nclassobj++] = k;
-    cls_sort_g = g;
     if (g->nclassobj)
-        qsort(g->classobj, g->nclassobj, sizeof *g->classobj, cmp_classobj);
+        qsort_r(g->classobj, g->nclassobj, sizeof *g->classobj, cmp_classobj, g);
     for (uint32_t h = 0; h < g->nheap; h++) {
         if (r->heap_sid[h])
             g->heaps[h].name = intern_sid(r, r->heap_sid[h] - 1);
