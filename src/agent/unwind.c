@@ -44,12 +44,18 @@ void ms_unwind_invalidate(void)
         unw_flush_cache(unw_local_addr_space, 0, 0);
 }
 
+static MS_NOINLINE unsigned ms_unwind_fp(uint64_t *pcs, unsigned max, unsigned *flags);
+
 static MS_NOINLINE unsigned ms_unwind_libunwind(uint64_t *pcs, unsigned max, unsigned *flags)
 {
     void *buf[MS_MAX_DEPTH_LIMIT + 16];
     unsigned want = max + 16;
-    /* libunwind walks the modules on a cache miss: not while a fork is being made */
-    ms_dl_begin(1);
+    /* libunwind walks the modules on a cache miss: not while a fork is being made. Not
+     * waiting for the fork either: this thread may be inside a walk of the program's own
+     * (a malloc from a dl_iterate_phdr callback) that an agent walk the fork waits for
+     * is queued behind. For the few calls made during a fork, frame pointers. */
+    if (!ms_dl_begin(0))
+        return ms_unwind_fp(pcs, max, flags);
     int n = unw_backtrace(buf, (int)want);
     ms_dl_end();
     if (n <= 0) {
