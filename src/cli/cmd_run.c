@@ -493,18 +493,31 @@ static int run_child(run_ctx *ctx, const char *dir, const char *agent, const cha
     sa.sa_sigaction = forward_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < 4; i++)
+    /* Held back from before the fork until child_pid is set: a signal that came while
+     * the parent had not yet run past fork() would find no child to pass it on to and
+     * be lost, the child running on (seen under load: the program printed that it was
+     * ready before memsight had stored its pid). */
+    sigset_t fwd, oldmask;
+    sigemptyset(&fwd);
+    for (size_t i = 0; i < 4; i++) {
         sigaction(forwarded[i], &sa, &old[i]);
+        sigaddset(&fwd, forwarded[i]);
+    }
+    sigprocmask(SIG_BLOCK, &fwd, &oldmask);
 
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "memsight run: fork: %s\n", strerror(errno));
+        for (size_t i = 0; i < 4; i++)
+            sigaction(forwarded[i], &old[i], NULL);
+        sigprocmask(SIG_SETMASK, &oldmask, NULL);
         return -1;
     }
     if (pid == 0) {
         for (size_t i = 0; i < 4; i++)
             sigaction(forwarded[i], &old[i], NULL);
+        sigprocmask(SIG_SETMASK, &oldmask, NULL);
         /* The preload goes into the child's environment only: memsight's own helpers
          * (the --watch actions) must not run under the agent. */
         if (agent && set_env(agent, opts) != 0) {
@@ -517,6 +530,7 @@ static int run_child(run_ctx *ctx, const char *dir, const char *agent, const cha
         _exit(e == ENOENT ? 127 : 126);
     }
     child_pid = pid;
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
     *pid_out = pid;
     if (ctx->ntrackers)
         watch_child(ctx, pid, dir, observed);
