@@ -2,9 +2,14 @@
 # Installs the Debian packages memsight needs to build and test, only those missing.
 # Runs as root (or through sudo when available); does nothing when all are present.
 set -eu
-PKGS="build-essential cmake pkg-config clang libunwind-dev libdw-dev libelf-dev zlib1g-dev
-libzstd-dev libcmocka-dev libclang-rt-dev python3 python3-networkx valgrind sqlite3 xz-utils git
-openjdk-17-jdk-headless golang-go chromium heaptrack liblsan0 linux-perf procps"
+# One line per area, so that work on one area does not touch another's.
+PKGS_BUILD="build-essential cmake pkg-config clang libunwind-dev libdw-dev libelf-dev zlib1g-dev libzstd-dev"
+PKGS_TEST="libcmocka-dev libclang-rt-dev python3 python3-networkx valgrind sqlite3 xz-utils git procps"
+PKGS_PEERS="openjdk-17-jdk-headless golang-go chromium heaptrack liblsan0 linux-perf hprof-conv"
+PKGS_SUITES="libpython3.11-testsuite"
+PKGS_CROSS="qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross musl-tools"
+PKGS_FLEET="prometheus clickhouse-server clickhouse-client libmicrohttpd-dev libcurl4-openssl-dev"
+PKGS="$PKGS_BUILD $PKGS_TEST $PKGS_PEERS $PKGS_SUITES $PKGS_CROSS $PKGS_FLEET"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
