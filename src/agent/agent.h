@@ -51,6 +51,7 @@ typedef struct ms_options {
     uint64_t trigger_rss;    /* trigger_rss=N: snapshot when the RSS reaches N */
     uint64_t dump_signal;    /* dump_signal=N: request signal (0 = SIGRTMIN+13) */
     uint64_t control;        /* control=0|1: request handler and control thread */
+    char labels[512];        /* labels=k=v;k=v: user labels for META (core/labels.h) */
     char raw[1024];          /* the option string as given (goes into META) */
 } ms_options;
 

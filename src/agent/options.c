@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "core/labels.h"
 
 ms_options ms_opt;
 
@@ -56,6 +57,8 @@ const ms_option_def ms_option_table[] = {
      "signal asking for a snapshot (0 = SIGRTMIN+13)"},
     {"control", MS_OPT_BOOL, OFF(control), 8, "1", NULL,
      "answer snapshot requests and run the control thread"},
+    {"labels", MS_OPT_STR, OFF(labels), sizeof(((ms_options *)0)->labels), "", NULL,
+     "user labels written into every snapshot: key=value;key=value (docs/fleet.md)"},
 };
 const size_t ms_option_count = sizeof ms_option_table / sizeof ms_option_table[0];
 
@@ -190,4 +193,12 @@ void ms_options_parse(ms_options *o, const char *s)
         o->max_depth = MS_MAX_DEPTH_LIMIT;
     if (o->out[0] == 0)
         memcpy(o->out, ".", 2);
+    /* Labels that a reader would refuse or split differently are dropped whole: a
+     * snapshot is better without labels than with wrong ones. */
+    const char *why;
+    size_t at;
+    if (ms_labels_check(o->labels, &why, &at) < 0) {
+        o->labels[0] = 0;
+        MS_HEALTH_INC(bad_options);
+    }
 }

@@ -154,7 +154,7 @@ static void write_meta(snap_ctx *c, const char *reason, uint32_t seq)
     ms_sw_kv_u64(w, "sample_interval", ms_sampler_cfg.interval); n++;
     ms_sw_kv_u64(w, "min_size", ms_sampler_cfg.min_size); n++;
     ms_sw_kv(w, "unwinder", ms_unwind_name()); n++;
-    ms_sw_kv(w, "labels", ""); n++;
+    ms_sw_kv(w, "labels", ms_opt.labels); n++;
     ms_sw_kv(w, "mode", ms_sampler_cfg.interval ? "sampled" : ms_sampler_cfg.min_size ? "min_size" : "full"); n++;
     ms_sw_kv_u64(w, "max_depth", ms_opt.max_depth); n++;
     ms_sw_kv(w, "agent", "memsight-agent 1"); n++;

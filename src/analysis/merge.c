@@ -5,10 +5,12 @@
 #include "analysis/merge.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/stack_agg.h"
+#include "core/labels.h"
 #include "core/snapshot_write.h"
 
 /* ---- merging ------------------------------------------------------------------------ */
@@ -40,6 +42,40 @@ static const char *base(const char *p)
 {
     const char *b = p ? strrchr(p, '/') : NULL;
     return b ? b + 1 : p ? p : "";
+}
+
+/* Whether label text `v` holds exactly key=value. */
+static int has_label(const char *v, const ms_label *want)
+{
+    size_t pos = 0;
+    ms_label l;
+    while (v && ms_labels_next(v, &pos, &l))
+        if (l.key_len == want->key_len && l.value_len == want->value_len &&
+            !memcmp(l.key, want->key, l.key_len) && !memcmp(l.value, want->value, l.value_len))
+            return 1;
+    return 0;
+}
+
+/* The labels every input carries with the same value (a merged profile of version=2 and
+ * version=3 is of neither), in the first input's order, into out (MS_LABELS_MAX bytes).
+ * Returns the length. */
+static size_t merge_labels(ms_snapshot *const *in, size_t n, char *out)
+{
+    const char *first = ms_agg_meta(in[0], "labels"), *why;
+    size_t pos = 0, len = 0;
+    ms_label l;
+    out[0] = 0;
+    while (first && ms_labels_next(first, &pos, &l)) {
+        int all = ms_label_check(l.key, l.key_len + 1 + l.value_len, &why) == 0;
+        for (size_t i = 1; i < n && all; i++)
+            all = has_label(ms_agg_meta(in[i], "labels"), &l);
+        size_t need = l.key_len + 1 + l.value_len + (len ? 1 : 0);
+        if (!all || len + need >= MS_LABELS_MAX)
+            continue;
+        len += (size_t)snprintf(out + len, MS_LABELS_MAX - len, "%s%.*s=%.*s", len ? ";" : "",
+                                (int)l.key_len, l.key, (int)l.value_len, l.value);
+    }
+    return len;
 }
 
 static int add_kv(ms_snapshot *s, const char *k, const char *v)
@@ -652,6 +688,9 @@ ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, 
         if (h && !ms_agg_meta(out, "hostname") && add_kv(out, "hostname", h) != 0)
             goto oom;
     }
+    char common[MS_LABELS_MAX];
+    if (merge_labels(in, n, common) > 0 && add_kv(out, "labels", common) != 0)
+        goto oom;
     out->path = strdup("merged");
     if (!out->path || ms_agg_index_names(out) != 0)
         goto oom;

@@ -9,6 +9,7 @@
 
 #include "analysis/export.h"
 #include "analysis/stack_agg.h"
+#include "core/labels.h"
 
 /* ---- protobuf wire encoding ------------------------------------------------------- */
 
@@ -105,6 +106,8 @@ typedef struct prof {
     uint64_t *mapping_id; /* per module: id of its first mapping (0 = none) */
     uint64_t (*mapranges)[3]; /* lo, hi, id of every mapping */
     size_t nmapranges;
+    uint64_t user[MS_LABELS_COUNT_MAX][2]; /* the snapshot's labels: key and value ids */
+    size_t nuser;
 } prof;
 
 static uint64_t str_id(prof *p, const char *s)
@@ -278,6 +281,15 @@ static void emit_sample(prof *p, const uint64_t *locs, size_t nlocs, const uint6
     pb smp = {0};
     pb_packed(&smp, 1, locs, nlocs);
     pb_packed(&smp, 2, v, 4);
+    /* Every sample carries the user labels: backends group and filter by sample labels
+     * (Pyroscope, Parca), not by the profile's comments. */
+    for (size_t i = 0; i < p->nuser; i++) {
+        pb l = {0};
+        pb_int(&l, 1, p->user[i][0]);
+        pb_int(&l, 2, p->user[i][1]);
+        pb_msg(&smp, 3, &l);
+        free(l.p);
+    }
     const char *kl = kind_label(kind);
     if (kl)
         label_str(p, &smp, "kind", kl);
@@ -538,6 +550,19 @@ int ms_export_pprof(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_op
     if (!p.strings || !p.funcs || ms_agg_intern(p.strings, "") != 0) {
         snprintf(err, errlen, "out of memory");
         goto done;
+    }
+    const char *lv = ms_agg_meta(s, "labels"), *why;
+    size_t pos = 0;
+    ms_label l;
+    while (lv && p.nuser < MS_LABELS_COUNT_MAX && ms_labels_next(lv, &pos, &l)) {
+        char k[MS_LABEL_KEY_MAX + 1], v[MS_LABEL_VALUE_MAX + 1];
+        if (ms_label_check(l.key, l.key_len + 1 + l.value_len, &why) != 0)
+            continue; /* a file from elsewhere: only labels a writer would accept */
+        snprintf(k, sizeof k, "%.*s", (int)l.key_len, l.key);
+        snprintf(v, sizeof v, "%.*s", (int)l.value_len, l.value);
+        p.user[p.nuser][0] = str_id(&p, k);
+        p.user[p.nuser][1] = str_id(&p, v);
+        p.nuser++;
     }
     if (build(&p) != 0) {
         snprintf(err, errlen, "out of memory while encoding the profile");

@@ -8,6 +8,8 @@
 
 #include "analysis/export.h"
 #include "analysis/json_writer.h"
+#include "analysis/stack_agg.h"
+#include "core/labels.h"
 #include "analysis/report_model.h"
 
 #define JSON_REPORT_VERSION 1
@@ -84,6 +86,29 @@ static void meta(ms_json *j, const ms_snapshot *s)
     ms_json_object_end(j);
 }
 
+/* The user labels as an object (meta.labels keeps the text as written). Labels that do
+ * not pass the check a writer applies are left out: the file may come from anywhere. */
+static void labels(ms_json *j, const ms_snapshot *s)
+{
+    const char *v = ms_agg_meta(s, "labels");
+    ms_json_key(j, "labels");
+    ms_json_object_begin(j);
+    size_t pos = 0;
+    ms_label l;
+    const char *why;
+    while (v && ms_labels_next(v, &pos, &l)) {
+        char k[MS_LABEL_KEY_MAX + 1], val[MS_LABEL_VALUE_MAX + 1];
+        if (ms_label_check(l.key, l.key_len + 1 + l.value_len, &why) != 0)
+            continue;
+        memcpy(k, l.key, l.key_len);
+        k[l.key_len] = 0;
+        memcpy(val, l.value, l.value_len);
+        val[l.value_len] = 0;
+        ms_json_kv_str(j, k, val);
+    }
+    ms_json_object_end(j);
+}
+
 static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym)
 {
     const ms_snap_leak_summary *ls = &s->leak_summary;
@@ -142,6 +167,7 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
     ms_json_key(&j, "sampled");
     ms_json_bool(&j, (s->flags & MS_SNAP_F_SAMPLED) != 0);
     meta(&j, s);
+    labels(&j, s);
 
     ms_report_totals t;
     ms_report_totals_compute(s, &t);

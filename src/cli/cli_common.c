@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/labels.h"
+
 int ms_cli_parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
@@ -104,4 +106,27 @@ void ms_cli_output_abort(ms_cli_output *o)
     if (o->to_file)
         ms_outfile_abort(&o->file);
     o->to_file = 0;
+}
+
+int ms_cli_add_label(const char *cmd, char *labels, const char *arg)
+{
+    const char *why;
+    size_t at, have = strlen(labels), n = strlen(arg);
+    if (ms_label_check(arg, n, &why) != 0) {
+        fprintf(stderr, "memsight %s: --label '%s': %s\n", cmd, arg, why);
+        return -1;
+    }
+    if (have + (have ? 1 : 0) + n >= MS_LABELS_MAX) {
+        fprintf(stderr, "memsight %s: --label '%s': the labels are longer than %d bytes together\n",
+                cmd, arg, MS_LABELS_MAX - 1);
+        return -1;
+    }
+    char joined[MS_LABELS_MAX];
+    snprintf(joined, sizeof joined, "%s%s%s", labels, have ? ";" : "", arg);
+    if (ms_labels_check(joined, &why, &at) < 0) {
+        fprintf(stderr, "memsight %s: --label '%s': %s\n", cmd, arg, why);
+        return -1;
+    }
+    memcpy(labels, joined, strlen(joined) + 1);
+    return 0;
 }

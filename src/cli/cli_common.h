@@ -25,6 +25,10 @@ int ms_cli_parse_top(const char *cmd, const char *arg, int *top);
 /* --by symbols|pcs. Returns 0, or -1 with the message printed. */
 int ms_cli_parse_agg_key(const char *cmd, const char *arg, ms_agg_key *by);
 
+/* --label KEY=VALUE (repeatable): checks it (core/labels.h) and appends it to `labels`
+ * ("k=v;k=v", a buffer of MS_LABELS_MAX bytes). Returns 0, or -1 with the message printed. */
+int ms_cli_add_label(const char *cmd, char *labels, const char *arg);
+
 /* Where a command writes its result: the file given with -o, or stdout. */
 typedef struct ms_cli_output {
     FILE *fp;

@@ -20,7 +20,9 @@
 #include "analysis/report_model.h"
 #include "analysis/symbolize.h"
 #include "analysis/watch.h"
+#include "cli_common.h"
 #include "commands.h"
+#include "core/labels.h"
 #include "core/snapshot.h"
 
 #pragma weak ms_snapshot_load
@@ -44,6 +46,7 @@ typedef struct run_ctx {
     size_t ntrackers;
     uint64_t watch_interval_ms;
     int leak_check;
+    char labels[MS_LABELS_MAX]; /* --label, joined "k=v;k=v" */
 } run_ctx;
 
 typedef struct run_opt {
@@ -127,6 +130,11 @@ static int opt_leak_check(run_ctx *ctx, const char *arg)
     return add_agent_opt(ctx, "leak_check", arg);
 }
 
+static int opt_label(run_ctx *ctx, const char *arg)
+{
+    return ms_cli_add_label("run", ctx->labels, arg);
+}
+
 static int opt_agent(run_ctx *ctx, const char *arg)
 {
     if (!strchr(arg, '=')) {
@@ -168,6 +176,9 @@ static const run_opt run_opts[] = {
      "                           with --leak-check) into the output directory"},
     {"watch-interval", 0, "DUR", NULL, opt_watch_interval,
      "how often --watch samples /proc (default 1s)"},
+    {"label", 0, "KEY=VALUE", NULL, opt_label,
+     "a label for every snapshot (version, device model, page...; repeatable);\n"
+     "                           exports carry it (docs/fleet.md)"},
     {"agent-option", 'O', "K=V", NULL, opt_agent, "any agent option (docs/agent.md); repeatable"},
 };
 #define NRUN_OPTS (sizeof run_opts / sizeof run_opts[0])
@@ -632,6 +643,8 @@ int ms_cmd_run(int argc, char **argv)
     if (first == -2)
         return 0;
     if (first < 0)
+        return 2;
+    if (ctx.labels[0] && add_agent_opt(&ctx, "labels", ctx.labels) != 0)
         return 2;
     if (first >= argc) {
         fprintf(stderr, "memsight run: no program given\n");

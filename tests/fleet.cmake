@@ -1,0 +1,8 @@
+# Tests of the fleet area (docs/fleet.md): labels, metrics for Prometheus, profiles in
+# ClickHouse. Names start with fleet_.
+ms_unit_test(fleet_unit_labels SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_fleet_labels.c
+  LIBS ms_core)
+foreach(t labels)
+  ms_integration_test(fleet_${t} ${CMAKE_CURRENT_LIST_DIR}/integration/fleet_${t}.py)
+  set_tests_properties(fleet_${t} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()
