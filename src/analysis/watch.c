@@ -864,6 +864,8 @@ int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t
                 fire(&w, trig_index--, &o->trackers[i]);
         reap(&w, 0);
         res->samples = w.n;
+        if (o->on_sample)
+            o->on_sample(o->ctx, &s, o->trackers, o->ntrackers);
         if (o->count && w.n >= o->count)
             break;
         if (o->stop && *o->stop)

@@ -132,6 +132,9 @@ typedef struct ms_watch_opts {
     /* Progress messages and triggers (may be NULL). */
     void (*on_message)(void *ctx, const char *msg);
     void (*on_trigger)(void *ctx, const ms_watch_trigger *trig);
+    /* After every sample, its trackers evaluated and any trigger's evidence written. */
+    void (*on_sample)(void *ctx, const ms_watch_sample *s, const ms_tracker *trackers,
+                      size_t ntrackers);
     void *ctx;
 } ms_watch_opts;
 

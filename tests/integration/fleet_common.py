@@ -1,0 +1,108 @@
+"""Helpers shared by the fleet_* integration tests: free ports, and private instances of
+Debian's prometheus and clickhouse-server on 127.0.0.1, each with a data directory of
+its own, bounded waits, and stopped at exit whatever happens."""
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+from export_common import check, fail, tmpdir  # noqa: F401
+
+_procs = []
+
+
+def _stop_all():
+    for p in _procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in _procs:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+atexit.register(_stop_all)
+
+
+def spawn(args, **kw):
+    """A child that is stopped at exit (SIGTERM, then SIGKILL after 15 s)."""
+    p = subprocess.Popen(args, **kw)
+    _procs.append(p)
+    return p
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+def wait_for(what, fn, timeout=60, every=0.2):
+    """Polls fn until it returns a true value; fails after timeout seconds."""
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        try:
+            v = fn()
+            if v:
+                return v
+        except Exception as e:  # not up yet
+            last = e
+        time.sleep(every)
+    fail("timed out waiting for %s (last error: %r)" % (what, last))
+
+
+class Prometheus:
+    """Debian's prometheus scraping the given targets every second."""
+
+    def __init__(self, targets):
+        self.dir = tmpdir("prometheus")
+        self.port = free_port()
+        cfg = os.path.join(self.dir, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: memsight\n    static_configs:\n"
+                    "      - targets: [%s]\n" % ", ".join("'%s'" % t for t in targets))
+        self.log = open(os.path.join(self.dir, "log"), "w")
+        self.p = spawn(["prometheus", "--config.file=" + cfg,
+                        "--storage.tsdb.path=" + os.path.join(self.dir, "data"),
+                        "--web.listen-address=127.0.0.1:%d" % self.port],
+                       stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for("prometheus to be ready", self._ready, timeout=60)
+
+    def _ready(self):
+        if self.p.poll() is not None:
+            fail("prometheus exited %d:\n%s" % (self.p.returncode,
+                                                open(self.log.name).read()[-3000:]))
+        return http_get("http://127.0.0.1:%d/-/ready" % self.port)[0] == 200
+
+    def query(self, q):
+        """The instant vector of q: a list of (labels, value)."""
+        url = "http://127.0.0.1:%d/api/v1/query?%s" % (self.port, urllib.parse.urlencode({"query": q}))
+        st, body = http_get(url)
+        d = json.loads(body)
+        check(d["status"] == "success", "query %s: %s" % (q, body))
+        return [(r["metric"], float(r["value"][1])) for r in d["data"]["result"]]
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        self.p.wait(timeout=30)
+
+
+def have(*progs):
+    return all(shutil.which(p) for p in progs)
