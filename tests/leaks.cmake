@@ -16,7 +16,7 @@ target_include_directories(leaks_unit_maps PRIVATE ${PROJECT_SOURCE_DIR}/include
 # Ground-truth programs: each prints what it expects (EXPECT, VALGRIND, RECORD lines).
 # Built with -O2 (no frame pointers) like ordinary release code.
 foreach(p stack register global tls thread_stack cycle tree interior freed mmap threads64 serve
-    unmapped)
+    unmapped stale thread_start)
   ms_test_program(lk_${p} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lk_${p}.c
     FLAGS -O2 -g LIBS Threads::Threads)
 endforeach()
@@ -25,7 +25,8 @@ endforeach()
 # under valgrind --leak-check=full (valgrind). The exit scan for the cases whose answer
 # does not depend on live frames.
 set(LK_GT ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_ground_truth.py)
-foreach(p stack register global tls thread_stack cycle tree interior freed mmap)
+foreach(p stack register global tls thread_stack cycle tree interior freed mmap stale
+    thread_start)
   ms_integration_test(leaks_api_${p} ${LK_GT} lk_${p} api)
   ms_integration_test(leaks_valgrind_${p} ${LK_GT} lk_${p} valgrind)
 endforeach()
@@ -35,3 +36,18 @@ endforeach()
 ms_integration_test(leaks_api_threads64 ${LK_GT} lk_threads64 api)
 ms_integration_test(leaks_api_unmapped ${LK_GT} lk_unmapped api)
 ms_integration_test(leaks_cli ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_cli.sh)
+
+# Valgrind as the oracle: each lv_* program runs to its end under valgrind (freeres off)
+# and under memsight with the exit scan; the four classes must agree in bytes and blocks.
+add_library(lv_ctorlib SHARED ${CMAKE_CURRENT_SOURCE_DIR}/programs/lv_ctorlib.c)
+set_target_properties(lv_ctorlib PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MS_TEST_BIN}/programs)
+foreach(p static tiny thread_arg thread_ret ctor mix)
+  ms_test_program(lv_${p} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lv_${p}.c
+    FLAGS -O2 -g LIBS Threads::Threads)
+endforeach()
+target_link_libraries(lv_ctor PRIVATE lv_ctorlib)
+ms_test_program(lv_cxx SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lv_cxx.cpp FLAGS -O0 -g)
+foreach(p static tiny thread_arg thread_ret ctor cxx mix)
+  ms_integration_test(leaks_vs_valgrind_${p}
+    ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py lv_${p})
+endforeach()

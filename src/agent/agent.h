@@ -276,6 +276,9 @@ int ms_live_init(uint64_t capacity) MS_INTERNAL;
 uint32_t ms_live_take_index(void) MS_INTERNAL;
 void ms_live_put_index(uint32_t idx) MS_INTERNAL;
 void ms_live_set(uint32_t idx, const ms_live_entry *e) MS_INTERNAL;
+/* The same from values (a leaf: keeps the address off the stack). */
+void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uint64_t ticks,
+                   uint32_t stack_id, uint32_t tid) MS_INTERNAL;
 void ms_live_clear(uint32_t idx) MS_INTERNAL;
 int ms_live_get(uint32_t idx, ms_live_entry *out) MS_INTERNAL;
 /* Gives the calling thread's cached indices back (thread exit). */
@@ -396,13 +399,16 @@ typedef struct ms_thread_slot {
     uint32_t stack_id;            /* pthread_create call stack */
     uint32_t creator_tid;
     void *(*start)(void *);
-    void *arg;
+    void *arg;  /* pthread_create's argument: glibc keeps ours in its thread descriptor, */
+    void *ret;  /* so these two are leak-scan roots until the thread is joined */
 } ms_thread_slot;
 
 int ms_threads_init(uint64_t capacity) MS_INTERNAL;
 /* Calls fn for every live thread slot (MS_THR_USED and not exited). */
 typedef int (*ms_thread_fn)(const ms_thread_slot *t, void *arg);
 int ms_threads_foreach(ms_thread_fn fn, void *arg) MS_INTERNAL;
+/* The same for every slot in use: not started yet, running, or exited and not joined. */
+int ms_threads_foreach_used(ms_thread_fn fn, void *arg) MS_INTERNAL;
 void ms_threads_register_main(void) MS_INTERNAL;
 void ms_threads_fork_child(void) MS_INTERNAL;
 /* Fills ms_self.stack_lo/hi for the calling thread if not known yet. */
@@ -430,6 +436,21 @@ void ms_unwind_invalidate(void) MS_INTERNAL;
 /* Records a new heap block at p (its 16 header bytes below p are ours to write):
  * unwinds, interns, accounts, takes a live entry and writes the header. */
 void ms_record_heap(void *p, size_t size, unsigned align_log2) MS_INTERNAL;
+/* The same in two steps around the real allocation, so that no copy of the block's
+ * address is left in the agent's dead frames (record.c): prepare before (unwinds,
+ * accounts, takes the live index), then commit with the block (stores only, returns p),
+ * or abort when the allocation failed. */
+typedef struct ms_rec_prep {
+    uint64_t weight; /* 0: sampled mode, not taken (an untracked header) */
+    uint64_t ticks;
+    uint32_t sid, idx; /* idx 0: not tracked */
+    uint32_t tid;
+    struct ms_stack_rec *rec;
+} ms_rec_prep;
+void ms_record_prepare(ms_rec_prep *rp, size_t size) MS_INTERNAL;
+void *ms_record_commit(void *p, size_t size, unsigned align_log2,
+                       const ms_rec_prep *rp) MS_INTERNAL;
+void ms_record_abort(const ms_rec_prep *rp, size_t size) MS_INTERNAL;
 /* Forgets a block whose header is valid, before it is freed (entry and counters). */
 void ms_forget_heap(void *p) MS_INTERNAL;
 /* Takes a block just removed from the live table out of its stack's counters (its

@@ -16,6 +16,15 @@
 
 #define MS_EXPORT __attribute__((visibility("default")))
 
+/* What the real allocator is asked for a recorded block of n bytes: the header, and at
+ * least 9 bytes of block. With 8 or fewer, glibc's next chunk would begin exactly at the
+ * program's pointer (its header overlaps the block's last bytes), and the allocator's
+ * own words (main_arena.top, bins) would be start pointers to the block for a scan. */
+static inline size_t ms_real_size(size_t n)
+{
+    return (n < 9 ? 9 : n) + MS_HDR_SIZE;
+}
+
 static inline int ms_fast_ok(void)
 {
     return MS_LIKELY(__atomic_load_n(&ms_state, __ATOMIC_RELAXED) == MS_STATE_READY) &&
@@ -31,9 +40,23 @@ static inline int ms_can_real(void)
     return ms_state != MS_STATE_INITING || ms_self.busy == 0;
 }
 
+static void *ms_malloc_recorded(size_t n);
+static void *ms_calloc_recorded(size_t n);
+
+static inline int ms_fast_ok_after_init(void)
+{
+    /* the call that started the agent is recorded like any later one: a block
+     * allocated by a library constructor before the agent's own may hold pointers */
+    return __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_READY &&
+           ms_self.busy == 0 && !ms_sampler_cfg.enabled;
+}
+
 static MS_NOINLINE void *ms_malloc_passthrough(size_t n)
 {
+    int was_ready = __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_READY;
     ms_init();
+    if (!was_ready && ms_fast_ok_after_init() && n <= SIZE_MAX - 64)
+        return ms_malloc_recorded(n);
     if (ms_real.malloc && ms_can_real())
         return ms_real.malloc(n);
     return ms_boot_alloc(n, 16);
@@ -94,12 +117,14 @@ static MS_NOINLINE void *ms_malloc_plain(size_t n)
 static MS_NOINLINE void *ms_malloc_recorded(size_t n)
 {
     ms_enter();
-    char *r = ms_real.malloc(n + MS_HDR_SIZE);
+    ms_rec_prep rp;
+    ms_record_prepare(&rp, n);
+    char *r = ms_real.malloc(ms_real_size(n));
     void *p = NULL;
-    if (MS_LIKELY(r != NULL)) {
-        p = r + MS_HDR_SIZE;
-        ms_record_heap(p, n, 0);
-    }
+    if (MS_LIKELY(r != NULL))
+        p = ms_record_commit(r + MS_HDR_SIZE, n, 0, &rp);
+    else
+        ms_record_abort(&rp, n);
     ms_leave();
     return p;
 }
@@ -174,12 +199,14 @@ static MS_NOINLINE void *ms_calloc_plain(size_t a, size_t b)
 static MS_NOINLINE void *ms_calloc_recorded(size_t n)
 {
     ms_enter();
-    char *r = ms_real.calloc(1, n + MS_HDR_SIZE);
+    ms_rec_prep rp;
+    ms_record_prepare(&rp, n);
+    char *r = ms_real.calloc(1, ms_real_size(n));
     void *p = NULL;
-    if (MS_LIKELY(r != NULL)) {
-        p = r + MS_HDR_SIZE;
-        ms_record_heap(p, n, 0);
-    }
+    if (MS_LIKELY(r != NULL))
+        p = ms_record_commit(r + MS_HDR_SIZE, n, 0, &rp);
+    else
+        ms_record_abort(&rp, n);
     ms_leave();
     return p;
 }
@@ -192,7 +219,10 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
         return NULL;
     }
     if (!ms_fast_ok()) {
+        int was_ready = __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_READY;
         ms_init();
+        if (!was_ready && ms_fast_ok_after_init())
+            return ms_calloc_recorded(n);
         if (ms_real.calloc && ms_can_real())
             return ms_real.calloc(a, b);
         return ms_boot_alloc(n, 16); /* static arena memory is zero */
@@ -262,19 +292,21 @@ static void *ms_realloc_impl(void *old, size_t n)
         MS_UNLIKELY((ms_hdr_of(old)->check & 63u) != 0) || MS_UNLIKELY(n > SIZE_MAX - 64))
         return ms_realloc_copy(old, n);
     ms_enter();
-    /* the header moves with the data; the block keeps its live entry if it had one */
+    /* the header moves with the data; the block keeps its live entry if it had one.
+     * Prepared before, committed after, as malloc (no copy of the new address left in
+     * the agent's frames) */
+    size_t asked = (size_t)(ms_hdr_of(old)->meta & MS_HDR_SIZE_MASK);
+    ms_rec_prep rp;
+    ms_record_prepare(&rp, n);
     ms_forget_heap(old);
-    char *r = ms_real.realloc((char *)old - MS_HDR_SIZE, n + MS_HDR_SIZE);
-    void *p;
+    char *r = ms_real.realloc((char *)old - MS_HDR_SIZE, ms_real_size(n));
+    void *p = NULL;
     if (MS_UNLIKELY(r == NULL)) {
         /* the old block is intact: record it again (from this call site) */
-        r = (char *)old - MS_HDR_SIZE;
-        size_t asked = (size_t)(ms_hdr_of(old)->meta & MS_HDR_SIZE_MASK);
+        ms_record_abort(&rp, n);
         ms_record_heap(old, asked, 0);
-        p = NULL;
     } else {
-        p = r + MS_HDR_SIZE;
-        ms_record_heap(p, n, 0);
+        p = ms_record_commit(r + MS_HDR_SIZE, n, 0, &rp);
     }
     ms_leave();
     return p;
@@ -330,12 +362,14 @@ static void *ms_aligned(size_t align, size_t n)
         ms_leave();
         return q;
     }
+    ms_rec_prep rp;
+    ms_record_prepare(&rp, n);
     char *r = ms_real.memalign(align, n + align);
     void *p = NULL;
-    if (MS_LIKELY(r != NULL)) {
-        p = r + align;
-        ms_record_heap(p, n, ms_log2(align));
-    }
+    if (MS_LIKELY(r != NULL))
+        p = ms_record_commit(r + align, n, ms_log2(align), &rp);
+    else
+        ms_record_abort(&rp, n);
     ms_leave();
     return p;
 }

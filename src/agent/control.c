@@ -535,10 +535,14 @@ void ms_control_fork_child(int keep)
 typedef int (*ms_main_fn)(int, char **, char **);
 static ms_main_fn real_main;
 
-static int ms_main_wrapper(int argc, char **argv, char **envp)
+static MS_NOINLINE int ms_main_wrapper(int argc, char **argv, char **envp)
 {
     __atomic_store_n(&ctl.main_started, 1, __ATOMIC_RELEASE);
-    return real_main(argc, argv, envp);
+    int rc = real_main(argc, argv, envp);
+    /* main returned: exit begins in our caller, which calls it next (not through an
+     * interposable call), so the exit scan reads this thread's stack from here */
+    MS_LEAK_NOTE_EXIT();
+    return rc;
 }
 
 __attribute__((visibility("default"))) int __libc_start_main(

@@ -16,6 +16,7 @@
 
 #include "agent/agent.h"
 #include "agent/got_hook.h"
+#include "agent/leak_scan.h"
 #include "agent/start.h"
 
 __thread ms_tls ms_self __attribute__((tls_model("initial-exec")));
@@ -311,8 +312,26 @@ __attribute__((destructor(101))) static void ms_destructor(void)
     ms_exit_snapshot();
 }
 
-__attribute__((visibility("default"), noreturn)) void _exit(int status)
+/* exit(): notes where it began (the exit scan reads this thread's stack from there),
+ * then the C library's exit. A return from main is noted by the main() wrapper. */
+__attribute__((visibility("default"), noreturn, noinline)) void exit(int status)
 {
+    MS_LEAK_NOTE_EXIT();
+    static void (*real_exit)(int) __attribute__((noreturn));
+    if (!real_exit)
+        *(void **)&real_exit = dlsym(RTLD_NEXT, "exit");
+    if (real_exit && real_exit != exit)
+        real_exit(status);
+    /* no C library exit found (cannot happen with glibc): what it would leave undone */
+    ms_exit_snapshot();
+    syscall(SYS_exit_group, status);
+    for (;;)
+        ;
+}
+
+__attribute__((visibility("default"), noreturn, noinline)) void _exit(int status)
+{
+    MS_LEAK_NOTE_EXIT();
     ms_exit_snapshot();
     syscall(SYS_exit_group, status);
     for (;;)

@@ -153,6 +153,19 @@ static void exit_hook(ms_snap_writer *w, void *arg)
         ms_leak_write_chunk(w, r);
 }
 
+/* The exit point noted by the exit paths (one process-wide exit: the first one wins). */
+static ms_leak_caller g_exit_from;
+static uint32_t g_exit_tid;
+
+void ms_leak_note_exit(const ms_leak_caller *who)
+{
+    uint32_t tid = ms_gettid(), none = 0;
+    if (!__atomic_compare_exchange_n(&g_exit_tid, &none, tid, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE))
+        return;
+    g_exit_from = *who;
+}
+
 __attribute__((noinline)) void ms_leak_at_exit(void)
 {
     if (opt_leak_check() != LK_EXIT || ms_state != MS_STATE_READY)
@@ -167,6 +180,11 @@ __attribute__((noinline)) void ms_leak_at_exit(void)
     ms_leak_caller who;
     memset(&who, 0, sizeof who);
     MS_LEAK_CAPTURE(&who);
+    /* from the frame where exit began, when it was on this thread and its stack: the
+     * exit path's frames below it are dead */
+    if (__atomic_load_n(&g_exit_tid, __ATOMIC_ACQUIRE) == ms_gettid() &&
+        g_exit_from.sp > who.sp && (!ms_self.stack_hi || g_exit_from.sp <= ms_self.stack_hi))
+        who = g_exit_from;
     ms_leak_result *res = NULL;
     if (ms_leak_scan(&who, &res) != 0)
         return;

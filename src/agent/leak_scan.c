@@ -272,6 +272,17 @@ static void root_tls(lk_child *c, lk_state *st, uint64_t tp)
     }
 }
 
+/* pthread_create's argument and an exited thread's result live only in the agent's
+ * thread slot (glibc's descriptor holds the slot): roots until the thread is joined, as
+ * they are for valgrind in glibc's descriptor. */
+static int root_slot(const ms_thread_slot *t, void *arg)
+{
+    lk_child *c = arg;
+    ms_lk_root_value(&c->scan, (uint64_t)(uintptr_t)t->arg);
+    ms_lk_root_value(&c->scan, (uint64_t)(uintptr_t)t->ret);
+    return 0;
+}
+
 /* A thread that did not answer the stop signal: its whole registered stack. */
 static int root_unstopped(const ms_thread_slot *t, void *arg)
 {
@@ -491,7 +502,9 @@ static void child_main(lk_state *st, int wfd)
         root_range(c, st->who->sp, stack_top(c, st->who->sp), ms_lk_maps_view);
         root_tls(c, st, tp);
     }
-    /* roots 4: mmap regions the program made itself */
+    /* roots 4: thread arguments and results kept in the agent's thread slots */
+    ms_threads_foreach_used(root_slot, c);
+    /* roots 5: mmap regions the program made itself */
     ms_regions_foreach(root_region, c, MS_ITER_NOLOCK);
 
     uint64_t tm = ms_lk_mono_ns();

@@ -137,6 +137,17 @@ void ms_live_set(uint32_t idx, const ms_live_entry *e)
     __atomic_store_n(&d->addr, e->addr, __ATOMIC_RELEASE);
 }
 
+void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uint64_t ticks,
+                   uint32_t stack_id, uint32_t tid)
+{
+    ms_live_entry *d = &ms_entries[idx];
+    d->size = size;
+    d->ticks = ticks;
+    d->stack_id = stack_id;
+    d->tid = tid;
+    __atomic_store_n(&d->addr, addr, __ATOMIC_RELEASE);
+}
+
 void ms_live_clear(uint32_t idx)
 {
     __atomic_store_n(&ms_entries[idx].addr, 0, __ATOMIC_RELEASE);

@@ -103,19 +103,23 @@ uint32_t ms_current_stack(unsigned kind)
     return id;
 }
 
-void ms_record_heap(void *p, size_t size, unsigned align_log2)
+/* Recording is split around the real allocation so that the agent leaves no copy of
+ * the new block's address on the program's stack: a dead slot of an agent frame holding
+ * it would later lie inside a live frame (a caller's uninitialised buffer, the exit
+ * path) and a leak scan would take it for a reference. Everything that calls out
+ * (unwinding, interning, counters, the live index) runs before the block exists; the
+ * commit only stores, and calls nothing that saves registers. */
+void ms_record_prepare(ms_rec_prep *rp, size_t size)
 {
-    ms_hdr *h = ms_hdr_of(p);
-    uint64_t w = size; /* bytes this record stands for (its weight when sampled) */
     ms_control_maybe_start();
+    rp->weight = size; /* bytes this record stands for (its weight when sampled) */
+    rp->sid = 0;
+    rp->idx = 0;
+    rp->rec = NULL;
     if (MS_UNLIKELY(ms_sampler_cfg.enabled)) {
-        w = ms_sampler_take(size);
-        if (!w) { /* not sampled (realloc in place): a header saying "not tracked" */
-            h->index = 0;
-            h->meta = ms_hdr_mark(p);
-            h->check = ms_hdr_check(p, align_log2);
+        rp->weight = ms_sampler_take(size);
+        if (!rp->weight) /* not sampled (realloc in place): a header saying "not tracked" */
             return;
-        }
     }
     uint32_t sid = ms_current_stack(MS_KIND_HEAP);
     uint32_t idx = ms_live_take_index();
@@ -123,20 +127,49 @@ void ms_record_heap(void *p, size_t size, unsigned align_log2)
         if (idx)
             ms_live_put_index(idx);
         MS_HEALTH_INC(dropped_blocks);
+        return;
+    }
+    rp->sid = sid;
+    rp->idx = idx;
+    rp->rec = ms_stack_get(sid);
+    if (rp->rec)
+        ms_stack_account_alloc_n(rp->rec, ms_sampler_count_estimate(size, rp->weight),
+                                 rp->weight);
+    rp->ticks = ms_ticks();
+    rp->tid = ms_sampler_tag_tid(ms_gettid(), size, rp->weight);
+}
+
+void ms_record_abort(const ms_rec_prep *rp, size_t size)
+{
+    if (!rp->idx)
+        return;
+    ms_live_put_index(rp->idx);
+    if (rp->rec)
+        ms_stack_account_free_n(rp->rec, ms_sampler_count_estimate(size, rp->weight),
+                                rp->weight);
+}
+
+void *ms_record_commit(void *p, size_t size, unsigned align_log2, const ms_rec_prep *rp)
+{
+    ms_hdr *h = ms_hdr_of(p);
+    if (MS_UNLIKELY(!rp->idx)) {
         h->index = 0;
         h->meta = ms_hdr_mark(p);
         h->check = ms_hdr_check(p, align_log2);
-        return;
+        return p;
     }
-    ms_stack_rec *r = ms_stack_get(sid);
-    if (r)
-        ms_stack_account_alloc_n(r, ms_sampler_count_estimate(size, w), w);
-    ms_live_entry e = {(uint64_t)(uintptr_t)p, size, ms_ticks(), sid,
-                       ms_sampler_tag_tid(ms_gettid(), size, w)};
-    ms_live_set(idx, &e);
-    h->index = idx;
-    h->meta = (uint64_t)size | ((uint64_t)sid << MS_HDR_SIZE_BITS);
+    ms_live_store(rp->idx, (uint64_t)(uintptr_t)p, size, rp->ticks, rp->sid, rp->tid);
+    h->index = rp->idx;
+    h->meta = (uint64_t)size | ((uint64_t)rp->sid << MS_HDR_SIZE_BITS);
     h->check = ms_hdr_check(p, align_log2);
+    return p;
+}
+
+void ms_record_heap(void *p, size_t size, unsigned align_log2)
+{
+    ms_rec_prep rp;
+    ms_record_prepare(&rp, size);
+    ms_record_commit(p, size, align_log2, &rp);
 }
 
 void ms_forget_heap(void *p)

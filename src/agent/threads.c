@@ -49,6 +49,7 @@ static ms_thread_slot *slot_alloc(void)
             s->stack_lo = s->stack_hi = 0;
             s->stack_rec_addr = s->stack_rec_size = 0;
             s->stack_id = 0;
+            s->arg = s->ret = NULL;
             return s;
         }
     }
@@ -144,6 +145,19 @@ int ms_threads_foreach(ms_thread_fn fn, void *arg)
     return 0;
 }
 
+int ms_threads_foreach_used(ms_thread_fn fn, void *arg)
+{
+    for (uint32_t i = 0; i < ms_nslots; i++) {
+        uint32_t st = __atomic_load_n(&ms_slots[i].state, __ATOMIC_ACQUIRE);
+        if (!(st & MS_THR_USED))
+            continue;
+        int r = fn(&ms_slots[i], arg);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
 void ms_threads_fork_child(void)
 {
     /* Only the forking thread survives: every other slot is gone with its thread. The
@@ -207,6 +221,7 @@ static void *ms_thread_start(void *arg)
     ms_leave();
     __atomic_fetch_or(&s->state, MS_THR_STARTED, __ATOMIC_RELEASE);
     void *ret = s->start(s->arg);
+    s->ret = ret; /* what pthread_join will return: a root until then */
     ms_thread_exit_bookkeeping();
     return ret;
 }
@@ -305,6 +320,8 @@ MS_EXPORT int pthread_detach(pthread_t t)
 MS_EXPORT void pthread_exit(void *ret)
 {
     ms_init();
+    if (ms_self.slot && !ms_self.exit_done && !(ms_self.slot->state & MS_THR_MAIN))
+        ms_self.slot->ret = ret;
     ms_thread_exit_bookkeeping();
     ms_real.pthread_exit(ret);
 }
