@@ -5,7 +5,8 @@ ms_unit_test(leaks_unit_mark SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_
 target_include_directories(leaks_unit_mark PRIVATE ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/src)
 ms_unit_test(leaks_unit_stop SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_stop.c
-  ${PROJECT_SOURCE_DIR}/src/agent/leak_stop.c LIBS Threads::Threads)
+  ${PROJECT_SOURCE_DIR}/src/agent/leak_stop.c ${PROJECT_SOURCE_DIR}/src/agent/sig_resume.c
+  LIBS Threads::Threads)
 target_include_directories(leaks_unit_stop PRIVATE ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/src)
 ms_unit_test(leaks_unit_maps SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_maps.c
@@ -51,3 +52,7 @@ foreach(p static tiny thread_arg thread_ret ctor cxx mix)
   ms_integration_test(leaks_vs_valgrind_${p}
     ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py lv_${p})
 endforeach()
+
+# Requests reach the agent without cutting the program's sleep short.
+ms_test_program(rq_sleep SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/rq_sleep.c FLAGS -O2 -g)
+ms_integration_test(leaks_requests ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_requests.py)

@@ -21,6 +21,7 @@
 #include "agent/agent.h"
 #include "agent/leak_scan.h"
 #include "agent/sampler.h"
+#include "agent/sig_resume.h"
 
 int ms_ctl_need_start;
 int ms_ctl_track;
@@ -94,7 +95,6 @@ static uint64_t mono_ns(void)
 static void ctl_handler(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
-    (void)uc;
     int saved = errno;
     unsigned req = MS_CTL_REQ_DUMP;
     if (si && si->si_code == SI_QUEUE && si->si_value.sival_int > 0 &&
@@ -103,6 +103,9 @@ static void ctl_handler(int sig, siginfo_t *si, void *uc)
     __atomic_fetch_or(&ctl.pending, 1u << req, __ATOMIC_RELEASE);
     ctl_wake();
     errno = saved;
+    /* `memsight dump` sends to this thread alone; a request sent to the process may
+     * land on a program thread: a sleep it cut short goes on for the rest of its time */
+    ms_sig_resume_interrupted(uc);
 }
 
 uint32_t ms_control_tid(void)

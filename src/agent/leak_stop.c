@@ -3,6 +3,7 @@
  * getdents64. Runs inside the target: no malloc, no stdio, no lock a thread could hold. */
 #define _GNU_SOURCE
 #include "agent/leak_stop.h"
+#include "agent/sig_resume.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -76,6 +77,8 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
 out:
     __atomic_fetch_sub(&g_in_handler, 1, __ATOMIC_ACQ_REL);
     errno = saved;
+    /* a sleep this stop cut short goes on for the rest of its time */
+    ms_sig_resume_interrupted(ucv);
 }
 
 int ms_lk_stop_install(int sig)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -209,6 +210,57 @@ static long latest_snapshot(const char *dir, int pid, const char *reason, char *
     return best;
 }
 
+/* The agent's control thread (it names itself memsight-ctl), 0 if there is none yet. */
+static int control_tid(int pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    struct dirent *de;
+    while (!found && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        char path[384], comm[32] = "";
+        snprintf(path, sizeof path, "%s/%s/comm", dir, de->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f) && !strcmp(comm, "memsight-ctl\n"))
+            found = atoi(de->d_name);
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* Sends the request to the agent's control thread alone when it runs (tgsigqueueinfo):
+ * a signal sent to the process lands on whichever program thread the kernel picks and
+ * interrupts what it was doing. Before the control thread exists, to the process (the
+ * agent's handler then only wakes the thread, and resumes a sleep it cut short). */
+static int send_request(int pid, int signo, int request)
+{
+    int tid = control_tid(pid);
+    if (tid > 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        si.si_signo = signo;
+        si.si_code = SI_QUEUE;
+        si.si_pid = getpid();
+        si.si_uid = getuid();
+        si.si_value.sival_int = request;
+        if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, signo, &si) == 0)
+            return 0;
+        if (errno != ESRCH) /* the thread is gone: the process may still be there */
+            return -1;
+    }
+    union sigval v;
+    v.sival_int = request;
+    return sigqueue(pid, signo, v);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -231,9 +283,7 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
                 strerror(errno));
         return -1;
     }
-    union sigval v;
-    v.sival_int = request;
-    if (sigqueue(pid, t.signo, v) != 0) {
+    if (send_request(pid, t.signo, request) != 0) {
         set_err(err, errlen, "cannot signal process %d: %s", pid, strerror(errno));
         return -1;
     }

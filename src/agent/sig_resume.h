@@ -1,0 +1,15 @@
+/* The agent's signal handlers (requests, the leak scan's stop) must not cut the
+ * program's sleeps short: a sleep the kernel would have resumed had no handler run is
+ * resumed by the handler itself before it returns. Per architecture; async-signal-safe. */
+#ifndef MS_AGENT_SIG_RESUME_H
+#define MS_AGENT_SIG_RESUME_H
+
+/* Called last in an agent signal handler with its ucontext. When the signal cut a
+ * system call that the kernel restarts through its restart block (nanosleep,
+ * clock_nanosleep, poll, futex waits with a timeout: turned into EINTR only because a
+ * handler ran), resumes it with the thread's own signal mask (a program signal that
+ * comes meanwhile runs its handler and ends the call with EINTR, as it would have) and
+ * puts the result into the interrupted context. Does nothing otherwise. */
+void ms_sig_resume_interrupted(void *ucontext);
+
+#endif
