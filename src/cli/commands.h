@@ -15,5 +15,8 @@ int ms_cmd_smaps(int argc, char **argv);
 int ms_cmd_top(int argc, char **argv);
 int ms_cmd_watch(int argc, char **argv);
 int ms_cmd_hprof(int argc, char **argv);
+int ms_cmd_push(int argc, char **argv);
+int ms_cmd_symbolize(int argc, char **argv);
+int ms_cmd_fleet(int argc, char **argv);
 
 #endif

@@ -18,6 +18,9 @@
 #pragma weak ms_cmd_top
 #pragma weak ms_cmd_watch
 #pragma weak ms_cmd_hprof
+#pragma weak ms_cmd_push
+#pragma weak ms_cmd_symbolize
+#pragma weak ms_cmd_fleet
 
 struct command {
     const char *name;
@@ -37,6 +40,9 @@ static const struct command commands[] = {
     {"top", ms_cmd_top, "processes ranked by PSS, USS, RSS or swap"},
     {"watch", ms_cmd_watch, "sample a process's memory and fire actions on thresholds"},
     {"hprof", ms_cmd_hprof, "analyse a Java/Android heap dump (HPROF)"},
+    {"push", ms_cmd_push, "send snapshots to ClickHouse, for fleet-wide queries"},
+    {"symbolize", ms_cmd_symbolize, "load symbols of pushed frames into ClickHouse, per build id"},
+    {"fleet", ms_cmd_fleet, "top stacks, trends and leaks across a fleet, in ClickHouse"},
 };
 
 static void usage(FILE *out)

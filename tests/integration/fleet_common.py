@@ -106,3 +106,58 @@ class Prometheus:
 
 def have(*progs):
     return all(shutil.which(p) for p in progs)
+
+
+class ClickHouse:
+    """Debian's clickhouse-server on 127.0.0.1, free ports, a private data directory."""
+
+    def __init__(self):
+        self.dir = tmpdir("clickhouse")
+        self.port = free_port()
+        tcp = free_port()
+        d = self.dir
+        with open(os.path.join(d, "config.xml"), "w") as f:
+            f.write("""<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>%(d)s/server.log</log><errorlog>%(d)s/error.log</errorlog></logger>
+  <http_port>%(http)d</http_port>
+  <tcp_port>%(tcp)d</tcp_port>
+  <listen_host>127.0.0.1</listen_host>
+  <path>%(d)s/data/</path>
+  <tmp_path>%(d)s/tmp/</tmp_path>
+  <user_files_path>%(d)s/user_files/</user_files_path>
+  <format_schema_path>%(d)s/format_schemas/</format_schema_path>
+  <users_config>users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>67108864</mark_cache_size>
+</yandex>
+""" % {"d": d, "http": self.port, "tcp": tcp})
+        with open(os.path.join(d, "users.xml"), "w") as f:
+            f.write("""<?xml version="1.0"?>
+<yandex>
+  <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
+  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
+    <profile>default</profile><quota>default</quota></default></users>
+  <quotas><default></default></quotas>
+</yandex>
+""")
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.log = open(os.path.join(d, "stdout"), "w")
+        self.p = spawn(["clickhouse-server", "--config-file=" + os.path.join(d, "config.xml")],
+                       stdout=self.log, stderr=subprocess.STDOUT, cwd=d)
+        wait_for("clickhouse-server to answer", self._ready, timeout=60)
+
+    def _ready(self):
+        if self.p.poll() is not None:
+            err = os.path.join(self.dir, "error.log")
+            fail("clickhouse-server exited %d:\n%s" % (
+                self.p.returncode, open(err).read()[-3000:] if os.path.exists(err) else ""))
+        return http_get(self.url + "/ping")[1].strip() == "Ok."
+
+    def query(self, sql):
+        """Rows of a TabSeparated answer, each a list of strings."""
+        req = urllib.request.Request(self.url + "/", data=(sql + " FORMAT TabSeparated").encode())
+        with urllib.request.urlopen(req, timeout=60) as r:
+            text = r.read().decode()
+        return [line.split("\t") for line in text.splitlines()]

@@ -1,0 +1,34 @@
+/* A small ClickHouse client over its HTTP interface (libcurl): one statement per
+ * request, the data of an INSERT as the request body, results as TabSeparated text.
+ * Tools only. Every answer is untrusted: sizes are capped, errors carry the server's
+ * own message. */
+#ifndef MS_FLEET_CLICKHOUSE_H
+#define MS_FLEET_CLICKHOUSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ms_ch ms_ch;
+
+/* url: http[s]://[user[:password]@]host:port[/][?database=DB...]. Checks its form only
+ * (nothing is sent). Returns NULL with err. */
+ms_ch *ms_ch_open(const char *url, char *err, size_t errlen);
+void ms_ch_close(ms_ch *ch);
+
+/* Runs `sql`; when body is not NULL it is sent as the statement's data (INSERT ...
+ * FORMAT X). On success returns 0 and, when out is not NULL, the response (malloc'ed,
+ * NUL-terminated, *outlen bytes). On failure -1 with err: the transport's reason, or the
+ * server's status and first line of its message. */
+int ms_ch_exec(ms_ch *ch, const char *sql, const char *body, size_t bodylen, char **out,
+               size_t *outlen, char *err, size_t errlen);
+
+/* A string as a ClickHouse single-quoted literal, appended to a malloc'ed buffer that
+ * grows (*buf, *len, *cap). Returns 0 or -1 when out of memory. */
+int ms_ch_quote(char **buf, size_t *len, size_t *cap, const char *s);
+
+/* Splits TabSeparated text into rows and fields in place (unescaping \t \n \\ \' and
+ * the rest): calls row(ctx, fields, n) for every line. Returns 0, or what row returned
+ * when it was not 0. */
+int ms_ch_tsv(char *text, int (*row)(void *ctx, char **fields, size_t n), void *ctx);
+
+#endif

@@ -1,0 +1,406 @@
+/* Snapshots into ClickHouse (fleet.h): the schema and `memsight push`. One row per
+ * (snapshot, stack) with the frames as (build id, offset) pairs, so that symbols are
+ * loaded once per build and joined when a query reads them. Tools only. */
+#define _GNU_SOURCE
+#include "fleet/fleet.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "analysis/json_writer.h"
+#include "analysis/stack_agg.h"
+#include "core/fileio.h"
+#include "core/labels.h"
+#include "core/snapshot.h"
+
+/* ===========================================================================
+ * The schema (docs/fleet.md). ClickHouse 18.16 and later: MergeTree with PARTITION BY /
+ * ORDER BY, arrays, JSONEachRow over HTTP.
+ * ========================================================================= */
+static const char *const schema[] = {
+    "CREATE TABLE IF NOT EXISTS memsight_stacks ("
+    " snapshot_id String, time DateTime, snapshot_ns UInt64, host String, program String,"
+    " pid UInt32, reason String, sampled UInt8,"
+    " label_keys Array(String), label_values Array(String),"
+    " stack_hash UInt64, kind String, first_is_pc UInt8,"
+    " live_bytes UInt64, live_blocks UInt64, alloc_bytes UInt64, alloc_blocks UInt64,"
+    " free_bytes UInt64, free_blocks UInt64,"
+    " definitely_lost_bytes UInt64, definitely_lost_blocks UInt64,"
+    " indirectly_lost_bytes UInt64, indirectly_lost_blocks UInt64,"
+    " possibly_lost_bytes UInt64, possibly_lost_blocks UInt64,"
+    " still_reachable_bytes UInt64, still_reachable_blocks UInt64,"
+    " frame_build_ids Array(String), frame_offsets Array(UInt64), frame_modules Array(String)"
+    ") ENGINE = ReplacingMergeTree() PARTITION BY toYYYYMM(time)"
+    " ORDER BY (program, snapshot_id, stack_hash)",
+    "CREATE TABLE IF NOT EXISTS memsight_snapshots ("
+    " snapshot_id String, time DateTime, snapshot_ns UInt64, host String, program String,"
+    " pid UInt32, reason String, seq UInt32, sampled UInt8, leak_scan UInt8,"
+    " label_keys Array(String), label_values Array(String), stacks UInt32,"
+    " live_bytes UInt64, live_blocks UInt64, alloc_bytes UInt64, alloc_blocks UInt64,"
+    " file_bytes UInt64, pushed DateTime"
+    ") ENGINE = ReplacingMergeTree() PARTITION BY toYYYYMM(time)"
+    " ORDER BY (program, host, pid, snapshot_id)",
+    "CREATE TABLE IF NOT EXISTS memsight_symbols ("
+    " build_id String, offset UInt64, idx UInt8, function String, file String, line UInt32,"
+    " inlined UInt8"
+    ") ENGINE = ReplacingMergeTree() ORDER BY (build_id, offset, idx)",
+};
+
+int ms_fleet_schema(ms_ch *ch, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof schema / sizeof schema[0]; i++)
+        if (ms_ch_exec(ch, schema[i], NULL, 0, NULL, NULL, err, errlen) != 0)
+            return -1;
+    return 0;
+}
+
+/* ===========================================================================
+ * Rows
+ * ========================================================================= */
+typedef struct row {
+    uint64_t hash;
+    const ms_stack *st;
+    ms_snap_counters c;
+    uint64_t leak_bytes[MS_LEAK_CLASS_COUNT], leak_blocks[MS_LEAK_CLASS_COUNT];
+} row;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void hexs(const uint8_t *b, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    out[2 * n] = 0;
+}
+
+/* A frame as (build id, offset): the module's build id in hex (or its path when it has
+ * none), the pc less the module's load bias; a pc outside every module keeps its
+ * address and an empty id. */
+static void frame_of(const ms_snapshot *s, uint64_t pc, char *bid, size_t bidlen, uint64_t *off,
+                     const char **module)
+{
+    const ms_module *m = ms_agg_module_for_pc(s, pc);
+    *module = "";
+    *off = pc;
+    bid[0] = 0;
+    if (!m)
+        return;
+    *off = pc - m->load_bias;
+    *module = m->path ? m->path : "";
+    if (m->build_id_len && m->build_id_len <= 64 && bidlen > 2 * m->build_id_len)
+        hexs(m->build_id, m->build_id_len, bid);
+    else
+        snprintf(bid, bidlen, "path:%s", m->path ? m->path : "");
+}
+
+static uint64_t stack_hash(const ms_snapshot *s, const ms_stack *st)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ull, &st->kind, 1);
+    for (uint32_t i = 0; i < st->depth; i++) {
+        char bid[300];
+        uint64_t off;
+        const char *mod;
+        frame_of(s, st->pcs[i], bid, sizeof bid, &off, &mod);
+        h = fnv(h, bid, strlen(bid) + 1);
+        h = fnv(h, &off, sizeof off);
+    }
+    return h;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    const row *x = a, *y = b;
+    return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+static const char *kind_name(uint8_t k)
+{
+    return k == MS_KIND_HEAP ? "heap" : k == MS_KIND_MMAP ? "mmap" : k == MS_KIND_STACK ? "thread_stack"
+                                                                                       : "reserved";
+}
+
+static void labels_json(ms_json *j, const char *labels)
+{
+    const char *why;
+    for (int pass = 0; pass < 2; pass++) {
+        ms_json_key(j, pass ? "label_values" : "label_keys");
+        ms_json_array_begin(j);
+        size_t pos = 0;
+        ms_label l;
+        while (labels && ms_labels_next(labels, &pos, &l))
+            if (ms_label_check(l.key, l.key_len + 1 + l.value_len, &why) == 0)
+                ms_json_str_n(j, pass ? l.value : l.key, pass ? l.value_len : l.key_len);
+        ms_json_array_end(j);
+    }
+}
+
+typedef struct snapinfo {
+    char id[64];
+    uint64_t ns, pid, seq, size;
+    const char *host, *program, *reason, *labels;
+} snapinfo;
+
+static void common(ms_json *j, const snapinfo *si, const ms_snapshot *s)
+{
+    ms_json_kv_str(j, "snapshot_id", si->id);
+    ms_json_kv_u64(j, "time", si->ns / 1000000000ull);
+    ms_json_kv_u64(j, "snapshot_ns", si->ns);
+    ms_json_kv_str(j, "host", si->host);
+    ms_json_kv_str(j, "program", si->program);
+    ms_json_kv_u64(j, "pid", si->pid);
+    ms_json_kv_str(j, "reason", si->reason);
+    ms_json_kv_u64(j, "sampled", (s->flags & MS_SNAP_F_SAMPLED) != 0);
+    labels_json(j, si->labels);
+}
+
+static const char *const class_col[MS_LEAK_CLASS_COUNT] = {"definitely_lost", "indirectly_lost",
+                                                           "possibly_lost", "still_reachable"};
+
+static void stack_row(ms_json *j, const snapinfo *si, const ms_snapshot *s, const row *r)
+{
+    ms_json_object_begin(j);
+    common(j, si, s);
+    ms_json_kv_u64(j, "stack_hash", r->hash);
+    ms_json_kv_str(j, "kind", kind_name(r->st->kind));
+    ms_json_kv_u64(j, "first_is_pc", (r->st->flags & MS_STACKF_FIRST_IS_PC) != 0);
+    ms_json_kv_u64(j, "live_bytes", r->c.live_bytes);
+    ms_json_kv_u64(j, "live_blocks", r->c.live_blocks);
+    ms_json_kv_u64(j, "alloc_bytes", r->c.alloc_bytes);
+    ms_json_kv_u64(j, "alloc_blocks", r->c.alloc_blocks);
+    ms_json_kv_u64(j, "free_bytes", r->c.free_bytes);
+    ms_json_kv_u64(j, "free_blocks", r->c.free_blocks);
+    for (unsigned c = 0; c < MS_LEAK_CLASS_COUNT; c++) {
+        char k[64];
+        snprintf(k, sizeof k, "%s_bytes", class_col[c]);
+        ms_json_kv_u64(j, k, r->leak_bytes[c]);
+        snprintf(k, sizeof k, "%s_blocks", class_col[c]);
+        ms_json_kv_u64(j, k, r->leak_blocks[c]);
+    }
+    for (int pass = 0; pass < 3; pass++) {
+        static const char *const keys[] = {"frame_build_ids", "frame_offsets", "frame_modules"};
+        ms_json_key(j, keys[pass]);
+        ms_json_array_begin(j);
+        for (uint32_t i = 0; i < r->st->depth; i++) {
+            char bid[300];
+            uint64_t off;
+            const char *mod;
+            frame_of(s, r->st->pcs[i], bid, sizeof bid, &off, &mod);
+            if (pass == 0)
+                ms_json_str(j, bid);
+            else if (pass == 1)
+                ms_json_u64(j, off);
+            else
+                ms_json_str(j, mod);
+        }
+        ms_json_array_end(j);
+    }
+    ms_json_object_end(j);
+    fputc('\n', j->out);
+}
+
+/* The identity of a snapshot is its content: the same file pushed twice is the same
+ * snapshot, wherever it was copied. */
+static void content_id(const char *data, size_t n, char *out)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ull, data, n);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t off = 0; off < n;) {
+        uInt k = n - off > (1u << 30) ? (1u << 30) : (uInt)(n - off);
+        crc = crc32(crc, (const Bytef *)data + off, k);
+        off += k;
+    }
+    snprintf(out, 64, "%016" PRIx64 "%08lx%" PRIx64, h, (unsigned long)crc, (uint64_t)n);
+}
+
+static int count_of(ms_ch *ch, const char *table, const char *id, uint64_t *n, char *err,
+                    size_t errlen)
+{
+    char sql[256], *out = NULL;
+    snprintf(sql, sizeof sql, "SELECT count() FROM %s WHERE snapshot_id = '%s'", table, id);
+    if (ms_ch_exec(ch, sql, NULL, 0, &out, NULL, err, errlen) != 0)
+        return -1;
+    char *end;
+    *n = strtoull(out, &end, 10);
+    int bad = end == out || (*end && *end != '\n');
+    if (bad)
+        snprintf(err, errlen, "ClickHouse answered '%.40s' to a count", out);
+    free(out);
+    return bad ? -1 : 0;
+}
+
+int ms_fleet_push(ms_ch *ch, const char *path, int *already, size_t *rows, char *err,
+                  size_t errlen)
+{
+    *already = 0;
+    *rows = 0;
+    size_t flen;
+    char *data = ms_read_file(path, &flen, err, errlen);
+    if (!data)
+        return -1;
+    snapinfo si = {0};
+    content_id(data, flen, si.id);
+    free(data);
+    si.size = flen;
+    ms_snapshot *s = ms_snapshot_load(path, err, errlen);
+    if (!s)
+        return -1;
+    int rc = -1;
+    row *r = NULL;
+    char *body = NULL;
+    size_t blen = 0;
+    FILE *f = NULL;
+
+    const char *v = ms_agg_meta(s, "snapshot_ns");
+    si.ns = v ? strtoull(v, NULL, 10) : 0;
+    if (!si.ns) {
+        snprintf(err, errlen, "%s: the snapshot has no time (snapshot_ns): ClickHouse rows need one",
+                 path);
+        goto done;
+    }
+    v = ms_agg_meta(s, "pid");
+    si.pid = v ? strtoull(v, NULL, 10) : 0;
+    v = ms_agg_meta(s, "seq");
+    si.seq = v ? strtoull(v, NULL, 10) : 0;
+    si.host = ms_agg_meta(s, "hostname");
+    si.host = si.host ? si.host : "";
+    si.reason = ms_agg_meta(s, "reason");
+    si.reason = si.reason ? si.reason : "";
+    si.labels = ms_agg_meta(s, "labels");
+    const char *exe = ms_agg_meta(s, "exe");
+    const char *slash = exe ? strrchr(exe, '/') : NULL;
+    si.program = exe ? (slash ? slash + 1 : exe) : "";
+
+    uint64_t have_marker, have_rows;
+    if (count_of(ch, "memsight_snapshots", si.id, &have_marker, err, errlen) != 0)
+        goto done;
+    if (have_marker) {
+        *already = 1;
+        rc = 0;
+        goto done;
+    }
+
+    /* one row per distinct (build id, offset) stack: stacks equal that way are summed */
+    r = calloc(s->nstacks ? s->nstacks : 1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const ms_stack *st = &s->stacks[i];
+        if (st->kind == MS_KIND_RESERVED) /* address space, not memory */
+            continue;
+        r[n].st = st;
+        r[n].hash = stack_hash(s, st);
+        r[n].c = st->c;
+        n++;
+    }
+    qsort(r, n, sizeof *r, cmp_row);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && r[m - 1].hash == r[i].hash) {
+            ms_snap_counters *a = &r[m - 1].c;
+            const ms_snap_counters *b = &r[i].c;
+            a->live_bytes += b->live_bytes, a->live_blocks += b->live_blocks;
+            a->alloc_bytes += b->alloc_bytes, a->alloc_blocks += b->alloc_blocks;
+            a->free_bytes += b->free_bytes, a->free_blocks += b->free_blocks;
+        } else {
+            r[m++] = r[i];
+        }
+    }
+    for (size_t i = 0; i < s->nleaks; i++) {
+        const ms_snap_leak_rec *lr = &s->leaks[i];
+        const ms_stack *st = ms_snapshot_stack(s, lr->stack_id);
+        if (!st || lr->leak_class >= MS_LEAK_CLASS_COUNT)
+            continue;
+        row key = {.hash = stack_hash(s, st)};
+        row *hit = bsearch(&key, r, m, sizeof *r, cmp_row);
+        if (hit) {
+            hit->leak_bytes[lr->leak_class] += lr->bytes;
+            hit->leak_blocks[lr->leak_class] += lr->blocks;
+        }
+    }
+
+    if (count_of(ch, "memsight_stacks", si.id, &have_rows, err, errlen) != 0)
+        goto done;
+    if (have_rows == 0 && m) {
+        f = open_memstream(&body, &blen);
+        if (!f) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+        ms_json j;
+        for (size_t i = 0; i < m; i++) {
+            ms_json_init(&j, f, 0);
+            stack_row(&j, &si, s, &r[i]);
+        }
+        if (fclose(f) != 0) {
+            f = NULL;
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+        f = NULL;
+        /* one INSERT, one block (far below max_insert_block_size), one partition: it
+         * lands whole or not at all */
+        if (ms_ch_exec(ch, "INSERT INTO memsight_stacks FORMAT JSONEachRow", body, blen, NULL, NULL,
+                       err, errlen) != 0)
+            goto done;
+        free(body);
+        body = NULL;
+    }
+    *rows = m;
+
+    ms_snap_counters tot = {0};
+    for (size_t i = 0; i < m; i++) {
+        tot.live_bytes += r[i].c.live_bytes, tot.live_blocks += r[i].c.live_blocks;
+        tot.alloc_bytes += r[i].c.alloc_bytes, tot.alloc_blocks += r[i].c.alloc_blocks;
+    }
+    f = open_memstream(&body, &blen);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    ms_json j;
+    ms_json_init(&j, f, 0);
+    ms_json_object_begin(&j);
+    common(&j, &si, s);
+    ms_json_kv_u64(&j, "seq", si.seq);
+    ms_json_kv_u64(&j, "leak_scan", s->has_leaks != 0);
+    ms_json_kv_u64(&j, "stacks", m);
+    ms_json_kv_u64(&j, "live_bytes", tot.live_bytes);
+    ms_json_kv_u64(&j, "live_blocks", tot.live_blocks);
+    ms_json_kv_u64(&j, "alloc_bytes", tot.alloc_bytes);
+    ms_json_kv_u64(&j, "alloc_blocks", tot.alloc_blocks);
+    ms_json_kv_u64(&j, "file_bytes", si.size);
+    ms_json_kv_u64(&j, "pushed", (uint64_t)time(NULL));
+    ms_json_object_end(&j);
+    fputc('\n', f);
+    if (fclose(f) != 0) {
+        f = NULL;
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    f = NULL;
+    if (ms_ch_exec(ch, "INSERT INTO memsight_snapshots FORMAT JSONEachRow", body, blen, NULL, NULL,
+                   err, errlen) != 0)
+        goto done;
+    rc = 0;
+done:
+    if (f)
+        fclose(f);
+    free(body);
+    free(r);
+    ms_snapshot_free(s);
+    return rc;
+}
