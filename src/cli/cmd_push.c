@@ -25,23 +25,66 @@ static void usage(FILE *out)
             "  -q, --quiet   print only errors\n");
 }
 
-static int push_one(ms_ch *ch, const char *path, int quiet, size_t *done, size_t *skipped)
+static int cmp_str(const void *a, const void *b);
+
+static void progress(void *ctx, const ms_push_item *it)
 {
-    char err[1024];
-    int already;
-    size_t rows;
-    if (ms_fleet_push(ch, path, &already, &rows, err, sizeof err) != 0) {
-        fprintf(stderr, "memsight push: %s: not pushed: %s\n", path, err);
+    if (it->status == MS_PUSH_FAILED)
+        fprintf(stderr, "memsight push: %s: not pushed: %s\n", it->path, it->err);
+    else if (!*(int *)ctx)
+        fprintf(stderr, "memsight push: %s: %s\n", it->path,
+                it->status == MS_PUSH_ALREADY ? "already in ClickHouse, not sent again" : "pushed");
+}
+
+/* Adds path, or every .msnap in it when it is a directory (sorted), to the list. */
+static int add_path(const char *path, char ***list, size_t *n, size_t *cap)
+{
+    struct stat st;
+    int isdir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    DIR *d = isdir ? opendir(path) : NULL;
+    if (isdir && !d) {
+        fprintf(stderr, "memsight push: %s: cannot read the directory\n", path);
         return -1;
     }
-    if (already)
-        (*skipped)++;
-    else
-        (*done)++;
-    if (!quiet)
-        fprintf(stderr, "memsight push: %s: %s\n", path,
-                already ? "already in ClickHouse, not sent again" : "pushed");
-    (void)rows;
+    size_t first = *n;
+    struct dirent *e = NULL;
+    do {
+        char *p = NULL;
+        if (d) {
+            e = readdir(d);
+            if (!e)
+                break;
+            size_t l = strlen(e->d_name);
+            if (l < 7 || strcmp(e->d_name + l - 6, ".msnap"))
+                continue;
+            if (asprintf(&p, "%s/%s", path, e->d_name) < 0)
+                p = NULL;
+        } else {
+            p = strdup(path);
+        }
+        if (*n == *cap) {
+            size_t c = *cap ? 2 * *cap : 256;
+            char **q = realloc(*list, c * sizeof *q);
+            if (!q) {
+                free(p);
+                p = NULL;
+            } else {
+                *list = q;
+                *cap = c;
+            }
+        }
+        if (!p) {
+            fprintf(stderr, "memsight push: out of memory\n");
+            if (d)
+                closedir(d);
+            return -1;
+        }
+        (*list)[(*n)++] = p;
+    } while (d);
+    if (d) {
+        closedir(d);
+        qsort(*list + first, *n - first, sizeof **list, cmp_str);
+    }
     return 0;
 }
 
@@ -78,45 +121,29 @@ int ms_cmd_push(int argc, char **argv)
         ms_ch_close(ch);
         return 1;
     }
-    size_t done = 0, skipped = 0, failed = 0;
-    for (int i = optind + 1; i < argc; i++) {
-        struct stat st;
-        if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-            DIR *d = opendir(argv[i]);
-            if (!d) {
-                fprintf(stderr, "memsight push: %s: cannot read the directory\n", argv[i]);
-                failed++;
-                continue;
-            }
-            char **names = NULL;
-            size_t n = 0, cap = 0;
-            struct dirent *e;
-            while ((e = readdir(d))) {
-                size_t l = strlen(e->d_name);
-                if (l < 7 || strcmp(e->d_name + l - 6, ".msnap"))
-                    continue;
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 64;
-                    char **p = realloc(names, cap * sizeof *p);
-                    if (!p)
-                        break;
-                    names = p;
-                }
-                if (asprintf(&names[n], "%s/%s", argv[i], e->d_name) >= 0)
-                    n++;
-            }
-            closedir(d);
-            if (n)
-                qsort(names, n, sizeof *names, cmp_str);
-            for (size_t k = 0; k < n; k++) {
-                failed += push_one(ch, names[k], quiet, &done, &skipped) != 0;
-                free(names[k]);
-            }
-            free(names);
-            continue;
+    char **paths = NULL;
+    size_t npaths = 0, cap = 0, done = 0, skipped = 0, failed = 0;
+    for (int i = optind + 1; i < argc; i++)
+        if (add_path(argv[i], &paths, &npaths, &cap) != 0)
+            failed++;
+    ms_push_item *items = calloc(npaths ? npaths : 1, sizeof *items);
+    if (!items) {
+        fprintf(stderr, "memsight push: out of memory\n");
+        failed = npaths ? npaths : 1;
+    } else {
+        for (size_t i = 0; i < npaths; i++)
+            items[i].path = paths[i];
+        ms_fleet_push(ch, items, npaths, progress, &quiet);
+        for (size_t i = 0; i < npaths; i++) {
+            done += items[i].status == MS_PUSH_DONE;
+            skipped += items[i].status == MS_PUSH_ALREADY;
+            failed += items[i].status == MS_PUSH_FAILED;
         }
-        failed += push_one(ch, argv[i], quiet, &done, &skipped) != 0;
     }
+    for (size_t i = 0; i < npaths; i++)
+        free(paths[i]);
+    free(paths);
+    free(items);
     if (!quiet || failed)
         fprintf(stderr, "memsight push: %zu pushed, %zu already there, %zu failed\n", done, skipped,
                 failed);

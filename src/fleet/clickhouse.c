@@ -100,6 +100,7 @@ int ms_ch_exec(ms_ch *ch, const char *sql, const char *body, size_t bodylen, cha
     char *esc = curl_easy_escape(c, sql, 0);
     char *url = NULL;
     growbuf b = {0};
+    struct curl_slist *hdr = NULL;
     int rc = -1;
     /* With data the statement goes in the URL and the data in the body; without, the
      * statement is the body (no URL length limit for long IN lists). */
@@ -119,6 +120,10 @@ int ms_ch_exec(ms_ch *ch, const char *sql, const char *body, size_t bodylen, cha
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* no "Expect: 100-continue": ClickHouse does not answer it, and libcurl would wait a
+     * second before every body larger than 1 KiB */
+    hdr = curl_slist_append(NULL, "Expect:");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
     char cerr[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
     CURLcode cc = curl_easy_perform(c);
@@ -152,6 +157,7 @@ int ms_ch_exec(ms_ch *ch, const char *sql, const char *body, size_t bodylen, cha
         }
     }
 done:
+    curl_slist_free_all(hdr);
     free(b.p);
     free(url);
     curl_free(esc);

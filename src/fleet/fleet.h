@@ -13,12 +13,24 @@
 /* Creates the tables when they are missing (CREATE TABLE IF NOT EXISTS). */
 int ms_fleet_schema(ms_ch *ch, char *err, size_t errlen);
 
-/* Pushes one snapshot file: its stacks (one row each, atomically: one INSERT of one
- * block) and then its row in memsight_snapshots, which marks it complete. A snapshot
- * already complete in ClickHouse is not sent again (*already = 1); one whose stacks
- * arrived but whose marker did not gets the marker only. Returns 0 or -1 with err. */
-int ms_fleet_push(ms_ch *ch, const char *path, int *already, size_t *rows, char *err,
-                  size_t errlen);
+/* One file to push, and what became of it. */
+enum { MS_PUSH_PENDING, MS_PUSH_DONE, MS_PUSH_ALREADY, MS_PUSH_FAILED };
+typedef struct ms_push_item {
+    const char *path;
+    int status;          /* MS_PUSH_* */
+    size_t rows;         /* stack rows sent */
+    char err[512];       /* why, when failed */
+} ms_push_item;
+
+/* Pushes snapshot files in batches (a few statements per batch of up to 500,000 rows):
+ * the stacks of each snapshot not in ClickHouse yet (one row each, in one INSERT that
+ * lands whole), then a row per snapshot in memsight_snapshots, which marks it complete.
+ * A snapshot already complete is not sent again (MS_PUSH_ALREADY); one whose stacks
+ * arrived but whose mark did not gets the mark only. A failure marks the files of its
+ * batch failed with the reason; nothing is removed, so pushing again finishes the job.
+ * progress (may be NULL) is called for every item once decided. */
+void ms_fleet_push(ms_ch *ch, ms_push_item *items, size_t n,
+                   void (*progress)(void *ctx, const ms_push_item *item), void *ctx);
 
 /* Loads function/file/line of every (build id, offset) pushed frames hold, for the
  * build ids whose ELF or debug file is found: among `files` (any number of ELF files,

@@ -79,8 +79,11 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 
 static void hexs(const uint8_t *b, size_t n, char *out)
 {
-    for (size_t i = 0; i < n; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    static const char digits[] = "0123456789abcdef"; /* every frame of every row: no printf */
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 15];
+    }
     out[2 * n] = 0;
 }
 
@@ -223,33 +226,29 @@ static void content_id(const char *data, size_t n, char *out)
     snprintf(out, 64, "%016" PRIx64 "%08lx%" PRIx64, h, (unsigned long)crc, (uint64_t)n);
 }
 
-static int count_of(ms_ch *ch, const char *table, const char *id, uint64_t *n, char *err,
-                    size_t errlen)
+/* One prepared snapshot: its id, its rows and its completion row as JSON lines. */
+typedef struct prepared {
+    char id[64];
+    char *rows, *mark;
+    size_t rows_len, mark_len, nrows;
+} prepared;
+
+static int render(FILE **f, char **buf, size_t *len)
 {
-    char sql[256], *out = NULL;
-    snprintf(sql, sizeof sql, "SELECT count() FROM %s WHERE snapshot_id = '%s'", table, id);
-    if (ms_ch_exec(ch, sql, NULL, 0, &out, NULL, err, errlen) != 0)
-        return -1;
-    char *end;
-    *n = strtoull(out, &end, 10);
-    int bad = end == out || (*end && *end != '\n');
-    if (bad)
-        snprintf(err, errlen, "ClickHouse answered '%.40s' to a count", out);
-    free(out);
-    return bad ? -1 : 0;
+    *f = open_memstream(buf, len);
+    return *f ? 0 : -1;
 }
 
-int ms_fleet_push(ms_ch *ch, const char *path, int *already, size_t *rows, char *err,
-                  size_t errlen)
+static int prepare(const char *path, prepared *pr, char *err, size_t errlen)
 {
-    *already = 0;
-    *rows = 0;
+    memset(pr, 0, sizeof *pr);
     size_t flen;
     char *data = ms_read_file(path, &flen, err, errlen);
     if (!data)
         return -1;
     snapinfo si = {0};
     content_id(data, flen, si.id);
+    memcpy(pr->id, si.id, sizeof pr->id);
     free(data);
     si.size = flen;
     ms_snapshot *s = ms_snapshot_load(path, err, errlen);
@@ -257,15 +256,11 @@ int ms_fleet_push(ms_ch *ch, const char *path, int *already, size_t *rows, char 
         return -1;
     int rc = -1;
     row *r = NULL;
-    char *body = NULL;
-    size_t blen = 0;
     FILE *f = NULL;
-
     const char *v = ms_agg_meta(s, "snapshot_ns");
     si.ns = v ? strtoull(v, NULL, 10) : 0;
     if (!si.ns) {
-        snprintf(err, errlen, "%s: the snapshot has no time (snapshot_ns): ClickHouse rows need one",
-                 path);
+        snprintf(err, errlen, "the snapshot has no time (snapshot_ns): ClickHouse rows need one");
         goto done;
     }
     v = ms_agg_meta(s, "pid");
@@ -281,21 +276,10 @@ int ms_fleet_push(ms_ch *ch, const char *path, int *already, size_t *rows, char 
     const char *slash = exe ? strrchr(exe, '/') : NULL;
     si.program = exe ? (slash ? slash + 1 : exe) : "";
 
-    uint64_t have_marker, have_rows;
-    if (count_of(ch, "memsight_snapshots", si.id, &have_marker, err, errlen) != 0)
-        goto done;
-    if (have_marker) {
-        *already = 1;
-        rc = 0;
-        goto done;
-    }
-
     /* one row per distinct (build id, offset) stack: stacks equal that way are summed */
     r = calloc(s->nstacks ? s->nstacks : 1, sizeof *r);
-    if (!r) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
+    if (!r)
+        goto oom;
     size_t n = 0;
     for (size_t i = 0; i < s->nstacks; i++) {
         const ms_stack *st = &s->stacks[i];
@@ -331,47 +315,26 @@ int ms_fleet_push(ms_ch *ch, const char *path, int *already, size_t *rows, char 
             hit->leak_blocks[lr->leak_class] += lr->blocks;
         }
     }
-
-    if (count_of(ch, "memsight_stacks", si.id, &have_rows, err, errlen) != 0)
-        goto done;
-    if (have_rows == 0 && m) {
-        f = open_memstream(&body, &blen);
-        if (!f) {
-            snprintf(err, errlen, "out of memory");
-            goto done;
-        }
-        ms_json j;
-        for (size_t i = 0; i < m; i++) {
-            ms_json_init(&j, f, 0);
-            stack_row(&j, &si, s, &r[i]);
-        }
-        if (fclose(f) != 0) {
-            f = NULL;
-            snprintf(err, errlen, "out of memory");
-            goto done;
-        }
-        f = NULL;
-        /* one INSERT, one block (far below max_insert_block_size), one partition: it
-         * lands whole or not at all */
-        if (ms_ch_exec(ch, "INSERT INTO memsight_stacks FORMAT JSONEachRow", body, blen, NULL, NULL,
-                       err, errlen) != 0)
-            goto done;
-        free(body);
-        body = NULL;
+    if (render(&f, &pr->rows, &pr->rows_len) != 0)
+        goto oom;
+    ms_json j;
+    for (size_t i = 0; i < m; i++) {
+        ms_json_init(&j, f, 0);
+        stack_row(&j, &si, s, &r[i]);
     }
-    *rows = m;
+    int bad = fclose(f) != 0;
+    f = NULL;
+    if (bad)
+        goto oom;
+    pr->nrows = m;
 
     ms_snap_counters tot = {0};
     for (size_t i = 0; i < m; i++) {
         tot.live_bytes += r[i].c.live_bytes, tot.live_blocks += r[i].c.live_blocks;
         tot.alloc_bytes += r[i].c.alloc_bytes, tot.alloc_blocks += r[i].c.alloc_blocks;
     }
-    f = open_memstream(&body, &blen);
-    if (!f) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    ms_json j;
+    if (render(&f, &pr->mark, &pr->mark_len) != 0)
+        goto oom;
     ms_json_init(&j, f, 0);
     ms_json_object_begin(&j);
     common(&j, &si, s);
@@ -386,21 +349,219 @@ int ms_fleet_push(ms_ch *ch, const char *path, int *already, size_t *rows, char 
     ms_json_kv_u64(&j, "pushed", (uint64_t)time(NULL));
     ms_json_object_end(&j);
     fputc('\n', f);
-    if (fclose(f) != 0) {
-        f = NULL;
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
+    bad = fclose(f) != 0;
     f = NULL;
-    if (ms_ch_exec(ch, "INSERT INTO memsight_snapshots FORMAT JSONEachRow", body, blen, NULL, NULL,
-                   err, errlen) != 0)
-        goto done;
+    if (bad)
+        goto oom;
     rc = 0;
+    goto done;
+oom:
+    snprintf(err, errlen, "out of memory");
 done:
     if (f)
         fclose(f);
-    free(body);
+    if (rc != 0) {
+        free(pr->rows);
+        free(pr->mark);
+        pr->rows = pr->mark = NULL;
+    }
     free(r);
     ms_snapshot_free(s);
     return rc;
+}
+
+typedef struct idset {
+    char (*id)[64];
+    size_t n, cap;
+} idset;
+
+static int on_id(void *ctx, char **f, size_t n)
+{
+    idset *s = ctx;
+    if (n < 1)
+        return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        char (*p)[64] = realloc(s->id, cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->id = p;
+        s->cap = cap;
+    }
+    snprintf(s->id[s->n++], 64, "%s", f[0]);
+    return 0;
+}
+
+static int in_set(const idset *s, const char *id)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->id[i], id))
+            return 1;
+    return 0;
+}
+
+static void fail_all(ms_push_item *it, size_t lo, size_t hi, const char *why)
+{
+    for (size_t i = lo; i < hi; i++)
+        if (it[i].status == MS_PUSH_PENDING) {
+            it[i].status = MS_PUSH_FAILED;
+            snprintf(it[i].err, sizeof it[i].err, "%s", why);
+        }
+}
+
+/* Which of the batch ClickHouse already has: complete (a row in memsight_snapshots) or
+ * with its stacks only (a push that failed before its completion row). */
+static int ask(ms_ch *ch, const char *table, const char *ids, idset *out, char *err, size_t errlen)
+{
+    char *sql = NULL, *text = NULL;
+    if (asprintf(&sql, "SELECT DISTINCT snapshot_id FROM %s WHERE snapshot_id IN (%s)"
+                       " FORMAT TabSeparated", table, ids) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = ms_ch_exec(ch, sql, NULL, 0, &text, NULL, err, errlen);
+    free(sql);
+    if (rc == 0 && ms_ch_tsv(text, on_id, out) != 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    free(text);
+    return rc;
+}
+
+static int append(char **b, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 1 << 16;
+        while (c < *len + n + 1)
+            c *= 2;
+        char *p = realloc(*b, c);
+        if (!p)
+            return -1;
+        *b = p;
+        *cap = c;
+    }
+    memcpy(*b + *len, s, n);
+    *len += n;
+    (*b)[*len] = 0;
+    return 0;
+}
+
+/* ids (of items [lo, hi) that are still pending) as a ClickHouse IN list; "" when none */
+static char *id_list(ms_push_item *it, prepared *pr, size_t lo, size_t hi)
+{
+    size_t len = 0, cap = 0;
+    char *b = NULL;
+    for (size_t i = lo; i < hi; i++) {
+        if (it[i].status != MS_PUSH_PENDING)
+            continue;
+        if ((len && append(&b, &len, &cap, ",", 1) != 0) ||
+            ms_ch_quote(&b, &len, &cap, pr[i].id) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    return b ? b : strdup("");
+}
+
+static void flush(ms_ch *ch, ms_push_item *it, prepared *pr, size_t lo, size_t hi)
+{
+    char err[512];
+    idset done = {0}, started = {0};
+    char *ids = id_list(it, pr, lo, hi), *body = NULL;
+    size_t len = 0, cap = 0;
+    if (!ids) {
+        fail_all(it, lo, hi, "out of memory");
+        return;
+    }
+    if (!ids[0])
+        goto out;
+    if (ask(ch, "memsight_snapshots", ids, &done, err, sizeof err) != 0 ||
+        ask(ch, "memsight_stacks", ids, &started, err, sizeof err) != 0) {
+        fail_all(it, lo, hi, err);
+        goto out;
+    }
+    for (size_t i = lo; i < hi; i++)
+        if (it[i].status == MS_PUSH_PENDING && in_set(&done, pr[i].id))
+            it[i].status = MS_PUSH_ALREADY;
+    /* the stacks of every snapshot not there at all, in one INSERT: one block per
+     * partition (the batch stays below max_insert_block_size), so each snapshot's rows
+     * land whole or not at all */
+    for (size_t i = lo; i < hi; i++)
+        if (it[i].status == MS_PUSH_PENDING && !in_set(&started, pr[i].id) &&
+            append(&body, &len, &cap, pr[i].rows, pr[i].rows_len) != 0) {
+            fail_all(it, lo, hi, "out of memory");
+            goto out;
+        }
+    if (len && ms_ch_exec(ch, "INSERT INTO memsight_stacks FORMAT JSONEachRow", body, len, NULL,
+                          NULL, err, sizeof err) != 0) {
+        fail_all(it, lo, hi, err);
+        goto out;
+    }
+    len = 0;
+    for (size_t i = lo; i < hi; i++)
+        if (it[i].status == MS_PUSH_PENDING &&
+            append(&body, &len, &cap, pr[i].mark, pr[i].mark_len) != 0) {
+            fail_all(it, lo, hi, "out of memory");
+            goto out;
+        }
+    if (len && ms_ch_exec(ch, "INSERT INTO memsight_snapshots FORMAT JSONEachRow", body, len, NULL,
+                          NULL, err, sizeof err) != 0) {
+        fail_all(it, lo, hi, err);
+        goto out;
+    }
+    for (size_t i = lo; i < hi; i++)
+        if (it[i].status == MS_PUSH_PENDING) {
+            it[i].status = MS_PUSH_DONE;
+            it[i].rows = pr[i].nrows;
+        }
+out:
+    free(ids);
+    free(body);
+    free(done.id);
+    free(started.id);
+}
+
+#define BATCH_ROWS 500000        /* below max_insert_block_size (1048576) */
+#define BATCH_BYTES (256u << 20) /* of JSON held at once */
+
+void ms_fleet_push(ms_ch *ch, ms_push_item *it, size_t n,
+                   void (*progress)(void *ctx, const ms_push_item *item), void *ctx)
+{
+    prepared *pr = calloc(n ? n : 1, sizeof *pr);
+    if (!pr) {
+        fail_all(it, 0, n, "out of memory");
+        return;
+    }
+    size_t lo = 0, rows = 0, bytes = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n) {
+            it[i].status = MS_PUSH_PENDING;
+            if (prepare(it[i].path, &pr[i], it[i].err, sizeof it[i].err) != 0)
+                it[i].status = MS_PUSH_FAILED;
+            if (pr[i].nrows >= BATCH_ROWS) {
+                it[i].status = MS_PUSH_FAILED;
+                snprintf(it[i].err, sizeof it[i].err, "%zu stacks: more than one insert block holds",
+                         pr[i].nrows);
+            }
+        }
+        int full = i < n && (rows + pr[i].nrows >= BATCH_ROWS || bytes + pr[i].rows_len >= BATCH_BYTES);
+        if (i == n || full) {
+            flush(ch, it, pr, lo, i);
+            for (size_t k = lo; k < i; k++) {
+                free(pr[k].rows);
+                free(pr[k].mark);
+                pr[k].rows = pr[k].mark = NULL;
+                if (progress)
+                    progress(ctx, &it[k]);
+            }
+            lo = i;
+            rows = bytes = 0;
+        }
+        if (i < n && it[i].status == MS_PUSH_PENDING) {
+            rows += pr[i].nrows;
+            bytes += pr[i].rows_len;
+        }
+    }
+    free(pr);
 }
