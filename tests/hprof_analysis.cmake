@@ -21,6 +21,8 @@ if(Python3_FOUND)
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_synthetic.py)
   ms_integration_test(hprof_an_leaks ${Python3_EXECUTABLE}
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_leaks.py)
+  ms_integration_test(hprof_an_android ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_android.py)
   find_program(MS_JCMD jcmd)
   find_program(MS_JAVAC javac)
   if(MS_JCMD AND MS_JAVAC)
@@ -29,7 +31,7 @@ if(Python3_FOUND)
     ms_integration_test(hprof_an_java_leaks ${Python3_EXECUTABLE}
       ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_java_leaks.py)
   endif()
-  foreach(t hprof_an_reference hprof_an_synthetic hprof_an_leaks hprof_an_java_truth hprof_an_java_leaks)
+  foreach(t hprof_an_reference hprof_an_synthetic hprof_an_leaks hprof_an_android hprof_an_java_truth hprof_an_java_leaks)
     if(TEST ${t})
       set_tests_properties(${t} PROPERTIES DEPENDS hprof_an_domtree)
     endif()

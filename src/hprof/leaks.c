@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "hprof/errmsg.h"
 #include "hprof/sizes.h"
@@ -109,436 +108,19 @@ void ms_hprof_sha1_hex(const void *data, size_t len, char out[41])
     sha1_hex(&s, out);
 }
 
-/* ---- primitive field values: a second pass over the file ----
- * Only INSTANCE_DUMP records of candidate objects are read; everything else is skipped by
- * its length, with every length checked against the enclosing record. */
-
-typedef struct cand {
-    uint64_t id;
-    ms_hidx obj;
-    uint32_t off;   /* byte offset of the wanted field in the instance's field data */
-    uint8_t size;   /* its size (1..8) */
-    uint8_t found;
-    uint64_t value; /* big-endian bytes as an unsigned number */
-} cand;
-
-typedef struct brd {
-    gzFile f;
-    uint64_t off; /* file offset (of the uncompressed data) of the next byte */
-    size_t len, pos;
-    uint8_t buf[1 << 16];
-} brd;
-
-static int b_read(brd *b, void *dst, size_t n)
-{
-    uint8_t *d = dst;
-    while (n) {
-        if (b->pos == b->len) {
-            int got = gzread(b->f, b->buf, sizeof b->buf);
-            if (got <= 0)
-                return -1;
-            b->len = (size_t)got;
-            b->pos = 0;
-        }
-        size_t k = b->len - b->pos < n ? b->len - b->pos : n;
-        memcpy(d, b->buf + b->pos, k);
-        b->pos += k;
-        b->off += k;
-        d += k;
-        n -= k;
-    }
-    return 0;
-}
-
-static int b_skip(brd *b, uint64_t n)
-{
-    size_t k = b->len - b->pos < n ? b->len - b->pos : (size_t)n;
-    b->pos += k;
-    b->off += k;
-    n -= k;
-    if (n) {
-        if (n > INT64_MAX || gzseek(b->f, (z_off_t)n, SEEK_CUR) < 0)
-            return -1;
-        b->off += n;
-    }
-    return 0;
-}
-
-static uint64_t be_num(const uint8_t *p, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static int cmp_cand(const void *a, const void *b)
-{
-    uint64_t x = ((const cand *)a)->id, y = ((const cand *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
-static cand *find_cand(cand *c, size_t n, uint64_t id)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && c[lo].id == id ? &c[lo] : NULL;
-}
-
-/* Size in the file of a value of HPROF basic type t, 0 if t is not one. */
-static uint32_t tsize(uint8_t t, uint32_t ids)
-{
-    if (t != MS_HT_OBJECT && (t < MS_HT_BOOLEAN || t > MS_HT_LONG))
-        return 0;
-    return ms_hsize_type_in_file(t, ids);
-}
-
-#define NEED(n)                                                                           \
-    do {                                                                                  \
-        if ((uint64_t)(n) > left)                                                         \
-            goto crosses;                                                                 \
-        left -= (n);                                                                      \
-    } while (0)
-#define READ(dst, n)                                                                      \
-    do {                                                                                  \
-        NEED(n);                                                                          \
-        if (b_read(b, (dst), (n)) < 0)                                                    \
-            goto truncated;                                                               \
-    } while (0)
-#define SKIP(n)                                                                           \
-    do {                                                                                  \
-        NEED(n);                                                                          \
-        if (b_skip(b, (n)) < 0)                                                           \
-            goto truncated;                                                               \
-    } while (0)
-
-/* Walks the sub-records of one heap dump record of length left. */
-static int heap_records(brd *b, uint64_t left, uint32_t ids, cand *c, size_t nc, char *err,
-                        size_t errlen)
-{
-    uint8_t t[32];
-    uint64_t at = b->off;
-    uint8_t tag = 0;
-    while (left) {
-        at = b->off;
-        READ(&tag, 1);
-        switch (tag) {
-        case 0xFF: case 0x05: case 0x07: case 0x89: case 0x8A: case 0x8B: case 0x8C:
-        case 0x8D: case 0x90:
-            SKIP(ids);
-            break;
-        case 0x01:
-            SKIP(2 * ids);
-            break;
-        case 0x02: case 0x03: case 0x08: case 0x8E:
-            SKIP(ids + 8);
-            break;
-        case 0x04: case 0x06: case 0xFE:
-            SKIP(ids + 4);
-            break;
-        case 0x20: { /* CLASS_DUMP */
-            SKIP(7 * ids + 8);
-            uint8_t u2[2];
-            READ(u2, 2);
-            for (uint32_t k = 0, n = (uint32_t)be_num(u2, 2); k < n; k++) {
-                READ(t, 3);
-                uint32_t s = tsize(t[2], ids);
-                if (!s)
-                    goto badtype;
-                SKIP(s);
-            }
-            READ(u2, 2);
-            for (uint32_t k = 0, n = (uint32_t)be_num(u2, 2); k < n; k++) {
-                READ(t, ids + 1);
-                uint32_t s = tsize(t[ids], ids);
-                if (!s)
-                    goto badtype;
-                SKIP(s);
-            }
-            READ(u2, 2);
-            SKIP((uint64_t)be_num(u2, 2) * (ids + 1));
-            break;
-        }
-        case 0x21: { /* INSTANCE_DUMP */
-            READ(t, 2 * ids + 8);
-            uint64_t id = be_num(t, ids), n = be_num(t + 2 * ids + 4, 4);
-            cand *x = nc ? find_cand(c, nc, id) : NULL;
-            if (x && (uint64_t)x->off + x->size <= n) {
-                uint8_t v[8];
-                SKIP(x->off);
-                READ(v, x->size);
-                SKIP(n - x->off - x->size);
-                x->value = be_num(v, x->size);
-                x->found = 1;
-            } else {
-                SKIP(n);
-            }
-            break;
-        }
-        case 0x22: { /* OBJECT_ARRAY_DUMP */
-            READ(t, ids + 8);
-            SKIP(be_num(t + ids + 4, 4) * ids + ids);
-            break;
-        }
-        case 0x23: { /* PRIMITIVE_ARRAY_DUMP */
-            READ(t, ids + 9);
-            uint32_t s = tsize(t[ids + 8], ids);
-            if (!s || t[ids + 8] == MS_HT_OBJECT)
-                goto badtype;
-            SKIP(be_num(t + ids + 4, 4) * s);
-            break;
-        }
-        case 0xC3: /* PRIMITIVE_ARRAY_NODATA */
-            SKIP(ids + 9);
-            break;
-        default:
-            ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": unknown heap dump sub-record 0x%02x", at, tag);
-            return -1;
-        }
-    }
-    return 0;
-crosses:
-    ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": sub-record 0x%02x runs past its heap dump record",
-            at, tag);
-    return -1;
-truncated:
-    ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": file truncated in sub-record 0x%02x", at, tag);
-    return -1;
-badtype:
-    ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": bad basic type in sub-record 0x%02x", at, tag);
-    return -1;
-}
-
-/* Fills the values of the candidates (sorted by id) from the dump at path. */
-static int read_values(const char *path, uint32_t ids, cand *c, size_t nc, char *err,
-                       size_t errlen)
-{
-    brd *b = calloc(1, sizeof *b);
-    if (!b) {
-        ms_hprof_set_err(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = -1;
-    b->f = gzopen(path, "rb");
-    if (!b->f) {
-        ms_hprof_set_err(err, errlen, "cannot open %s again to read field values", path);
-        free(b);
-        return -1;
-    }
-    char hdr[32];
-    size_t k = 0;
-    do {
-        if (k == sizeof hdr || b_read(b, &hdr[k], 1) < 0) {
-            ms_hprof_set_err(err, errlen, "not an HPROF file");
-            goto out;
-        }
-    } while (hdr[k++]);
-    uint8_t h[12];
-    if (strncmp(hdr, "JAVA PROFILE", 12) || b_read(b, h, 12) < 0 || be_num(h, 4) != ids) {
-        ms_hprof_set_err(err, errlen, "not the HPROF file that was read (header differs)");
-        goto out;
-    }
-    for (;;) {
-        uint8_t r[9];
-        uint64_t at = b->off;
-        if (b_read(b, r, 1) < 0)
-            break; /* end of file */
-        if (b_read(b, r + 1, 8) < 0) {
-            ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": file truncated in a record header", at);
-            goto out;
-        }
-        uint64_t len = be_num(r + 5, 4);
-        if (r[0] == 0x0C || r[0] == 0x1C) {
-            if (heap_records(b, len, ids, c, nc, err, errlen) < 0)
-                goto out;
-        } else if (b_skip(b, len) < 0) {
-            ms_hprof_set_err(err, errlen, "offset %" PRIu64 ": file truncated in record 0x%02x", at, r[0]);
-            goto out;
-        }
-    }
-    rc = 0;
-out:
-    gzclose(b->f);
-    free(b);
-    return rc;
-}
-
-/* ---- the rules: which objects are leaking, which are known not to be ---- */
-
-enum { R_NONE = 0, R_ACTIVITY, R_FRAGMENT, R_WATCHED };
-static const char *const reason_text[] = {
-    "", "Activity#mDestroyed is true", "Fragment#mFragmentManager is null",
-    "retained by a LeakCanary KeyedWeakReference"};
-
-/* Byte offset in the instance field data of class cls of field `field` declared by a class
- * named decl; -1 if cls has no such field. *type receives its basic type. */
-static long field_offset(const ms_hgraph *g, uint32_t cls, const char *decl, const char *field,
-                         uint8_t *type)
-{
-    uint64_t off = 0;
-    for (uint32_t c = cls, depth = 0; c < g->nclass && depth < 1000; c = g->classes[c].super, depth++) {
-        const ms_hclass *k = &g->classes[c];
-        int here = !strcmp(ms_hgraph_class_name(g, c), decl);
-        for (uint32_t f = k->field_first; f < k->field_first + k->field_count && f < g->nfield; f++) {
-            if (here && !strcmp(g->strs + g->fields[f].name, field)) {
-                *type = g->fields[f].type;
-                return off > INT32_MAX ? -1 : (long)off;
-            }
-            off += ms_hsize_type_in_file(g->fields[f].type, g->id_size);
-        }
-        if (here)
-            return -1;
-    }
-    return -1;
-}
-
-/* Does class cls (or a superclass) have an instance field named field? */
-static int has_field(const ms_hgraph *g, uint32_t cls, const char *field)
-{
-    for (uint32_t c = cls, depth = 0; c < g->nclass && depth < 1000; c = g->classes[c].super, depth++)
-        for (uint32_t f = g->classes[c].field_first;
-             f < g->classes[c].field_first + g->classes[c].field_count && f < g->nfield; f++)
-            if (!strcmp(g->strs + g->fields[f].name, field))
-                return 1;
-    return 0;
-}
-
-/* Target of object i's reference through a field named field (kind FIELD or REFERENT),
- * MS_HIDX_NONE when null or absent. */
-static ms_hidx ref_field(const ms_hgraph *g, ms_hidx i, const char *field)
-{
-    for (uint64_t e = g->edge_off[i]; e < g->edge_off[i + 1]; e++) {
-        uint32_t l = g->edge_label[e];
-        unsigned kind = ms_hedge_kind_of(l);
-        uint32_t v = ms_hedge_value_of(l);
-        if ((kind == MS_HEDGE_FIELD || kind == MS_HEDGE_REFERENT) && v < g->nfield &&
-            !strcmp(g->strs + g->fields[v].name, field))
-            return g->edge_dst[e];
-    }
-    return MS_HIDX_NONE;
-}
-
-static const char *const fragment_classes[] = {
-    "android.app.Fragment", "android.support.v4.app.Fragment", "androidx.fragment.app.Fragment"};
-static const char *const kwr_classes[] = {
-    "leakcanary.KeyedWeakReference", "com.squareup.leakcanary.KeyedWeakReference"};
-
-/* Per object: status in the low 2 bits, reason << 2. */
-static int classify(const char *path, const ms_hgraph *g, uint8_t *st, char *err,
-                    size_t errlen)
-{
-    uint8_t *kind = calloc((size_t)g->nclass + 1, 1); /* 1 activity, 2 fragment, 3 KWR */
-    if (!kind) {
-        ms_hprof_set_err(err, errlen, "out of memory");
-        return -1;
-    }
-    for (uint32_t c = 0; c < g->nclass; c++) {
-        if (ms_hgraph_class_is_a(g, c, "android.app.Activity"))
-            kind[c] = 1;
-        for (size_t k = 0; k < 3; k++)
-            if (ms_hgraph_class_is_a(g, c, fragment_classes[k]) && has_field(g, c, "mFragmentManager"))
-                kind[c] = 2;
-        for (size_t k = 0; k < 2; k++)
-            if (ms_hgraph_class_is_a(g, c, kwr_classes[k]))
-                kind[c] = 3;
-    }
-    /* candidates for a primitive field: activities (mDestroyed), watched references
-     * (retainedUptimeMillis) */
-    size_t nc = 0, cap = 0;
-    cand *c = NULL;
-    for (uint32_t i = 0; i < g->nobj; i++) {
-        uint32_t cls = g->obj_class[i];
-        if (g->obj_kind[i] != MS_HOBJ_INSTANCE || cls >= g->nclass)
-            continue;
-        if (kind[cls] == 2) {
-            st[i] = ref_field(g, i, "mFragmentManager") == MS_HIDX_NONE
-                        ? (uint8_t)(MS_LEAK_LEAKING | R_FRAGMENT << 2)
-                        : MS_LEAK_NOT_LEAKING;
-            continue;
-        }
-        if (kind[cls] != 1 && kind[cls] != 3)
-            continue;
-        uint8_t type = 0;
-        long off = kind[cls] == 1
-                       ? field_offset(g, cls, "android.app.Activity", "mDestroyed", &type)
-                       : -1;
-        if (kind[cls] == 3) {
-            for (size_t k = 0; k < 2 && off < 0; k++)
-                off = field_offset(g, cls, kwr_classes[k], "retainedUptimeMillis", &type);
-        }
-        if (off < 0 && kind[cls] == 1)
-            continue; /* no mDestroyed: status unknown */
-        if (nc == cap) {
-            cap = cap ? cap * 2 : 64;
-            cand *n = realloc(c, cap * sizeof *c);
-            if (!n) {
-                free(c);
-                free(kind);
-                ms_hprof_set_err(err, errlen, "out of memory");
-                return -1;
-            }
-            c = n;
-        }
-        c[nc++] = (cand){.id = ms_hgraph_id(g, i), .obj = i, .off = off < 0 ? UINT32_MAX : (uint32_t)off,
-                         .size = off < 0 ? 0 : (uint8_t)ms_hsize_type_in_file(type, g->id_size)};
-    }
-    int rc = 0;
-    if (nc) {
-        qsort(c, nc, sizeof *c, cmp_cand);
-        /* candidates without a field to read (legacy KeyedWeakReference) need no pass */
-        size_t need = 0;
-        for (size_t k = 0; k < nc; k++)
-            need += c[k].size != 0;
-        if (need) {
-            for (size_t k = 0; k < nc; k++)
-                if (!c[k].size)
-                    c[k].off = 0; /* read nothing: size 0 */
-            rc = read_values(path, g->id_size, c, nc, err, errlen);
-        }
-    }
-    /* activities first: a watched reference's referent is leaking whatever it says */
-    for (size_t k = 0; rc == 0 && k < nc; k++) {
-        ms_hidx i = c[k].obj;
-        if (kind[g->obj_class[i]] == 1 && c[k].found)
-            st[i] = c[k].value ? (uint8_t)(MS_LEAK_LEAKING | R_ACTIVITY << 2) : MS_LEAK_NOT_LEAKING;
-    }
-    for (size_t k = 0; rc == 0 && k < nc; k++) {
-        ms_hidx i = c[k].obj;
-        if (kind[g->obj_class[i]] != 3)
-            continue;
-        /* its referent leaks unless it is only being watched (retainedUptimeMillis == -1) */
-        ms_hidx ref = ref_field(g, i, "referent");
-        int64_t retained = c[k].size == 8 ? (int64_t)c[k].value : 0;
-        if (ref != MS_HIDX_NONE && (!c[k].size || !c[k].found || retained != -1))
-            st[ref] = (uint8_t)(MS_LEAK_LEAKING | R_WATCHED << 2);
-    }
-    free(c);
-    free(kind);
-    return rc;
-}
 
 /* ---- traces and signatures ---- */
 
-static uint8_t base_status(const ms_hgraph *g, const uint8_t *st, ms_hidx v)
-{
-    if (g->obj_kind[v] == MS_HOBJ_CLASS)
-        return MS_LEAK_NOT_LEAKING; /* a class is never leaking */
-    return st[v] & 3;
-}
-
 /* Shark's status propagation and suspect references (RealLeakTracerFactory, LeakTrace). */
-static void trace_status(const ms_hgraph *g, const uint8_t *st, const ms_hprof_path *p,
-                         uint8_t *status, uint8_t *suspect)
+static void trace_status(const ms_hinspect *ins, const ms_hprof_path *p, uint8_t *status,
+                         uint8_t *suspect, uint8_t *reason)
 {
     size_t n = p->len;
-    for (size_t k = 0; k < n; k++)
-        status[k] = base_status(g, st, p->obj[k]);
+    for (size_t k = 0; k < n; k++) {
+        status[k] = ins->status[p->obj[k]];
+        if (reason)
+            reason[k] = ins->reason[p->obj[k]];
+    }
     status[n - 1] = MS_LEAK_LEAKING;
     size_t last_not = SIZE_MAX;
     for (size_t k = 0; k + 1 < n; k++)
@@ -586,10 +168,81 @@ static void signature(const ms_hgraph *g, const ms_hprof_path *p, const uint8_t 
     sha1_hex(&s, out);
 }
 
+/* ---- reference matchers on the search ---- */
+
+typedef struct prefs {
+    ms_hprof_path_prefs p;
+    uint8_t *ignore_edge, *low_edge, *ignore_root, *low_root;
+    int *root_matcher; /* per root: matcher index or -1 */
+} prefs;
+
+static void prefs_free(prefs *x)
+{
+    free(x->ignore_edge);
+    free(x->low_edge);
+    free(x->ignore_root);
+    free(x->low_root);
+    free(x->root_matcher);
+}
+
+static int prefs_build(const ms_hgraph *g, const ms_hmatch *m, ms_hinspect *ins, prefs *x)
+{
+    memset(x, 0, sizeof *x);
+    x->ignore_edge = calloc(g->nedge / 8 + 1, 1);
+    x->low_edge = calloc(g->nedge / 8 + 1, 1);
+    x->ignore_root = calloc((size_t)g->nroot / 8 + 1, 1);
+    x->low_root = calloc((size_t)g->nroot / 8 + 1, 1);
+    x->root_matcher = malloc(((size_t)g->nroot + 1) * sizeof *x->root_matcher);
+    if (!x->ignore_edge || !x->low_edge || !x->ignore_root || !x->low_root || !x->root_matcher)
+        return -1;
+    for (uint32_t i = 0; i < g->nobj; i++) {
+        uint32_t c = g->obj_class[i];
+        int inst = g->obj_kind[i] == MS_HOBJ_INSTANCE && c < g->nclass && m->cls_first[c] != m->cls_first[c + 1];
+        if (!inst && g->obj_kind[i] != MS_HOBJ_CLASS)
+            continue;
+        for (uint64_t e = g->edge_off[i]; e < g->edge_off[i + 1]; e++) {
+            int k = ms_hmatch_edge(m, i, e);
+            if (k < 0)
+                continue;
+            uint8_t *set = m->table[k].ignored ? x->ignore_edge : x->low_edge;
+            set[e >> 3] |= (uint8_t)(1u << (e & 7));
+        }
+    }
+    for (uint32_t r = 0; r < g->nroot; r++) {
+        int k = ms_hmatch_root(m, r, ms_hinspect_thread_name, ins);
+        x->root_matcher[r] = k;
+        if (k < 0)
+            continue;
+        uint8_t *set = m->table[k].ignored ? x->ignore_root : x->low_root;
+        set[r >> 3] |= (uint8_t)(1u << (r & 7));
+    }
+    x->p = (ms_hprof_path_prefs){x->ignore_edge, x->low_edge, x->ignore_root, x->low_root};
+    return 0;
+}
+
+/* The first library-leak matcher on path p (its root, then its references), or -1. */
+static int path_library_leak(const ms_hgraph *g, const ms_hmatch *m, const prefs *x,
+                             const ms_hprof_path *p)
+{
+    for (uint32_t r = 0; r < g->nroot; r++)
+        if (g->roots[r].obj == p->obj[0] && g->roots[r].type == p->root_type && x->root_matcher[r] >= 0 &&
+            !m->table[x->root_matcher[r]].ignored)
+            return x->root_matcher[r];
+    for (size_t k = 1; k < p->len; k++) {
+        if (p->edge[k] == MS_HPATH_CLASS_EDGE)
+            continue;
+        int t = ms_hmatch_edge(m, p->obj[k - 1], p->edge[k]);
+        if (t >= 0 && !m->table[t].ignored)
+            return t;
+    }
+    return -1;
+}
+
 typedef struct leak {
     char sig[41];
     ms_hidx obj;
     size_t len;
+    int matcher; /* library leak: the matcher; -1: an application leak */
 } leak;
 
 static int cmp_leak(const void *a, const void *b)
@@ -606,6 +259,8 @@ static int cmp_leak(const void *a, const void *b)
 static int cmp_group(const void *a, const void *b)
 {
     const ms_hprof_leakgroup *x = a, *y = b;
+    if ((x->matcher >= 0) != (y->matcher >= 0))
+        return x->matcher >= 0 ? 1 : -1; /* application leaks first */
     if (x->retained != y->retained)
         return x->retained > y->retained ? -1 : 1;
     if (x->count != y->count)
@@ -622,6 +277,7 @@ void ms_hprof_leaks_free(ms_hprof_leaks *l)
         ms_hprof_path_free(&l->groups[k].trace);
         free(l->groups[k].status);
         free(l->groups[k].suspect);
+        free(l->groups[k].reasons);
     }
     free(l->groups);
     memset(l, 0, sizeof *l);
@@ -631,22 +287,28 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
                         ms_hprof_leaks *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    uint8_t *st = calloc((size_t)g->nobj + 1, 1);
+    ms_hinspect ins;
+    ms_hmatch m;
+    prefs pf;
+    memset(&ins, 0, sizeof ins);
+    memset(&m, 0, sizeof m);
+    memset(&pf, 0, sizeof pf);
     uint8_t *leaves = calloc((size_t)g->nobj / 8 + 1, 1);
     leak *lk = NULL;
     ms_hidx *parent = NULL;
     uint32_t *pedge = NULL;
     uint8_t *status = NULL, *suspect = NULL;
     int rc = -1;
-    if (!st || !leaves) {
+    if (!leaves) {
         ms_hprof_set_err(err, errlen, "leaks: out of memory");
         goto out;
     }
-    if (classify(path, g, st, err, errlen) < 0)
+    if (ms_hinspect_run(path, g, &ins, err, errlen) < 0)
         goto out;
+    out->build = ins.build;
     size_t nleak = 0;
     for (uint32_t i = 0; i < g->nobj; i++)
-        if ((st[i] & 3) == MS_LEAK_LEAKING) {
+        if (ins.status[i] == MS_LEAK_LEAKING) {
             leaves[i >> 3] |= (uint8_t)(1u << (i & 7));
             nleak++;
         }
@@ -655,7 +317,13 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         rc = 0;
         goto out;
     }
-    if (ms_hprof_path_tree(g, MS_HIDX_NONE, leaves, &parent, &pedge, err, errlen) < 0)
+    if (ms_hmatch_init(&m, g, &ins.build, err, errlen) < 0)
+        goto out;
+    if (prefs_build(g, &m, &ins, &pf) < 0) {
+        ms_hprof_set_err(err, errlen, "leaks: out of memory");
+        goto out;
+    }
+    if (ms_hprof_path_tree_ex(g, MS_HIDX_NONE, leaves, &pf.p, &parent, &pedge, err, errlen) < 0)
         goto out;
     lk = calloc(nleak, sizeof *lk);
     if (!lk) {
@@ -664,7 +332,7 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
     }
     size_t n = 0;
     for (uint32_t i = 0; i < g->nobj; i++) {
-        if ((st[i] & 3) != MS_LEAK_LEAKING)
+        if (ins.status[i] != MS_LEAK_LEAKING)
             continue;
         if (parent[i] == MS_HIDX_NONE) {
             out->unreachable++;
@@ -682,8 +350,16 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
             ms_hprof_set_err(err, errlen, "leaks: out of memory");
             goto out;
         }
-        trace_status(g, st, &p, status, suspect);
-        signature(g, &p, suspect, lk[n].sig);
+        trace_status(&ins, &p, status, suspect, NULL);
+        lk[n].matcher = path_library_leak(g, &m, &pf, &p);
+        if (lk[n].matcher >= 0) {
+            /* library leaks: one group per matched pattern, as Shark groups them */
+            char pat[512];
+            ms_hmatcher_pattern(&m.table[lk[n].matcher], pat, sizeof pat);
+            ms_hprof_sha1_hex(pat, strlen(pat), lk[n].sig);
+        } else {
+            signature(g, &p, suspect, lk[n].sig);
+        }
         lk[n].obj = i;
         lk[n].len = p.len;
         n++;
@@ -705,6 +381,12 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         ms_hprof_leakgroup *grp = &out->groups[out->ngroups++];
         memcpy(grp->signature, lk[k].sig, 41);
         grp->count = e - k;
+        grp->matcher = lk[k].matcher;
+        if (grp->matcher >= 0) {
+            ms_hmatcher_pattern(&m.table[grp->matcher], grp->pattern, sizeof grp->pattern);
+            grp->description = m.table[grp->matcher].description;
+            out->library_groups++;
+        }
         grp->objs = malloc(grp->count * sizeof *grp->objs);
         if (!grp->objs) {
             ms_hprof_set_err(err, errlen, "leaks: out of memory");
@@ -715,16 +397,17 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
             if (r)
                 grp->retained += r->retained[lk[j].obj];
         }
-        grp->reason = reason_text[st[lk[k].obj] >> 2 & 3];
+        grp->reason = ms_hinspect_reason(ins.reason[lk[k].obj]);
         if (ms_hprof_path_from_tree(g, parent, pedge, lk[k].obj, &grp->trace, err, errlen) < 0)
             goto out;
         grp->status = malloc(grp->trace.len);
         grp->suspect = malloc(grp->trace.len);
-        if (!grp->status || !grp->suspect) {
+        grp->reasons = malloc(grp->trace.len);
+        if (!grp->status || !grp->suspect || !grp->reasons) {
             ms_hprof_set_err(err, errlen, "leaks: out of memory");
             goto out;
         }
-        trace_status(g, st, &grp->trace, grp->status, grp->suspect);
+        trace_status(&ins, &grp->trace, grp->status, grp->suspect, grp->reasons);
         k = e;
     }
     qsort(out->groups, out->ngroups, sizeof *out->groups, cmp_group);
@@ -732,7 +415,9 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
 out:
     if (rc < 0)
         ms_hprof_leaks_free(out);
-    free(st);
+    ms_hinspect_free(&ins);
+    ms_hmatch_free(&m);
+    prefs_free(&pf);
     free(leaves);
     free(lk);
     free(parent);
@@ -746,6 +431,33 @@ out:
 
 static const char *const status_key[] = {"UNKNOWN", "NOT_LEAKING", "LEAKING"};
 
+/* Why step k of a trace has its status: its own reason, or Shark's propagated one. */
+static const char *step_reason(const ms_hgraph *g, const ms_hprof_leakgroup *grp, size_t k,
+                               char *buf, size_t len)
+{
+    const char *own = ms_hinspect_reason(grp->reasons[k]);
+    if (*own)
+        return own;
+    size_t n = grp->trace.len;
+    char cls[512];
+    if (grp->status[k] == MS_LEAK_NOT_LEAKING) {
+        for (size_t j = k + 1; j < n; j++)
+            if (grp->status[j] == MS_LEAK_NOT_LEAKING && *ms_hinspect_reason(grp->reasons[j])) {
+                snprintf(buf, len, "%s\u2193 is not leaking", ms_hpan_obj_class(g, grp->trace.obj[j], 0, cls, sizeof cls));
+                return buf;
+            }
+    } else if (grp->status[k] == MS_LEAK_LEAKING) {
+        if (k + 1 == n)
+            return "this is the leaking object";
+        for (size_t j = k; j-- > 0;)
+            if (grp->status[j] == MS_LEAK_LEAKING && *ms_hinspect_reason(grp->reasons[j])) {
+                snprintf(buf, len, "%s\u2191 is leaking", ms_hpan_obj_class(g, grp->trace.obj[j], 0, cls, sizeof cls));
+                return buf;
+            }
+    }
+    return "";
+}
+
 int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
                          const char *format, char *err, size_t errlen)
 {
@@ -754,7 +466,7 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
         ms_hprof_set_err(err, errlen, "unknown format '%s' for leaks (text or json)", format);
         return -1;
     }
-    char buf[512];
+    char buf[512], why[700];
     if (fmt == MS_HPAN_TEXT) {
         size_t shown = 0;
         for (size_t k = 0; k < l->ngroups; k++)
@@ -764,6 +476,11 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
         if (l->unreachable)
             fprintf(fp, " (%zu more no longer strongly reachable: not leaks)", l->unreachable);
         fputs("\n", fp);
+        if (l->library_groups)
+            fprintf(fp, "%zu application leak group%s, %zu library leak group%s (known leaks in Android or "
+                        "vendor code, listed last)\n",
+                    l->ngroups - l->library_groups, l->ngroups - l->library_groups == 1 ? "" : "s",
+                    l->library_groups, l->library_groups == 1 ? "" : "s");
     } else {
         fputs("[", fp);
     }
@@ -772,29 +489,42 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
         ms_hidx o = grp->objs[0];
         const char *cls = ms_hpan_obj_class(g, o, 0, buf, sizeof buf);
         if (fmt == MS_HPAN_TEXT) {
+            if (k == 0 || (grp->matcher >= 0) != (l->groups[k - 1].matcher >= 0))
+                fprintf(fp, "\n== %s\n", grp->matcher >= 0 ? "Library leaks" : "Application leaks");
             fprintf(fp, "\n%zu x %s, retained %" PRIu64 " bytes: %s\n  signature %s\n",
                     grp->count, cls, grp->retained, grp->reason, grp->signature);
+            if (grp->matcher >= 0)
+                fprintf(fp, "  library leak: %s\n  %s\n", grp->pattern, grp->description);
             fprintf(fp, "  GC root: %s\n", ms_hroot_type_name(grp->trace.root_type));
             for (size_t s = 0; s < grp->trace.len; s++) {
                 ms_hidx v = grp->trace.obj[s];
                 const char *name = ms_hpan_obj_class(g, v, 0, buf, sizeof buf);
+                const char *r = step_reason(g, grp, s, why, sizeof why);
+                char st[800];
+                snprintf(st, sizeof st, "[%s%s%s]", status_key[grp->status[s]], *r ? ": " : "", r);
                 if (s == 0) {
-                    fprintf(fp, "  %s 0x%" PRIx64 " [%s]\n", name, ms_hgraph_id(g, v),
-                            status_key[grp->status[s]]);
+                    fprintf(fp, "  %s 0x%" PRIx64 " %s\n", name, ms_hgraph_id(g, v), st);
                     continue;
                 }
-                ms_hprof_edge_ref r = ms_hprof_edge_describe(g, grp->trace.edge[s]);
+                ms_hprof_edge_ref re = ms_hprof_edge_describe(g, grp->trace.edge[s]);
                 char ref[300];
-                if (r.field)
-                    snprintf(ref, sizeof ref, "%s%s", r.is_static ? "static " : ".", r.field);
+                if (re.field)
+                    snprintf(ref, sizeof ref, "%s%s", re.is_static ? "static " : ".", re.field);
                 else
-                    snprintf(ref, sizeof ref, "[%" PRIu32 "]", r.index);
-                fprintf(fp, "  %s %s -> %s 0x%" PRIx64 " [%s]\n", grp->suspect[s - 1] ? "~~" : "  ",
-                        ref, name, ms_hgraph_id(g, v), status_key[grp->status[s]]);
+                    snprintf(ref, sizeof ref, "[%" PRIu32 "]", re.index);
+                fprintf(fp, "  %s %s -> %s 0x%" PRIx64 " %s\n", grp->suspect[s - 1] ? "~~" : "  ",
+                        ref, name, ms_hgraph_id(g, v), st);
             }
         } else {
             fputs(k ? ",\n  {\"signature\": " : "\n  {\"signature\": ", fp);
             ms_hprof_json_str(fp, grp->signature);
+            fprintf(fp, ", \"kind\": \"%s\"", grp->matcher >= 0 ? "library" : "application");
+            if (grp->matcher >= 0) {
+                fputs(", \"pattern\": ", fp);
+                ms_hprof_json_str(fp, grp->pattern);
+                fputs(", \"description\": ", fp);
+                ms_hprof_json_str(fp, grp->description);
+            }
             fputs(", \"class\": ", fp);
             ms_hprof_json_str(fp, ms_hpan_obj_class(g, o, 1, buf, sizeof buf));
             fputs(", \"reason\": ", fp);
@@ -806,9 +536,22 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
             fputs("], \"trace\": [", fp);
             for (size_t s = 0; s < grp->trace.len; s++) {
                 fputs(s ? ",\n    " : "\n    ", fp);
-                char extra[64];
-                snprintf(extra, sizeof extra, ", \"status\": \"%s\"%s", status_key[grp->status[s]],
-                         grp->suspect[s] ? ", \"suspect\": true" : "");
+                char extra[1024];
+                int n = snprintf(extra, sizeof extra, ", \"status\": \"%s\"%s", status_key[grp->status[s]],
+                                 grp->suspect[s] ? ", \"suspect\": true" : "");
+                const char *r = step_reason(g, grp, s, why, sizeof why);
+                if (*r && n > 0 && (size_t)n < sizeof extra) {
+                    /* reasons are our own text or class names already safe for JSON */
+                    char esc[800];
+                    size_t e = 0;
+                    for (const char *c = r; *c && e + 2 < sizeof esc; c++) {
+                        if (*c == '"' || *c == '\\')
+                            esc[e++] = '\\';
+                        esc[e++] = *c;
+                    }
+                    esc[e] = 0;
+                    snprintf(extra + n, sizeof extra - (size_t)n, ", \"reason\": \"%s\"", esc);
+                }
                 ms_hprof_path_step_json(fp, g, &grp->trace, s, extra);
             }
             fputs("]}", fp);

@@ -12,10 +12,9 @@
 
 #include "hprof/dominators.h"
 #include "hprof/graph.h"
+#include "hprof/inspect.h"
+#include "hprof/matchers.h"
 #include "hprof/paths.h"
-
-/* Status of an object on a leak trace (Shark's LeakTraceObject.LeakingStatus). */
-enum { MS_LEAK_UNKNOWN = 0, MS_LEAK_NOT_LEAKING = 1, MS_LEAK_LEAKING = 2 };
 
 typedef struct ms_hprof_leakgroup {
     char signature[41];    /* lowercase hex SHA-1, as Shark's leak signature */
@@ -26,6 +25,11 @@ typedef struct ms_hprof_leakgroup {
     ms_hprof_path trace;   /* from a GC root to objs[0] */
     uint8_t *status;       /* trace.len entries, MS_LEAK_* after Shark's propagation */
     uint8_t *suspect;      /* trace.len entries: reference k -> k+1 is a leak suspect */
+    uint8_t *reasons;      /* trace.len entries: each object's own reason (inspect.h) */
+    int matcher;           /* library leak: index of the matched reference (matchers.h);
+                              -1: an application leak */
+    char pattern[300];     /* library leak: the matcher's pattern text */
+    const char *description; /* library leak: what is known about it */
 } ms_hprof_leakgroup;
 
 typedef struct ms_hprof_leaks {
@@ -33,9 +37,15 @@ typedef struct ms_hprof_leaks {
     ms_hprof_leakgroup *groups; /* largest retained first, then most objects */
     size_t leaking;             /* leaking objects found, reachable or not */
     size_t unreachable;         /* of those, not strongly reachable (not leaks) */
+    size_t library_groups;      /* groups that are library leaks (after the others) */
+    ms_hbuild build;            /* the device, as android.os.Build says */
 } ms_hprof_leaks;
 
-/* Finds the leaks of the dump at path whose graph is g. r (dominators of g) may be NULL:
+/* Finds the leaks of the dump (objects the inspectors of inspect.h call leaking); the
+ * path search avoids the references of matchers.h (ignored ones never, library leaks
+ * last), and a leak whose path needs a library-leak reference is grouped by that
+ * reference's pattern, apart from application leaks (grouped by Shark's signature).
+ * Finds the leaks of the dump at path whose graph is g. r (dominators of g) may be NULL:
  * retained sizes are then 0. Returns 0 with *out (free with ms_hprof_leaks_free), or -1
  * with a message (the file cannot be read again, out of memory). */
 int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
@@ -43,9 +53,11 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
 void ms_hprof_leaks_free(ms_hprof_leaks *l);
 
 /* Output of `memsight hprof leaks`. format "text" or "json". JSON: a list of groups
- * {signature, class, reason, count, retained_bytes, objects (hex ids), trace}, where trace
- * is a path (paths.h JSON steps) whose steps also carry status ("NOT_LEAKING", "UNKNOWN",
- * "LEAKING") and, on the steps a suspect reference leaves from, "suspect": true.
+ * {signature, kind ("application" or "library"), class, reason, count, retained_bytes,
+ * objects (hex ids), trace} plus, for library leaks, pattern and description; trace is a
+ * path (paths.h JSON steps) whose steps also carry status ("NOT_LEAKING", "UNKNOWN",
+ * "LEAKING"), reason (why, when known) and, on the steps a suspect reference leaves from,
+ * "suspect": true.
  * Returns 0, or -1 with a message. */
 int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
                          const char *format, char *err, size_t errlen);

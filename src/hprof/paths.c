@@ -135,6 +135,131 @@ int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves
     return 0;
 }
 
+static inline int bit(const uint8_t *set, uint64_t i)
+{
+    return set && (set[i >> 3] >> (i & 7)) & 1;
+}
+
+/* Shark's prioritising search: a FIFO of ordinary work and a FIFO of what was reached
+ * only through a low-priority root or edge; the second is drained once the first is
+ * empty, and from then on everything found joins it. An object waiting in the second
+ * queue that an ordinary reference reaches is re-parented and moved to the first. */
+int ms_hprof_path_tree_ex(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves,
+                          const ms_hprof_path_prefs *prefs, ms_hidx **parent_out,
+                          uint32_t **pedge_out, char *err, size_t errlen)
+{
+    if (!prefs)
+        return ms_hprof_path_tree(g, target, leaves, parent_out, pedge_out, err, errlen);
+    *parent_out = NULL;
+    if (pedge_out)
+        *pedge_out = NULL;
+    size_t n = (size_t)g->nobj + 1;
+    uint8_t *skip = ms_hprof_skip_edges(g);
+    ms_hidx *parent = malloc(n * sizeof *parent);
+    ms_hidx *q1 = malloc(n * sizeof *q1), *q2 = malloc(n * sizeof *q2);
+    uint32_t *pedge = malloc(n * sizeof *pedge);
+    uint8_t *low = calloc(n / 8 + 1, 1);  /* reached, but only through low priority so far */
+    uint8_t *done = calloc(n / 8 + 1, 1); /* its references were followed */
+    if (!skip || !parent || !q1 || !q2 || !pedge || !low || !done) {
+        free(skip);
+        free(parent);
+        free(q1);
+        free(q2);
+        free(pedge);
+        free(low);
+        free(done);
+        ms_hprof_set_err(err, errlen, "path: out of memory for %u objects", g->nobj);
+        return -1;
+    }
+    memset(parent, 0xff, n * sizeof *parent);
+    size_t h1 = 0, t1 = 0, h2 = 0, t2 = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t k = 0; k < g->nroot; k++) {
+            ms_hidx o = g->roots[k].obj;
+            uint8_t type = g->roots[k].type;
+            if (o >= g->nobj || bit(prefs->ignore_root, k))
+                continue;
+            int is_low = low_priority_root(type) || bit(prefs->low_root, k);
+            if (is_low != pass)
+                continue;
+            if (parent[o] == MS_HPATH_ROOT) {
+                if (!pass && root_rank(type) < root_rank((uint8_t)pedge[o]))
+                    pedge[o] = type;
+                continue;
+            }
+            parent[o] = MS_HPATH_ROOT;
+            pedge[o] = type;
+            if (pass) {
+                low[o >> 3] |= (uint8_t)(1u << (o & 7));
+                q2[t2++] = o;
+            } else {
+                q1[t1++] = o;
+            }
+        }
+    int found = target < g->nobj && parent[target] != MS_HIDX_NONE && !bit(low, target);
+    int late = 0; /* draining the second queue */
+    while (!found) {
+        ms_hidx v;
+        if (h1 < t1) {
+            v = q1[h1++];
+        } else if (h2 < t2) {
+            late = 1;
+            v = q2[h2++];
+        } else {
+            break;
+        }
+        if (bit(done, v))
+            continue; /* moved to the first queue and already followed */
+        done[v >> 3] |= (uint8_t)(1u << (v & 7));
+        if (late)
+            low[v >> 3] &= (uint8_t)~(1u << (v & 7));
+        if (bit(leaves, v))
+            continue;
+        uint64_t b = g->edge_off[v], e = g->edge_off[v + 1];
+        for (uint64_t i = b; i <= e; i++) {
+            ms_hidx u;
+            if (i == e)
+                u = class_obj_of(g, v);
+            else if (skipped(skip, i) || bit(prefs->ignore_edge, i))
+                continue;
+            else
+                u = g->edge_dst[i];
+            if (u >= g->nobj)
+                continue;
+            int via_low = late || (i < e && bit(prefs->low_edge, i));
+            if (parent[u] != MS_HIDX_NONE) {
+                /* an ordinary reference to an object waiting in the second queue */
+                if (via_low || !bit(low, u) || bit(done, u))
+                    continue;
+                low[u >> 3] &= (uint8_t)~(1u << (u & 7));
+            } else if (via_low) {
+                low[u >> 3] |= (uint8_t)(1u << (u & 7));
+            }
+            parent[u] = v;
+            pedge[u] = i == e ? PEDGE_CLASS : i - b < PEDGE_SCAN ? (uint32_t)(i - b) : PEDGE_SCAN;
+            if (via_low)
+                q2[t2++] = u;
+            else
+                q1[t1++] = u;
+            if (u == target && (late || !via_low)) {
+                found = 1;
+                break;
+            }
+        }
+    }
+    free(q1);
+    free(q2);
+    free(skip);
+    free(low);
+    free(done);
+    *parent_out = parent;
+    if (pedge_out)
+        *pedge_out = pedge;
+    else
+        free(pedge);
+    return 0;
+}
+
 int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, const uint32_t *pedge,
                             ms_hidx target, ms_hprof_path *out, char *err, size_t errlen)
 {

@@ -46,6 +46,23 @@ void ms_hprof_path_free(ms_hprof_path *p);
 #define MS_HPATH_ROOT (MS_HIDX_NONE - 1)
 int ms_hprof_path_tree(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves,
                        ms_hidx **parent_out, uint32_t **pedge_out, char *err, size_t errlen);
+/* Preferences of the leak search (Shark's reference matchers), each a bitset or NULL:
+ * ignore_edge / low_edge over edges, ignore_root / low_root over g->roots. An ignored edge
+ * or root is never followed. Low-priority edges and roots are followed only once nothing
+ * else is left to visit: an object reached through one waits in a second queue, and is
+ * taken out of it when an ordinary reference reaches it first, so a path that avoids them
+ * is found whenever one exists, however long. Low-priority root types (above) are
+ * low-priority roots here too. */
+typedef struct ms_hprof_path_prefs {
+    const uint8_t *ignore_edge, *low_edge;
+    const uint8_t *ignore_root, *low_root;
+} ms_hprof_path_prefs;
+/* ms_hprof_path_tree with preferences (prefs NULL: the same search). For a root object,
+ * *pedge_out holds the type of the root it was reached by. */
+int ms_hprof_path_tree_ex(const ms_hgraph *g, ms_hidx target, const uint8_t *leaves,
+                          const ms_hprof_path_prefs *prefs, ms_hidx **parent_out,
+                          uint32_t **pedge_out, char *err, size_t errlen);
+
 /* The path to target from a tree of ms_hprof_path_tree (len 0 if it was not reached);
  * pedge may be NULL. Returns 0, or -1 with a message. */
 int ms_hprof_path_from_tree(const ms_hgraph *g, const ms_hidx *parent, const uint32_t *pedge,

@@ -1,16 +1,48 @@
 /* libFuzzer target for the HPROF reader: any input must be read or refused with a
  * message, never crash, and a graph it returns must be consistent (indices in range,
  * CSR monotonic) and the same when read on two threads or counting references only;
- * summary and histogram run over it too. Test code only. */
+ * summary, histogram and leak finding (inspectors, reference matchers, the second pass
+ * over the file for primitive values) run over it too. Test code only. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hprof/histogram.h"
+#include "hprof/leaks.h"
 #include "hprof/reader.h"
 #include "hprof/summary.h"
 
 static FILE *devnull;
+static char leak_file[64];
+
+/* Leak finding reads the dump's file again: the input is written to one scratch file. */
+static void leaks(const ms_hgraph *g, const uint8_t *data, size_t size)
+{
+    if (!leak_file[0]) {
+        snprintf(leak_file, sizeof leak_file, "/tmp/fuzz_hprof_leaks.%d", (int)getpid());
+    }
+    FILE *f = fopen(leak_file, "wb");
+    if (!f)
+        return;
+    size_t w = fwrite(data, 1, size, f);
+    if (fclose(f) || w != size)
+        return;
+    ms_hprof_leaks l;
+    char err[512];
+    if (ms_hprof_find_leaks(leak_file, g, NULL, &l, err, sizeof err) == 0) {
+        for (size_t k = 0; k < l.ngroups; k++)
+            if (!l.groups[k].count || l.groups[k].trace.len == 0)
+                __builtin_trap();
+        ms_hprof_leaks_print(devnull, g, &l, "json", err, sizeof err);
+        ms_hprof_leaks_print(devnull, g, &l, "text", err, sizeof err);
+        ms_hprof_leaks_free(&l);
+    } else if (!err[0]) {
+        __builtin_trap();
+    }
+    unlink(leak_file);
+}
 
 static void consistent(const ms_hgraph *g)
 {
@@ -87,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ms_hhist_print(devnull, g, &h, 0, "text", err, sizeof err);
         ms_hhist_free(&h);
     }
+    leaks(g, data, size);
     ms_hgraph_free(g);
     return 0;
 }

@@ -176,16 +176,18 @@ def cleanup(d):
     shutil.rmtree(d, ignore_errors=True)
 
 
-OBJ, BOOL, INT, LONG = 2, 4, 10, 11
-_SIZE = {OBJ: 4, BOOL: 1, INT: 4, LONG: 8}
-_FMT = {OBJ: ">I", BOOL: ">B", INT: ">I", LONG: ">q"}
+OBJ, BOOL, CHAR, BYTE, INT, LONG = 2, 4, 5, 8, 10, 11
+_SIZE = {OBJ: 4, BOOL: 1, CHAR: 2, BYTE: 1, INT: 4, LONG: 8}
+_FMT = {OBJ: ">I", BOOL: ">B", CHAR: ">H", BYTE: ">b", INT: ">i", LONG: ">q"}
 
 
 class Hprof:
     """A minimal HPROF writer (JAVA PROFILE 1.0.3, 4-byte ids): strings, classes,
-    instances, object arrays, roots, heaps. Fields are (name, type) pairs or plain names
-    (object fields); instance values are in dump order (the class's own fields first,
-    then its superclasses'), each a value (object id) or a (type, value) pair."""
+    instances, object and primitive arrays, java.lang.String objects, roots, heaps.
+    Fields are (name, type) pairs or plain names (object fields); statics are (name,
+    object id) or (name, (type, value)); instance values are in dump order (the class's
+    own fields first, then its superclasses'), each a value (object id) or a (type, value)
+    pair."""
 
     def __init__(self):
         self.strings, self.next_sid = {}, 1
@@ -213,7 +215,8 @@ class Hprof:
         b += struct.pack(">IH", size, 0)
         b += struct.pack(">H", len(statics))
         for n, v in statics:
-            b += struct.pack(">IBI", self.sid(n), OBJ, v)
+            t, v = v if isinstance(v, tuple) else (OBJ, v)
+            b += struct.pack(">IB", self.sid(n), t) + struct.pack(_FMT[t], v)
         b += struct.pack(">H", len(fields))
         for n, t in fields:
             b += struct.pack(">IB", self.sid(n), t)
@@ -228,11 +231,23 @@ class Hprof:
         self.heap.append(struct.pack(">BIIII", 0x22, oid, 0, len(elems), cid) +
                          b"".join(struct.pack(">I", e) for e in elems))
 
-    def root(self, tag, oid):
+    def prim_array(self, oid, elem, values):
+        self.heap.append(struct.pack(">BIIIB", 0x23, oid, 0, len(values), elem) +
+                         b"".join(struct.pack(_FMT[elem], v) for v in values))
+
+    def string(self, oid, text, string_class):
+        """A java.lang.String (class string_class: fields value, count) and its char[] at
+        oid + 4."""
+        self.inst(oid, string_class, [oid + 4, (INT, len(text))])
+        self.prim_array(oid + 4, CHAR, [ord(c) for c in text])
+
+    def root(self, tag, oid, thread=1):
         if tag == 0x01:    # JNI global
             self.heap.append(struct.pack(">BII", tag, oid, 0))
         elif tag == 0x03:  # Java frame
-            self.heap.append(struct.pack(">BIII", tag, oid, 1, 0))
+            self.heap.append(struct.pack(">BIII", tag, oid, thread, 0))
+        elif tag == 0x08:  # thread object
+            self.heap.append(struct.pack(">BIII", tag, oid, thread, 0))
         else:              # sticky class (0x05), VM internal (0x8D)
             self.heap.append(struct.pack(">BI", tag, oid))
 

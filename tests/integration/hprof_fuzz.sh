@@ -10,10 +10,8 @@ OUT=$MS_BUILD_DIR/tests/fuzz
 mkdir -p "$OUT"
 BIN=$OUT/fuzz_hprof
 "$CLANG" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$SRC/src" -I"$SRC/include" "$SRC/tests/fuzz/fuzz_hprof.c" \
-    "$SRC/src/hprof/reader.c" "$SRC/src/hprof/graph.c" "$SRC/src/hprof/names.c" \
-    "$SRC/src/hprof/sizes.c" "$SRC/src/hprof/histogram.c" "$SRC/src/hprof/summary.c" "$SRC/src/hprof/json_out.c" \
-    -lz -o "$BIN"
+    -I"$SRC/src" -I"$SRC/include" "$SRC/tests/fuzz/fuzz_hprof.c" "$SRC"/src/hprof/*.c \
+    -lz -lm -o "$BIN"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 # new inputs go to a scratch corpus; the committed seeds are read only

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""`memsight hprof leaks` on an Android-like dump written here, with the shapes Shark
+(LeakCanary) tells apart and known answers for each:
+- a destroyed Service held both by a static list of Binders and by the Binder's JNI global
+  root: an application leak reported through the static field, not the root;
+- a destroyed Service held only by its Binder's JNI global root: a library leak with its
+  own signature (SHA-1 of the pattern) and a description;
+- a destroyed Service nothing watches (no KeyedWeakReference in the dump), held by a static;
+- a destroyed Activity held by a static; one held only by a Java local of the main thread
+  (an ignored reference: not a leak); one held by a local of another thread;
+- a detached View held by a static; one never attached (not leaking);
+- AOSP library leaks (InputMethodManager.mNextServedView on API 28), a vendor one that does
+  not apply to this manufacturer (HUAWEI's mLastSrvView on a samsung: an application leak),
+  and a view held both by a library-leak reference and by an application path (reported
+  through the application path).
+Signatures are recomputed with hashlib from Shark's rule; retained sizes are checked against
+the dominator tree of the test driver's graph export."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hprof_an_lib import BOOL, INT, LONG, OBJ, Graph, Hprof, check, cleanup, workdir  # noqa
+
+MEMSIGHT = os.environ["MEMSIGHT"]
+
+# classes
+OBJECT, CLASS, REFERENCE, WEAKREF, STRING, OBJARR, THREAD, ARRAYLIST = range(0x100, 0x108)
+BUILD, VERSION = 0x110, 0x111
+CONTEXT, CTXW, SERVICE, LEAKY, BINDER, MYBINDER, ATHREAD, ARRAYMAP = range(0x120, 0x128)
+THEMEW, ACTIVITY, MAIN, VIEW, ATTACHINFO, REGISTRY, IMM, OTHER, OTHERSTUB = range(0x128, 0x131)
+
+SVC_ALIVE, SVC1, BINDER1, SVC2, BINDER2, SVC3 = 0x4100, 0x4200, 0x4210, 0x4400, 0x4410, 0x4500
+ACT1, ACT_LIVE, ACT2, ACT3 = 0x4600, 0x4610, 0x4a00, 0x4a10
+VIEW1, VIEW2, FRESH, VIEW3, VIEW4, VIEW5 = 0x4700, 0x4710, 0x4730, 0x4810, 0x4820, 0x4830
+
+
+def build(path, sdk=28, manufacturer="samsung"):
+    h = Hprof()
+    h.heap_info(ord("A"), "app")
+    h.cls(OBJECT, "java.lang.Object")
+    h.cls(CLASS, "java.lang.Class", OBJECT)
+    h.cls(REFERENCE, "java.lang.ref.Reference", OBJECT, fields=["referent"])
+    h.cls(WEAKREF, "java.lang.ref.WeakReference", REFERENCE)
+    h.cls(STRING, "java.lang.String", OBJECT, fields=["value", ("count", INT)])
+    h.cls(OBJARR, "java.lang.Object[]", OBJECT)
+    h.cls(THREAD, "java.lang.Thread", OBJECT, fields=["name"])
+    h.cls(ARRAYLIST, "java.util.ArrayList", OBJECT, fields=["elementData", ("size", INT)])
+    h.cls(BUILD, "android.os.Build", OBJECT, statics=[("MANUFACTURER", 0x5000), ("ID", 0x5010)])
+    h.cls(VERSION, "android.os.Build$VERSION", OBJECT, statics=[("SDK_INT", (INT, sdk))])
+    h.cls(CONTEXT, "android.content.Context", OBJECT)
+    h.cls(CTXW, "android.content.ContextWrapper", CONTEXT, fields=["mBase"])
+    h.cls(SERVICE, "android.app.Service", CTXW, fields=["mApplication"])
+    h.cls(LEAKY, "app.LeakyService", SERVICE, statics=[("leakAllTheBinders", 0x4300)])
+    h.cls(BINDER, "android.os.Binder", OBJECT, fields=[("mObject", LONG)])
+    h.cls(MYBINDER, "app.LeakyService$MyBinder", BINDER, fields=["this$0"])
+    h.cls(ATHREAD, "android.app.ActivityThread", OBJECT, fields=["mServices"],
+          statics=[("sCurrentActivityThread", 0x4000)])
+    h.cls(ARRAYMAP, "android.util.ArrayMap", OBJECT, fields=["mArray"])
+    h.cls(THEMEW, "android.view.ContextThemeWrapper", CTXW)
+    h.cls(ACTIVITY, "android.app.Activity", THEMEW, fields=[("mDestroyed", BOOL), ("mFinished", BOOL)])
+    h.cls(MAIN, "app.MainActivity", ACTIVITY, statics=[("sLeaked", ACT1)])
+    h.cls(VIEW, "android.view.View", OBJECT,
+          fields=["mContext", "mParent", "mAttachInfo", ("mWindowAttachCount", INT)])
+    h.cls(ATTACHINFO, "android.view.View$AttachInfo", OBJECT)
+    h.cls(REGISTRY, "app.Registry", OBJECT,
+          statics=[("sService", SVC3), ("sDetachedView", VIEW1), ("sFresh", FRESH),
+                   ("sLive", ACT_LIVE), ("sViewList", 0x4900)])
+    h.cls(IMM, "android.view.inputmethod.InputMethodManager", OBJECT,
+          fields=["mNextServedView", "mLastSrvView", "mServedView"], statics=[("sInstance", 0x4800)])
+    h.cls(OTHER, "app.OtherService", SERVICE)
+    h.cls(OTHERSTUB, "app.OtherService$Stub", BINDER, fields=["this$0"])
+    for cid in list(range(0x100, 0x108)) + [BUILD, VERSION] + list(range(0x120, 0x131)):
+        h.root(0x05, cid)
+
+    # the device, and threads named "main" (serial 1) and "worker" (serial 2)
+    h.string(0x5000, manufacturer, STRING)
+    h.string(0x5010, "PPR1.180610.011", STRING)
+    for serial, (tid, name) in enumerate(((0x5030, 0x5020), (0x5040, 0x5050)), 1):
+        h.string(name, ["main", "worker"][serial - 1], STRING)
+        h.inst(tid, THREAD, [name])
+        h.root(0x08, tid, thread=serial)
+
+    # ActivityThread.mServices: an ArrayMap holding one live service
+    h.inst(0x4000, ATHREAD, [0x4010])
+    h.inst(0x4010, ARRAYMAP, [0x4020])
+    h.array(0x4020, OBJARR, [0x4030, SVC_ALIVE])
+    h.inst(0x4030, BINDER, [(LONG, 1)])
+
+    def service(oid, cls):
+        h.inst(oid, cls, [0, 0])  # Service.mApplication, ContextWrapper.mBase
+
+    service(SVC_ALIVE, LEAKY)
+    # shape 1: static list of binders and the binder's JNI global root
+    service(SVC1, LEAKY)
+    h.inst(BINDER1, MYBINDER, [SVC1, (LONG, 7)])
+    h.root(0x01, BINDER1)
+    h.inst(0x4300, ARRAYLIST, [0x4310, (INT, 1)])
+    h.array(0x4310, OBJARR, [BINDER1])
+    # shape 2: only the binder's JNI global root
+    service(SVC2, OTHER)
+    h.inst(BINDER2, OTHERSTUB, [SVC2, (LONG, 8)])
+    h.root(0x01, BINDER2)
+    # shape 3: a destroyed service nothing watches, held by a static
+    service(SVC3, OTHER)
+
+    def activity(oid, destroyed):
+        h.inst(oid, MAIN, [(BOOL, destroyed), (BOOL, destroyed), 0])
+
+    activity(ACT1, 1)
+    activity(ACT_LIVE, 0)
+    activity(ACT2, 1)  # only a local of the main thread: ignored
+    h.root(0x03, ACT2, thread=1)
+    activity(ACT3, 1)  # a local of the worker thread
+    h.root(0x03, ACT3, thread=2)
+
+    def view(oid, attached, count=1):
+        h.inst(oid, VIEW, [ACT_LIVE, 0, 0x4720 if attached else 0, (INT, count)])
+
+    h.inst(0x4720, ATTACHINFO, [])
+    view(VIEW1, False)
+    view(VIEW2, True)
+    view(FRESH, False, count=0)
+    # InputMethodManager: mNextServedView (AOSP leak on API 15..33), mLastSrvView (HUAWEI
+    # only), mServedView (AOSP leak on 15..28) to a view an application list also holds
+    h.inst(0x4800, IMM, [VIEW3, VIEW4, VIEW5])
+    view(VIEW3, False)
+    view(VIEW4, False)
+    view(VIEW5, False)
+    h.inst(0x4900, ARRAYLIST, [0x4910, (INT, 2)])
+    h.array(0x4910, OBJARR, [VIEW5, VIEW2])
+    h.write(path)
+
+
+def sig(*parts):
+    return hashlib.sha1("".join(parts).encode()).hexdigest()
+
+
+def leaks(path, *opts):
+    p = subprocess.run([MEMSIGHT, "hprof", "leaks", path, "--no-progress", *opts],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 0, "memsight hprof leaks exited %d: %s" % (p.returncode, p.stderr))
+    return p.stdout
+
+
+BINDER_PATTERN = "native global variable referencing android.os.Binder"
+IMM_PATTERN = "instance field android.view.inputmethod.InputMethodManager#mNextServedView"
+SVC_GONE = "Service not in ActivityThread.mServices: destroyed"
+DETACHED = ("View detached: View.mAttachInfo is null, no parent View, yet it was attached "
+            "(mWindowAttachCount > 0)")
+
+
+def dialer():
+    """perflib's Dialer dump (Android 4.4): ActivityThread.mServices is an empty ArrayMap,
+    so the one CallLogNotificationsService instance (an IntentService that ran and
+    finished) is destroyed, and DefaultVoicemailNotifier.sInstance keeps it as mContext."""
+    path = os.path.join(os.environ["MS_SOURCE_DIR"], "tests", "data", "hprof",
+                        "adt-tools-base__dialer.android-hprof")
+    g = Graph(path)
+    at = g.one("android.app.ActivityThread")["idx"]
+    services = g.field(at, "mServices")
+    check(g.objs[services]["class"] == "android.util.ArrayMap", "mServices is not an ArrayMap")
+    arr = g.field(services, "mArray")
+    check([n for _, n in g.out_edges(arr) if n != "<class>"] == [], "mServices is not empty")
+    svc = g.one("com.android.dialer.calllog.CallLogNotificationsService")
+    groups = json.loads(leaks(path, "--format", "json"))
+    check(len(groups) == 1, "dialer: %d leak groups" % len(groups))
+    x = groups[0]
+    check((x["kind"], x["objects"], x["reason"]) == ("application", [hex(svc["id"])], SVC_GONE),
+          "dialer leak: %s" % x)
+    steps = [(s["class"], s.get("field")) for s in x["trace"]]
+    check(steps == [("java.lang.Class", None),
+                    ("com.android.dialer.calllog.DefaultVoicemailNotifier", "sInstance"),
+                    ("com.android.dialer.calllog.CallLogNotificationsService", "mContext")],
+          "dialer trace: %s" % steps)
+    check(x["retained_bytes"] == svc["retained"], "dialer retained %d, want %d" % (
+        x["retained_bytes"], svc["retained"]))
+    # the class is never leaking, the notifier instance unknown: both references are suspects
+    n = "com.android.dialer.calllog.DefaultVoicemailNotifier"
+    check(x["signature"] == sig(n, "sInstance", n, "mContext"), "dialer signature")
+
+
+def main():
+    d = workdir()
+    path = os.path.join(d, "android.hprof")
+    build(path)
+    g = Graph(path)
+    groups = json.loads(leaks(path, "--format", "json"))
+    by_sig = {x["signature"]: x for x in groups}
+    want = {
+        # (kind, class, reason, objects)
+        sig("app.LeakyService", "leakAllTheBinders", "java.util.ArrayList", "elementData",
+            "java.lang.Object[]", "[x]", "app.LeakyService$MyBinder", "this$0"):
+            ("application", "app.LeakyService", SVC_GONE, [SVC1]),
+        sig(BINDER_PATTERN): ("library", "app.OtherService", SVC_GONE, [SVC2]),
+        sig("app.Registry", "sService"): ("application", "app.OtherService", SVC_GONE, [SVC3]),
+        sig("app.MainActivity", "sLeaked"):
+            ("application", "app.MainActivity", "Activity#mDestroyed is true", [ACT1]),
+        # a local of a thread other than main: a root, no reference to name
+        sig(): ("application", "app.MainActivity", "Activity#mDestroyed is true", [ACT3]),
+        sig("app.Registry", "sDetachedView"): ("application", "android.view.View", DETACHED, [VIEW1]),
+        sig(IMM_PATTERN): ("library", "android.view.View", DETACHED, [VIEW3]),
+        # HUAWEI's matcher does not apply to a samsung: the InputMethodManager singleton is
+        # not leaking, its field is the suspect
+        sig("android.view.inputmethod.InputMethodManager", "mLastSrvView"):
+            ("application", "android.view.View", DETACHED, [VIEW4]),
+        # held by mServedView (a library leak on API 28) and by an application list: the
+        # application path is reported, though longer
+        sig("app.Registry", "sViewList", "java.util.ArrayList", "elementData",
+            "java.lang.Object[]", "[x]"): ("application", "android.view.View", DETACHED, [VIEW5]),
+    }
+    got = {s: (x["kind"], x["class"], x["reason"], [int(o, 16) for o in x["objects"]])
+           for s, x in by_sig.items()}
+    check(got == want, "leak groups:\n%s\nwant:\n%s" % (
+        "\n".join("%s %s" % kv for kv in sorted(got.items())),
+        "\n".join("%s %s" % kv for kv in sorted(want.items()))))
+    # library leaks after application leaks, with pattern and description
+    kinds = [x["kind"] for x in groups]
+    check(kinds == sorted(kinds, key=lambda k: k == "library"), "library leaks not last: %s" % kinds)
+    for s in (sig(BINDER_PATTERN), sig(IMM_PATTERN)):
+        x = by_sig[s]
+        check(x["pattern"] in (BINDER_PATTERN, IMM_PATTERN) and len(x["description"]) > 40,
+              "library leak without pattern or description: %s" % x)
+    for x in groups:
+        want_ret = sum(g.objs[g.by_id[int(o, 16)]]["retained"] for o in x["objects"])
+        check(x["retained_bytes"] == want_ret and want_ret > 0, "group %s retained %d, want %d" % (
+            x["signature"], x["retained_bytes"], want_ret))
+        check(x["trace"][-1]["status"] == "LEAKING", "trace of %s does not end LEAKING" % x["signature"])
+
+    # shape 1: through the static field, from a sticky class, not through the JNI global
+    t = by_sig[sig("app.LeakyService", "leakAllTheBinders", "java.util.ArrayList", "elementData",
+                   "java.lang.Object[]", "[x]", "app.LeakyService$MyBinder", "this$0")]["trace"]
+    check(t[0]["root_type"] == "sticky_class" and t[1].get("field") == "leakAllTheBinders" and
+          t[1].get("static"), "LeakyService trace: %s" % t)
+    check(t[-1]["reason"] == SVC_GONE and t[0]["reason"] == "a class is never leaking", "reasons: %s" % t)
+    # shape 2: the JNI global root
+    t = by_sig[sig(BINDER_PATTERN)]["trace"]
+    check(t[0]["root_type"] == "jni_global" and t[0]["class"] == "app.OtherService$Stub" and len(t) == 2,
+          "binder-only trace: %s" % t)
+    # the InputMethodManager trace: statuses, reasons, suspects
+    t = by_sig[sig("android.view.inputmethod.InputMethodManager", "mLastSrvView")]["trace"]
+    check([(s["status"], bool(s.get("suspect"))) for s in t] ==
+          [("NOT_LEAKING", False), ("NOT_LEAKING", True), ("LEAKING", False)], "IMM trace %s" % t)
+    check(t[1]["reason"] == "InputMethodManager is a singleton that never dies", "IMM reason %s" % t)
+    t = by_sig[sig()]["trace"]
+    check(len(t) == 1 and t[0]["root_type"] == "java_frame" and t[0]["object_id"] == hex(ACT3),
+          "worker local trace %s" % t)
+
+    text = leaks(path)
+    first = text.splitlines()[0]
+    check(first == "9 leaking objects in 9 groups (1 more no longer strongly reachable: not leaks)",
+          "text summary: %s" % first)
+    check("7 application leak groups, 2 library leak groups" in text, "text: no group counts\n" + text)
+    check(text.index("== Application leaks") < text.index("== Library leaks"), "text sections\n" + text)
+    check("library leak: " + BINDER_PATTERN in text and "library leak: " + IMM_PATTERN in text,
+          "text: patterns missing\n" + text)
+    check("[LEAKING: " + SVC_GONE + "]" in text, "text: reasons missing\n" + text)
+
+    # on API 34 mNextServedView is no longer a known leak (15..33): that view becomes an
+    # application leak through the InputMethodManager
+    path34 = os.path.join(d, "android34.hprof")
+    build(path34, sdk=34)
+    groups = {x["signature"]: x for x in json.loads(leaks(path34, "--format", "json"))}
+    check(sig(IMM_PATTERN) not in groups and
+          groups.get(sig("android.view.inputmethod.InputMethodManager", "mNextServedView"), {}).get("kind")
+          == "application", "API 34: %s" % sorted((s, x["kind"]) for s, x in groups.items()))
+    # the binder rule applies on every API level
+    check(groups.get(sig(BINDER_PATTERN), {}).get("kind") == "library", "API 34: binder rule")
+    dialer()
+    cleanup(d)
+    print("ok: %d leak groups, application and library leaks apart" % len(by_sig))
+
+
+if __name__ == "__main__":
+    main()
