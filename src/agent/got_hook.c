@@ -15,7 +15,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "agent/arch/arch.h"
 #include "agent/got_hook.h"
+#include "agent/libc/libc.h"
 
 static void *ms_got_dlopen(const char *name, int flags);
 
@@ -61,10 +63,7 @@ static void *ms_got_defined_in(void *h, const char *name, void *base)
 {
     void *p = dlsym(h, name);
     Dl_info di;
-    const ElfW(Sym) *sym = NULL;
-    if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym)
-        return NULL;
-    return sym->st_shndx != SHN_UNDEF && di.dli_fbase == base ? p : NULL;
+    return ms_libc_dladdr_def(p, &di) && di.dli_fbase == base ? p : NULL;
 }
 
 /* A handle of the first module, in the order the program's own lookups search (the
@@ -103,8 +102,7 @@ static void *ms_got_default_def(const char *name, void **base_out)
 {
     void *p = dlsym(RTLD_DEFAULT, name);
     Dl_info di;
-    const ElfW(Sym) *sym = NULL;
-    if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || sym->st_shndx == SHN_UNDEF)
+    if (!ms_libc_dladdr_def(p, &di))
         return NULL;
     *base_out = di.dli_fbase;
     return p;
@@ -147,9 +145,7 @@ void *ms_got_real_sym(const char *name)
     if (!p) {
         p = dlsym(alloc_h, name);
         Dl_info di;
-        const ElfW(Sym) *sym = NULL;
-        if (p && (!dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
-                  sym->st_shndx == SHN_UNDEF || di.dli_fbase == own))
+        if (p && (!ms_libc_dladdr_def(p, &di) || di.dli_fbase == own))
             p = dlsym(RTLD_NEXT, name); /* a PLT stub or the agent: after the agent */
     }
     return p;
@@ -328,7 +324,7 @@ static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz,
     for (size_t off = 0; off + sizeof(ElfW(Rela)) <= relsz; off += sizeof(ElfW(Rela))) {
         const ElfW(Rela) *r = (const ElfW(Rela) *)(rel + off);
         unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
-        if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+        if (type != MS_ARCH_R_JUMP_SLOT && type != MS_ARCH_R_GLOB_DAT)
             continue;
         size_t si = (size_t)ELF64_R_SYM(r->r_info);
         if (si == 0 || si > SIZE_MAX / sizeof(ElfW(Sym)))

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/libc/libc.h"
 #include "agent/got_hook.h"
 #include "agent/leak_scan.h"
 #include "agent/start.h"
@@ -152,12 +153,8 @@ static void ms_resolve(void)
     /* glibc's malloc makes its own mmap calls internally, never through an interposer:
      * a plain (unsampled) block then needs no re-entrancy flag around the real call */
     Dl_info di;
-    const char *f = NULL;
-    if (ms_real.malloc && dladdr((void *)ms_real.malloc, &di) && di.dli_fname) {
-        f = strrchr(di.dli_fname, '/');
-        f = f ? f + 1 : di.dli_fname;
-    }
-    ms_real_malloc_is_libc = f && strncmp(f, "libc.so", 7) == 0;
+    ms_real_malloc_is_libc = ms_real.malloc && dladdr((void *)ms_real.malloc, &di) &&
+                             di.dli_fname && ms_libc_is_libc_path(di.dli_fname);
 }
 
 static int ms_find_self(struct dl_phdr_info *info, size_t size, void *arg)

@@ -24,6 +24,7 @@
 #include "agent/leak_maps.h"
 #include "agent/leak_mark.h"
 #include "agent/leak_stop.h"
+#include "agent/libc/libc.h"
 
 const char *const ms_leak_stat_names[MS_LKS_COUNT] = {
     "threads",       "threads_stopped", "threads_gone",  "threads_unstopped",
@@ -250,25 +251,31 @@ static void root_tls(lk_child *c, lk_state *st, uint64_t tp)
 {
     if (!tp)
         return;
-    uint64_t below = st->tls_static + 2048; /* + glibc's static TLS surplus */
-    uint64_t lo = tp > below ? tp - below : 0;
-    root_range(c, lo, tp + 4096, ms_lk_maps_view);
-    /* glibc x86-64: tcbhead_t { void *tcb; dtv_t *dtv; ... }: the DTV pointer points
-     * one 16-byte entry into its block, an interior pointer valgrind calls "possibly
-     * lost"; it is the DTV's real reference, so count it as a start. */
+    uint64_t tls = st->tls_static + 2048; /* + the C library's static TLS surplus */
+    /* static TLS lies below the thread pointer (x86-64) or above it (AArch64), the
+     * thread's control block on the other side */
+    uint64_t lo = MS_ARCH_TLS_ABOVE_TP ? (tp > 4096 ? tp - 4096 : 0) : (tp > tls ? tp - tls : 0);
+    root_range(c, lo, MS_ARCH_TLS_ABOVE_TP ? tp + tls : tp + 4096, ms_lk_maps_view);
+    /* glibc: the DTV pointer in the TCB points one 16-byte entry into its block, an
+     * interior pointer valgrind calls "possibly lost"; it is the DTV's real reference,
+     * so count it as a start */
+    uintptr_t slot = 0, bias = 0;
+    if (!ms_libc_dtv(tp, &slot, &bias))
+        return;
     uint64_t avail = 0;
-    const uint64_t *p = ms_lk_maps_view(&c->maps, tp + 8, 8, &avail);
+    const uint64_t *p = ms_lk_maps_view(&c->maps, slot, 8, &avail);
     if (!p || avail < 8)
         return;
     uint64_t dtv = *p;
-    if (dtv < 16)
+    if (dtv < bias)
         return;
-    ms_lk_root_start(&c->scan, dtv - 16);
+    ms_lk_root_start(&c->scan, dtv - bias);
     if (ms_lk_find(&c->scan, dtv) < 0) {
-        /* an untracked DTV (the main thread's, from the loader): scan its entries */
-        const uint64_t *cnt = ms_lk_maps_view(&c->maps, dtv - 16, 8, &avail);
+        /* an untracked DTV (the main thread's, from the loader): scan its entries, each
+         * `bias` bytes (glibc's dtv_t), their count in the first */
+        const uint64_t *cnt = ms_lk_maps_view(&c->maps, dtv - bias, 8, &avail);
         if (cnt && avail >= 8 && *cnt < 65536)
-            root_range(c, dtv - 16, dtv + 16 * (*cnt + 1), ms_lk_maps_view);
+            root_range(c, dtv - bias, dtv + bias * (*cnt + 1), ms_lk_maps_view);
     }
 }
 
@@ -448,8 +455,7 @@ static void child_main(lk_state *st, int wfd)
     if (imem)
         ms_lk_index_build(&c->scan, imem, ibytes);
 
-    uint64_t self_tp;
-    __asm__ volatile("mov %%fs:0, %0" : "=r"(self_tp));
+    uint64_t self_tp = ms_arch_thread_pointer();
     c->hole_lo = child_mmap((LK_MAX_THREADS + 1) * sizeof(uint64_t));
     c->hole_hi = child_mmap((LK_MAX_THREADS + 1) * sizeof(uint64_t));
     if (!c->hole_lo || !c->hole_hi)
@@ -497,7 +503,7 @@ static void child_main(lk_state *st, int wfd)
     /* roots 3: the calling program thread */
     uint64_t tp = self_tp;
     if (st->who && st->who->program_thread) {
-        for (int r = 0; r < 8; r++)
+        for (int r = 0; r < MS_ARCH_NCALLEE; r++)
             ms_lk_root_value(&c->scan, st->who->regs[r]);
         root_range(c, st->who->sp, stack_top(c, st->who->sp), ms_lk_maps_view);
         root_tls(c, st, tp);
@@ -603,7 +609,7 @@ static void add_module_segs(lk_state *st, struct dl_phdr_info *info)
             is_agent = 1;
     }
     const char *name = info->dlpi_name ? info->dlpi_name : "";
-    int is_ld = strstr(name, "/ld-linux") != NULL || strstr(name, "/ld.so") != NULL;
+    int is_ld = ms_libc_is_loader_path(name);
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (is_ld && ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
@@ -614,8 +620,7 @@ static void add_module_segs(lk_state *st, struct dl_phdr_info *info)
             st->tls_static += (ph->p_memsz + ph->p_align + 15) & ~(uint64_t)15;
             if (is_agent && info->dlpi_tls_data) {
                 /* initial-exec TLS sits at the same offset from every thread's pointer */
-                uint64_t tp;
-                __asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+                uint64_t tp = ms_arch_thread_pointer();
                 st->agent_tls_off = (int64_t)((uint64_t)(uintptr_t)info->dlpi_tls_data - tp);
                 st->agent_tls_size = ph->p_memsz;
             }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/arch/arch.h"
 #include "memsight/snapshot_format.h"
 
 /* Statistics carried in the LEAK chunk's tail (name, value); see docs/snapshot-format.md. */
@@ -49,17 +50,14 @@ typedef struct ms_leak_result {
 typedef struct ms_leak_caller {
     int program_thread;
     uint64_t sp;
-    uint64_t regs[8];
+    uint64_t regs[MS_ARCH_NCALLEE];
 } ms_leak_caller;
 
-/* Captures the caller's stack pointer and callee-saved registers (rbx rbp r12-r15). */
+/* Captures the caller's stack pointer and callee-saved registers (arch layer). */
 #define MS_LEAK_CAPTURE(c)                                                              \
     do {                                                                                \
         (c)->program_thread = 1;                                                        \
-        __asm__ volatile("mov %%rsp, 0(%0)\n\tmov %%rbx, 8(%0)\n\tmov %%rbp, 16(%0)\n\t" \
-                         "mov %%r12, 24(%0)\n\tmov %%r13, 32(%0)\n\tmov %%r14, 40(%0)\n\t" \
-                         "mov %%r15, 48(%0)\n\t"                                         \
-                         : : "r"(&(c)->sp) : "memory");                                  \
+        MS_ARCH_CAPTURE(&(c)->sp, (c)->regs);                                           \
     } while (0)
 
 /* The caller's stack pointer as it was before the call into the current function (its

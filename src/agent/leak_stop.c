@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/ucontext.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,15 +53,8 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
         }
     if (!slot)
         goto out;
-    ucontext_t *uc = ucv;
-    for (int r = 0; r < MS_LK_NREGS && r < NGREG; r++)
-        slot->regs[r] = (uint64_t)uc->uc_mcontext.gregs[r];
-    slot->sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
-    if (uc->uc_mcontext.fpregs)
-        memcpy(slot->xmm, uc->uc_mcontext.fpregs->_xmm, sizeof slot->xmm);
-    uint64_t tp;
-    __asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
-    slot->tp = tp;
+    ms_arch_context_regs(ucv, &slot->sp, slot->regs, slot->xmm);
+    slot->tp = ms_arch_thread_pointer();
     __atomic_store_n(&slot->state, MS_LKT_STOPPED, __ATOMIC_RELEASE);
     __atomic_fetch_add(&g_acks, 1, __ATOMIC_RELEASE);
     futex(&g_acks, FUTEX_WAKE_PRIVATE, 1, NULL);

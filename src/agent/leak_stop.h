@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/arch/arch.h"
+
 enum {
     MS_LKT_SIGNALLED = 0,
     MS_LKT_STOPPED = 1, /* registers saved, waiting in the handler */
@@ -15,14 +17,14 @@ enum {
     MS_LKT_SELF = 4,    /* the calling thread */
 };
 
-#define MS_LK_NREGS 23 /* x86-64 gregs of the ucontext */
-#define MS_LK_NXMM 32  /* 16 xmm registers as 32 words */
+#define MS_LK_NREGS MS_ARCH_NREGS /* general registers of the signal context */
+#define MS_LK_NXMM MS_ARCH_NVEC   /* vector registers, as words */
 
 typedef struct ms_lk_thread {
     uint32_t tid;
     uint32_t state; /* MS_LKT_* (atomic) */
     uint64_t sp;
-    uint64_t tp;    /* thread pointer (fs base) */
+    uint64_t tp;    /* thread pointer (fs base, tpidr_el0) */
     uint64_t regs[MS_LK_NREGS];
     uint64_t xmm[MS_LK_NXMM];
 } ms_lk_thread;

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/arch/arch.h"
+#include "agent/libc/libc.h"
 #include "agent/sampler.h"
 
 #define MS_MAX_HOOKS 8
@@ -158,6 +160,8 @@ static void write_meta(snap_ctx *c, const char *reason, uint32_t seq)
     ms_sw_kv(w, "mode", ms_sampler_cfg.interval ? "sampled" : ms_sampler_cfg.min_size ? "min_size" : "full"); n++;
     ms_sw_kv_u64(w, "max_depth", ms_opt.max_depth); n++;
     ms_sw_kv(w, "agent", "memsight-agent 1"); n++;
+    ms_sw_kv(w, "arch", MS_ARCH_NAME); n++;
+    ms_sw_kv(w, "libc", ms_libc_name()); n++;
     ms_sw_patch_u32(w, at, n);
     ms_sw_end(w);
 }
@@ -367,6 +371,8 @@ static void write_hlth(snap_ctx *c)
     hv(w, &n, "stack_table_capacity", ms_opt.stack_capacity);
     hv(w, &n, "region_table_used", ms_regions_count());
     hv(w, &n, "region_table_capacity", ms_opt.region_capacity);
+    if (ms_libc_missing()) /* what this C library lacks that glibc gives (libc.h) */
+        hv(w, &n, "libc_missing", ms_libc_missing());
     if (c->have_mi) {
         hv(w, &n, "mallinfo2_arena", c->mi.arena);
         hv(w, &n, "mallinfo2_ordblks", c->mi.ordblks);

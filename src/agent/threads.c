@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/libc/libc.h"
 #include "agent/unwind_cfi.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
 
-extern void *__libc_stack_end;
 
 static ms_thread_slot *ms_slots;
 static uint32_t ms_nslots;
@@ -99,7 +99,7 @@ void ms_threads_register_main(void)
         return;
     s->tid = ms_gettid();
     s->handle = pthread_self();
-    s->stack_hi = ((uintptr_t)__libc_stack_end + 4095) & ~(uintptr_t)4095;
+    s->stack_hi = ms_libc_main_stack_hi();
     __atomic_fetch_or(&s->state, MS_THR_MAIN | MS_THR_STARTED, __ATOMIC_RELEASE);
     ms_main_slot = s;
     ms_self.slot = s;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/arch/arch.h"
 #include "agent/unwind_cfi.h"
 
 static int ms_unwind_mode;
@@ -91,7 +92,7 @@ static MS_NOINLINE unsigned ms_unwind_fp(uint64_t *pcs, unsigned max, unsigned *
         if (fp < lo || fp + 16 > hi || (fp & 7))
             break;
         uintptr_t next = ((const uintptr_t *)fp)[0];
-        uintptr_t ra = ((const uintptr_t *)fp)[1];
+        uintptr_t ra = ms_arch_strip_pc(((const uintptr_t *)fp)[1]);
         if (ra < 4096)
             break;
         if (!ms_is_self(ra)) {

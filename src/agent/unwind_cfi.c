@@ -1,6 +1,8 @@
-/* Cached DWARF CFI unwinder (x86-64). The first time a pc is seen, its FDE is found
+/* Cached DWARF CFI unwinder (x86-64 and AArch64: register numbers and frame-record
+ * details come from the arch layer). The first time a pc is seen, its FDE is found
  * through the module's .eh_frame_hdr binary-search table and the CIE/FDE programs are
- * run up to that pc; the resulting rule (how to find the CFA, where rbp was saved) is
+ * run up to that pc; the resulting rule (how to find the CFA, where the frame pointer
+ * and the return address were saved) is
  * packed into 64 bits and cached in a lock-free open-addressing table, so later walks
  * cost two table probes and two stack loads per frame.
  * Runs inside the target: no malloc, no lock on the walk, every stack read is checked
@@ -13,17 +15,19 @@
 #include <string.h>
 
 #include "agent/agent.h"
-
-#if defined(__x86_64__)
+#include "agent/arch/arch.h"
 
 /* ===========================================================================
- * Rule encoding (64 bits):
+ * Rule encoding (64 bits); "sp" and "bp" are the arch's stack and frame pointers
+ * (rsp/rbp, sp/x29), offsets are in 8-byte words:
  *   bits 0..7   generation (rules of an older generation are recomputed)
  *   bits 8..9   kind: 0 unsupported, 1 normal, 2 outermost (return address undefined)
- *   bits 10..11 CFA base: 0 rsp+off, 1 rbp+off, 2 *(rbp+off)
- *   bit  12     rbp saved at CFA + bp_off
- *   bits 16..31 bp_off (int16, bytes)
- *   bits 32..63 cfa_off (int32, bytes)
+ *   bits 10..11 CFA base: 0 sp+off, 1 bp+off, 2 *(bp+off)
+ *   bit  12     bp saved at CFA + bp_off
+ *   bits 13..28 bp_off (int16 words)
+ *   bits 29..44 ra_off (int16 words): the return address is at CFA + ra_off (-8 bytes
+ *               on x86-64; where the frame record holds x30 on AArch64)
+ *   bits 45..63 cfa_off (int19 words: frames up to 2 MiB)
  * ========================================================================= */
 #define R_KIND_UNSUP 0u
 #define R_KIND_NORMAL 1u
@@ -32,19 +36,26 @@
 #define R_CFA_BP 1u
 #define R_CFA_DEREF_BP 2u
 
+#define RULE_WORDS_MAX16 (32767 * 8)
+#define RULE_WORDS_MAX19 (262143 * 8)
+/* Offsets in bytes, multiples of 8 within range (rule_compute checks). */
 static inline uint64_t rule_pack(unsigned gen, unsigned kind, unsigned base, int bp_saved, int bp_off,
-                                 int cfa_off)
+                                 int ra_off, int cfa_off)
 {
     return (uint64_t)(gen & 0xff) | ((uint64_t)(kind & 3) << 8) | ((uint64_t)(base & 3) << 10) |
-           ((uint64_t)(bp_saved ? 1 : 0) << 12) | ((uint64_t)(uint16_t)(int16_t)bp_off << 16) |
-           ((uint64_t)(uint32_t)cfa_off << 32);
+           ((uint64_t)(bp_saved ? 1 : 0) << 12) |
+           ((uint64_t)(uint16_t)(int16_t)(bp_off / 8) << 13) |
+           ((uint64_t)(uint16_t)(int16_t)(ra_off / 8) << 29) |
+           ((uint64_t)((uint32_t)(cfa_off / 8) & 0x7ffff) << 45);
 }
 #define RULE_GEN(r) ((unsigned)((r) & 0xff))
 #define RULE_KIND(r) ((unsigned)(((r) >> 8) & 3))
 #define RULE_BASE(r) ((unsigned)(((r) >> 10) & 3))
 #define RULE_BPSAVED(r) ((unsigned)(((r) >> 12) & 1))
-#define RULE_BPOFF(r) ((int)(int16_t)(uint16_t)((r) >> 16))
-#define RULE_CFAOFF(r) ((int)(int32_t)(uint32_t)((r) >> 32))
+#define RULE_BPOFF(r) ((int)(int16_t)(uint16_t)((r) >> 13) * 8)
+#define RULE_RAOFF(r) ((int)(int16_t)(uint16_t)((r) >> 29) * 8)
+#define RULE_CFAOFF(r) ((int)((int64_t)(r) >> 45) * 8)
+#define RULE_UNSUP(gen) rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0, 0)
 
 /* ===========================================================================
  * Module list: text ranges and .eh_frame_hdr of every loaded object. Rebuilt (under a
@@ -266,9 +277,10 @@ static uint64_t rd_enc(rd *r, uint8_t enc)
 }
 
 /* ---------------------------------------------------------------------------
- * CFA program interpreter: only the columns that matter for the walk (CFA, rbp, RA).
+ * CFA program interpreter: only the columns that matter for the walk (CFA, the frame
+ * pointer, the return address).
  * ------------------------------------------------------------------------- */
-enum { REG_RBP = 6, REG_RSP = 7, REG_RA = 16 };
+enum { REG_RBP = MS_ARCH_DW_FP, REG_RSP = MS_ARCH_DW_SP, REG_RA = MS_ARCH_DW_RA };
 enum { COL_SAME = 0, COL_OFFSET = 1, COL_UNDEF = 2, COL_OTHER = 3 };
 
 typedef struct cfa_state {
@@ -370,14 +382,14 @@ static int cfa_run(const uint8_t *p, const uint8_t *end, const cie_info *ci, uin
             s->cfa_base = reg == REG_RSP ? (int)R_CFA_SP : reg == REG_RBP ? (int)R_CFA_BP : -1;
             break;
         case 0x0e: s->cfa_off = (int64_t)rd_uleb(&r); break;
-        case 0x0f: { /* def_cfa_expression: only DW_OP_breg6 N; DW_OP_deref */
+        case 0x0f: { /* def_cfa_expression: only DW_OP_breg<fp> N; DW_OP_deref */
             uint64_t n = rd_uleb(&r);
             const uint8_t *e = r.p;
             if (r.p + n > r.end)
                 return -1;
             r.p += n;
             s->cfa_base = -1;
-            if (n >= 3 && e[0] == 0x76) {
+            if (n >= 3 && REG_RBP < 32 && e[0] == 0x70 + REG_RBP) {
                 rd er = {e + 1, e + n, 0};
                 int64_t o = rd_sleb(&er);
                 if (!er.bad && er.p + 1 == e + n && *er.p == 0x06) {
@@ -416,7 +428,10 @@ static int cfa_run(const uint8_t *p, const uint8_t *end, const cie_info *ci, uin
         }
         case 0x2e: rd_uleb(&r); break; /* GNU_args_size */
         case 0x2f: reg = rd_uleb(&r); col_set(s, reg, COL_OFFSET, -(int64_t)rd_uleb(&r) * ci->daf); break;
-        default: return -1;
+        default:
+            if (MS_ARCH_CFA_NEGATE_RA_STATE && op == MS_ARCH_CFA_NEGATE_RA_STATE)
+                break; /* signed return addresses: stripped when read */
+            return -1;
         }
     }
     return r.bad ? -1 : 0;
@@ -514,11 +529,11 @@ static uint64_t rule_compute(uintptr_t pc, unsigned gen)
         mods_refresh(0);
         m = mod_find(pc);
         if (!m)
-            return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+            return RULE_UNSUP(gen);
     }
     const uint8_t *fde = fde_lookup(m, pc);
     if (!fde)
-        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+        return RULE_UNSUP(gen);
     uint32_t len32;
     memcpy(&len32, fde, 4);
     const uint8_t *p = fde + 4, *end;
@@ -536,34 +551,39 @@ static uint64_t rule_compute(uintptr_t pc, unsigned gen)
     p += 4;
     cie_info ci;
     if (cie_off == 0 || parse_cie(cie, &ci) != 0)
-        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+        return RULE_UNSUP(gen);
     rd r = {p, end, 0};
     uint64_t start = rd_enc(&r, ci.fde_enc);
     uint64_t range = rd_enc(&r, (uint8_t)(ci.fde_enc & 0x0f));
     if (r.bad || pc < start || pc >= start + range)
-        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+        return RULE_UNSUP(gen);
     if (ci.has_z) {
         uint64_t n = rd_uleb(&r);
         r.p += n;
     }
     if (r.bad || r.p > end || ci.signal_frame)
-        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+        return RULE_UNSUP(gen);
     cfa_state s = {-1, 0, COL_SAME, 0, COL_UNDEF, 0};
     if (cfa_run(ci.insns, ci.insns_end, &ci, start, UINT64_MAX, &s, NULL) != 0)
-        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+        return RULE_UNSUP(gen);
     cfa_state init = s;
     if (cfa_run(r.p, end, &ci, start, pc, &s, &init) != 0)
-        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+        return RULE_UNSUP(gen);
     if (s.ra_rule == COL_UNDEF)
-        return rule_pack(gen, R_KIND_END, 0, 0, 0, 0);
-    if (s.cfa_base < 0 || s.ra_rule != COL_OFFSET || s.ra_off != -8 || s.cfa_off < INT32_MIN || s.cfa_off > INT32_MAX)
-        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+        return rule_pack(gen, R_KIND_END, 0, 0, 0, 0, 0);
+    /* a return address left in its register (COL_SAME) only happens in a leaf, and
+     * every frame this walk reaches made a call */
+    if (s.cfa_base < 0 || s.ra_rule != COL_OFFSET || (s.ra_off & 7) || s.ra_off < -RULE_WORDS_MAX16 ||
+        s.ra_off > RULE_WORDS_MAX16 || (s.cfa_off & 7) || s.cfa_off < -RULE_WORDS_MAX19 ||
+        s.cfa_off > RULE_WORDS_MAX19)
+        return RULE_UNSUP(gen);
     if (s.bp_rule != COL_SAME && s.bp_rule != COL_OFFSET)
-        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
-    if (s.bp_rule == COL_OFFSET && (s.bp_off < INT16_MIN || s.bp_off > INT16_MAX))
-        return rule_pack(gen, R_KIND_UNSUP, 0, 0, 0, 0);
+        return RULE_UNSUP(gen);
+    if (s.bp_rule == COL_OFFSET &&
+        ((s.bp_off & 7) || s.bp_off < -RULE_WORDS_MAX16 || s.bp_off > RULE_WORDS_MAX16))
+        return RULE_UNSUP(gen);
     return rule_pack(gen, R_KIND_NORMAL, (unsigned)s.cfa_base, s.bp_rule == COL_OFFSET,
-                     (int)s.bp_off, (int)s.cfa_off);
+                     (int)s.bp_off, (int)s.ra_off, (int)s.cfa_off);
 }
 
 /* ---------------------------------------------------------------------------
@@ -675,7 +695,8 @@ uint64_t ms_cfi_cache_used(void)
 /* One step of a walk, in one place (a step touches one or two cache lines). */
 typedef struct cfi_step {
     uintptr_t pc, sp, bp;   /* state before the step */
-    uintptr_t cfa, ra;      /* what it computed: ra = *(cfa - 8) */
+    uintptr_t cfa, ra;      /* what it computed: ra = *raslot (authentication bits stripped) */
+    uintptr_t raslot, rawra; /* where the return address was read, and the word there */
     uintptr_t bpslot, bpval; /* bp reloaded from *bpslot (0: bp unchanged) */
     uintptr_t dslot;         /* *(dslot) gave cfa (0: none) */
     uintptr_t usebp;         /* the CFA rule of this step reads the bp register */
@@ -771,7 +792,7 @@ static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
     unsigned nw = 0;
     for (uint32_t m = start; m < end; m++) {
         const cfi_step *st = &t->s[m];
-        uintptr_t a[3] = {st->cfa - 8, st->dslot, 0}, v[3] = {st->ra, st->cfa, st->bpval};
+        uintptr_t a[3] = {st->raslot, st->dslot, 0}, v[3] = {st->rawra, st->cfa, st->bpval};
         if (st->bpslot && m + 1 < end && need[m + 1 - start])
             a[2] = st->bpslot;
         for (unsigned x = 0; x < 3; x++) {
@@ -833,7 +854,7 @@ static inline int tr_verify(const cfi_trace *t, uint32_t from)
     uint32_t end = t->start + t->n;
     for (uint32_t m = from; m < end; m++) {
         const cfi_step *st = &t->s[m];
-        if (*(const uintptr_t *)(st->cfa - 8) != st->ra)
+        if (*(const uintptr_t *)st->raslot != st->rawra)
             return 0;
         if (st->bpslot && *(const uintptr_t *)st->bpslot != st->bpval)
             return 0;
@@ -864,8 +885,8 @@ static inline int tr_needs_bp(const cfi_trace *t, uint32_t m, uint32_t end)
 }
 
 static inline void tr_push(cfi_trace *t, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t cfa,
-                           uintptr_t ra, uintptr_t bpslot, uintptr_t bpval, uintptr_t dslot,
-                           int usebp)
+                           uintptr_t ra, uintptr_t raslot, uintptr_t rawra, uintptr_t bpslot,
+                           uintptr_t bpval, uintptr_t dslot, int usebp)
 {
     cfi_step *st = &t->s[t->start + t->n++];
     st->pc = pc;
@@ -873,10 +894,58 @@ static inline void tr_push(cfi_trace *t, uintptr_t pc, uintptr_t sp, uintptr_t b
     st->bp = bp;
     st->cfa = cfa;
     st->ra = ra;
+    st->raslot = raslot;
+    st->rawra = rawra;
     st->bpslot = bpslot;
     st->bpval = bpval;
     st->dslot = dslot;
     st->usebp = (uintptr_t)usebp;
+}
+
+/* Where frame records do not give the CFA (AArch64: GCC puts the record at the bottom of
+ * the frame), the agent's own frames are left with their CFI rules, from this
+ * function's exact pc, sp and fp; the agent is never built without its .eh_frame.
+ * Gives the first state outside the agent; 0 on a bad frame. */
+static MS_NOINLINE int leave_agent_by_rules(cfi_thread *me, uintptr_t hi, uintptr_t self_lo,
+                                            uintptr_t self_hi, uintptr_t *pcp, uintptr_t *spp,
+                                            uintptr_t *bpp)
+{
+    uintptr_t pc, sp, bp;
+    MS_ARCH_CURRENT_STATE(pc, sp, bp);
+    if (sp < ms_self.stack_lo || sp >= hi)
+        return 0;
+    uintptr_t lo = sp;
+    uintptr_t look = pc; /* exact first, then return addresses minus one */
+    for (unsigned i = 0; i < 64; i++) {
+        uint64_t rule = rule_get(me->l1, look);
+        if (RULE_KIND(rule) != R_KIND_NORMAL)
+            return 0;
+        uintptr_t cfa;
+        switch (RULE_BASE(rule)) {
+        case R_CFA_SP: cfa = sp + (intptr_t)RULE_CFAOFF(rule); break;
+        case R_CFA_BP: cfa = bp + (intptr_t)RULE_CFAOFF(rule); break;
+        default: return 0; /* the agent's code has no such frames */
+        }
+        uintptr_t raslot = cfa + (intptr_t)RULE_RAOFF(rule);
+        if (cfa <= sp || cfa > hi || (cfa & 7) || raslot < lo || raslot + 8 > hi)
+            return 0;
+        uintptr_t ra = ms_arch_strip_pc(*(const uintptr_t *)raslot);
+        if (RULE_BPSAVED(rule)) {
+            uintptr_t a = cfa + (intptr_t)RULE_BPOFF(rule);
+            if (a < lo || a + 8 > hi)
+                return 0;
+            bp = *(const uintptr_t *)a;
+        }
+        sp = cfa;
+        if (ra < self_lo || ra >= self_hi) {
+            *pcp = ra;
+            *spp = sp;
+            *bpp = bp;
+            return 1;
+        }
+        look = ra - 1;
+    }
+    return 0;
 }
 
 int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot)
@@ -897,30 +966,37 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
         MS_HEALTH_INC(unwind_failures);
         return 0;
     }
-    /* The agent is built with frame pointers: leave its own frames by following rbp
-     * (CFA = rbp + 16, return address at rbp + 8, caller's rbp at rbp) until the return
-     * address is outside the agent. No rule lookups for frames that are never kept. */
-    for (unsigned i = 0;; i++) {
-        if (i == 64 || fp < lo || fp + 16 > hi || (fp & 7)) {
-            *flags |= MS_STACKF_UNWIND_FAIL;
-            MS_HEALTH_INC(unwind_failures);
-            return 0;
-        }
-        uintptr_t ra = ((const uintptr_t *)fp)[1];
-        uintptr_t next = ((const uintptr_t *)fp)[0];
-        if (ra < self_lo || ra >= self_hi) {
-            pc = ra;
-            sp = fp + 16;
-            bp = next;
-            break;
-        }
-        fp = next;
-    }
-    if (pc < 4096)
-        return 0;
     cfi_thread *me = ms_self.cfi;
     if (MS_UNLIKELY(!me) && !(me = cfi_thread_new()))
         return -1; /* no memory for the caches: libunwind walks this one */
+    if (MS_ARCH_AGENT_FP_CFA) {
+        /* The agent is built with frame pointers: leave its own frames by following
+         * the frame records (CFA = fp + 16, return address at fp + 8, caller's fp at fp)
+         * until the return address is outside the agent. No rule lookups for frames
+         * that are never kept. */
+        for (unsigned i = 0;; i++) {
+            if (i == 64 || fp < lo || fp + 16 > hi || (fp & 7)) {
+                *flags |= MS_STACKF_UNWIND_FAIL;
+                MS_HEALTH_INC(unwind_failures);
+                return 0;
+            }
+            uintptr_t ra = ms_arch_strip_pc(((const uintptr_t *)fp)[1]);
+            uintptr_t next = ((const uintptr_t *)fp)[0];
+            if (ra < self_lo || ra >= self_hi) {
+                pc = ra;
+                sp = fp + 16;
+                bp = next;
+                break;
+            }
+            fp = next;
+        }
+    } else if (!leave_agent_by_rules(me, hi, self_lo, self_hi, &pc, &sp, &bp)) {
+        *flags |= MS_STACKF_UNWIND_FAIL;
+        MS_HEALTH_INC(unwind_failures);
+        return 0;
+    }
+    if (pc < 4096)
+        return 0;
     unsigned gen = __atomic_load_n(&ms_gen, __ATOMIC_RELAXED);
     if (sid_slot) {
         wc_ent *e = wc_find(me, pc, sp, bp, gen);
@@ -1045,7 +1121,11 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
         }
         if (cfa < lo + 8 || cfa > hi || (cfa & 7) || cfa <= sp)
             goto bad;
-        uintptr_t ra = *(const uintptr_t *)(cfa - 8);
+        uintptr_t raslot = cfa + (intptr_t)RULE_RAOFF(rule);
+        if (raslot < lo || raslot + 8 > hi)
+            goto bad;
+        uintptr_t rawra = *(const uintptr_t *)raslot;
+        uintptr_t ra = ms_arch_strip_pc(rawra);
         if (RULE_BPSAVED(rule)) {
             uintptr_t a = cfa + (intptr_t)RULE_BPOFF(rule);
             if (a < lo || a + 8 > hi)
@@ -1054,7 +1134,8 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
             bpval = *(const uintptr_t *)a;
         }
         if (cur->start + cur->n < MS_CFI_SLOTS)
-            tr_push(cur, pc, sp, bp, cfa, ra, bpslot, bpval, dslot, RULE_BASE(rule) != R_CFA_SP);
+            tr_push(cur, pc, sp, bp, cfa, ra, raslot, rawra, bpslot, bpval, dslot,
+                    RULE_BASE(rule) != R_CFA_SP);
         else
             overflow = 1;
         if (bpslot)
@@ -1075,28 +1156,3 @@ bad:
     return (int)n;
 }
 
-#else /* not x86-64: the cached unwinder is not available, libunwind is used */
-
-int ms_cfi_init(uint64_t cache_entries)
-{
-    (void)cache_entries;
-    return -1;
-}
-int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot)
-{
-    (void)pcs;
-    (void)max;
-    (void)flags;
-    if (sid_slot)
-        *sid_slot = NULL;
-    return -1;
-}
-void ms_cfi_invalidate(void) {}
-void ms_cfi_thread_exit(void) {}
-uint64_t ms_cfi_cache_used(void) { return 0; }
-uint64_t ms_cfi_rule_for(uintptr_t pc)
-{
-    (void)pc;
-    return 0;
-}
-#endif

@@ -1,0 +1,42 @@
+/* The agent's per-CPU layer: what differs between architectures (registers, frame
+ * records, DWARF register numbers, relocation types, pointer tags and authentication
+ * codes) is here and nowhere else, in the manner of mimalloc's prim/ layer. One header
+ * per CPU gives the inline parts (used on the recording path), arch_<cpu>.c the rest.
+ * Runs inside the target: nothing here allocates, locks or makes a system call. */
+#ifndef MS_AGENT_ARCH_H
+#define MS_AGENT_ARCH_H
+
+#include <stdint.h>
+
+#if defined(__x86_64__)
+#include "agent/arch/arch_x86_64.h"
+#elif defined(__aarch64__)
+#include "agent/arch/arch_aarch64.h"
+#else
+#error "memsight: no agent arch layer for this CPU (src/agent/arch/)"
+#endif
+
+/* Every form defines:
+ *   MS_ARCH_NAME                 "x86_64", "aarch64" (META arch)
+ *   MS_ARCH_DW_SP/FP/RA          DWARF numbers of the stack pointer, the frame pointer
+ *                                and the return-address column
+ *   MS_ARCH_AGENT_FP_CFA         1: a frame record at fp means CFA = fp + 16 (the agent's
+ *                                own frames are left by the record chain alone); 0: the
+ *                                record's place in the frame varies, rules are needed
+ *   MS_ARCH_CFA_NEGATE_RA_STATE  a CFA opcode the walk may ignore (0: none)
+ *   MS_ARCH_TLS_ABOVE_TP         1: static TLS lies above the thread pointer (variant I)
+ *   MS_ARCH_R_JUMP_SLOT/GLOB_DAT relocation types of PLT and GOT slots (RELA)
+ *   MS_ARCH_NREGS, MS_ARCH_NVEC  words of general and vector registers a stopped
+ *                                thread's context gives (leak-scan roots)
+ *   MS_ARCH_NCALLEE              callee-saved registers MS_ARCH_CAPTURE stores
+ *   ms_arch_thread_pointer()     the thread pointer (fs base, tpidr_el0)
+ *   ms_arch_strip_pc(pc)         a return address without authentication bits
+ *   ms_arch_untag(addr)          an address without a top-byte tag
+ *   MS_ARCH_CURRENT_STATE(pc,sp,fp)  the calling function's exact pc, sp and fp
+ *   MS_ARCH_CAPTURE(sp, regs)    the caller's sp and callee-saved registers */
+
+/* A stopped thread's registers, read from its signal context (arch_<cpu>.c). */
+void ms_arch_context_regs(const void *ucontext, uint64_t *sp, uint64_t regs[MS_ARCH_NREGS],
+                          uint64_t vec[MS_ARCH_NVEC]) __attribute__((visibility("hidden")));
+
+#endif

@@ -1,0 +1,51 @@
+/* glibc form of the C-library layer (libc.h): __libc_stack_end, dladdr1, the TCB's DTV
+ * pointer (tcbhead_t), libc.so.6 and ld-linux. Runs inside the target: no malloc. */
+#define _GNU_SOURCE
+#include "agent/libc/libc.h"
+
+#include <string.h>
+
+#include "agent/arch/arch.h"
+
+extern void *__libc_stack_end;
+
+const char *ms_libc_name(void) { return "glibc"; }
+unsigned ms_libc_missing(void) { return 0; }
+
+uintptr_t ms_libc_main_stack_hi(void)
+{
+    return ((uintptr_t)__libc_stack_end + 4095) & ~(uintptr_t)4095;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+int ms_libc_is_libc_path(const char *path)
+{
+    return strncmp(base_name(path), "libc.so", 7) == 0;
+}
+
+int ms_libc_is_loader_path(const char *path)
+{
+    return strstr(path, "/ld-linux") != NULL || strstr(path, "/ld.so") != NULL;
+}
+
+int ms_libc_dladdr_def(const void *p, Dl_info *di)
+{
+    const ElfW(Sym) *sym = NULL;
+    if (!p || !dladdr1(p, di, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+        return 0;
+    return sym->st_shndx != SHN_UNDEF;
+}
+
+int ms_libc_dtv(uintptr_t tp, uintptr_t *slot, uintptr_t *bias)
+{
+    /* tcbhead_t: x86-64 { void *tcb; dtv_t *dtv; ... } at tp; AArch64 { dtv_t *dtv;
+     * void *private; } at tp. The pointer is one 16-byte dtv_t into its block. */
+    *slot = tp + (MS_ARCH_TLS_ABOVE_TP ? 0 : 8);
+    *bias = 16;
+    return 1;
+}

@@ -1,0 +1,50 @@
+/* musl form of the C-library layer (libc.h). musl has no __libc_stack_end, no dladdr1
+ * and no mallinfo2; its dynamic loader is the C library itself (ld-musl-*.so.1), whose
+ * own allocations use its internal allocator, never the interposed one; its dlsym skips
+ * undefined symbols, so whatever dlsym returns is a definition. Its DTV is a plain word
+ * array the scan reads as ordinary memory. Runs inside the target: no malloc. */
+#define _GNU_SOURCE
+#include "agent/libc/libc.h"
+
+#include <string.h>
+#include <sys/auxv.h>
+
+const char *ms_libc_name(void) { return "musl"; }
+
+unsigned ms_libc_missing(void)
+{
+    return MS_LIBC_NO_MALLINFO2 | MS_LIBC_NO_DTV_LAYOUT;
+}
+
+uintptr_t ms_libc_main_stack_hi(void)
+{
+    /* the kernel copies the executable's name to the very top of the main stack */
+    uintptr_t fn = (uintptr_t)getauxval(AT_EXECFN);
+    return fn ? (fn + 4095) & ~(uintptr_t)4095 : 0;
+}
+
+int ms_libc_is_libc_path(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    s = s ? s + 1 : path;
+    return strncmp(s, "libc.so", 7) == 0 || strncmp(s, "ld-musl-", 8) == 0;
+}
+
+int ms_libc_is_loader_path(const char *path)
+{
+    (void)path;
+    return 0;
+}
+
+int ms_libc_dladdr_def(const void *p, Dl_info *di)
+{
+    return p && dladdr(p, di) != 0;
+}
+
+int ms_libc_dtv(uintptr_t tp, uintptr_t *slot, uintptr_t *bias)
+{
+    (void)tp;
+    *slot = 0;
+    *bias = 0;
+    return 0;
+}
