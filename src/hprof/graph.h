@@ -249,7 +249,12 @@ typedef struct ms_hgraph {
     uint32_t nproblem;
     ms_hproblem problems[MS_HPROBLEMS_KEPT];
     uint64_t dangling_refs; /* references to ids absent from the dump (dropped) */
+    uint64_t archived_refs; /* HotSpot: references from the CDS archive's roots array (an
+                             * Object[] held by a JNI global) to archived objects the
+                             * dumper leaves out by design; dropped, not problems */
     uint64_t duplicate_ids; /* object records whose id was already seen (dropped) */
+    uint8_t ends_early;     /* no heap dump record, or segments without HEAP_DUMP_END: the
+                             * file was cut at a record boundary (also a problem) */
 } ms_hgraph;
 
 /* ---- queries ---------------------------------------------------------------------- */

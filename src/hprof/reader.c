@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -80,6 +81,7 @@ typedef struct rd {
     uint32_t ncbi;
     uint8_t cur_heap; /* 0xFF = none chosen yet (default heap made on first use) */
     uint64_t prev_arr_start, prev_arr_end;
+    int klass_hint; /* an array ended 8 bytes before a 16-byte header would let it */
     int compressed;
     uint64_t nrec;    /* pass-1 object records */
     uint8_t *filled;  /* pass 3, only when ids repeat: bit per object already filled */
@@ -101,6 +103,13 @@ typedef struct rd {
     int frozen;
     int thread_no;
     uint64_t dangling; /* this thread's references to absent objects */
+    /* HotSpot leaves dormant CDS-archived objects out of its dumps (their classes are not
+     * initialised yet) but writes the archive's roots array, an Object[] held by a JNI
+     * global, with its references to them: those references are counted apart */
+    uint64_t archived;   /* this thread's references from such an array to absent objects */
+    int cur_archive;     /* the object array being read is held by a JNI global */
+    uint64_t *jni_ids;   /* sorted ids held by JNI global roots (HotSpot dumps only) */
+    size_t njni;
     /* counts only (opts->counts_only): pass 2 checks each reference and no pass 3 runs;
      * nref counts this thread's references to objects of the dump, dang keeps the first
      * dangling ones, reported after the pass as pass 3 would */
@@ -863,6 +872,10 @@ static inline int edge(rd *r, uint64_t id, uint32_t label, uint64_t at, uint8_t 
 {
     ms_hgraph *g = r->g;
     if (r->pass == 2) {
+        if (r->counts_only && !present(r, id) && sub == 0x22 && r->cur_archive) {
+            r->archived++;
+            return 0;
+        }
         if (r->counts_only && !present(r, id)) {
             if (++r->dangling <= 8)
                 r->dang[r->ndang++] = (struct dangref){at, id, tag, sub};
@@ -874,7 +887,9 @@ static inline int edge(rd *r, uint64_t id, uint32_t label, uint64_t at, uint8_t 
     if (r->wpos >= g->edge_off[r->cur + 1])
         return fail(r, at, tag, sub, "internal: more references than counted");
     ms_hidx t = ms_hgraph_find(g, id);
-    if (t == MS_HIDX_NONE) {
+    if (t == MS_HIDX_NONE && sub == 0x22 && r->cur_archive) {
+        r->archived++;
+    } else if (t == MS_HIDX_NONE) {
         r->dangling++;
         if (r->dangling <= 8)
             problem(r, at, tag, sub, "reference to 0x%llx, which is not in the dump",
@@ -1315,6 +1330,10 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
             if (p1) {
                 if (ids == 8 && !r->compressed && id > r->prev_arr_start && id < r->prev_arr_end)
                     r->compressed = 1;
+                /* with 8-byte references, an array that follows the previous one at
+                 * 16 + 8n bytes shows a 12-byte header: compressed class pointers */
+                if (ids == 8 && id == r->prev_arr_end && r->prev_arr_start)
+                    r->klass_hint = 1;
                 r->prev_arr_start = id;
                 r->prev_arr_end = id + 16 + (uint64_t)n * 8;
                 if (add_obj(r, id))
@@ -1324,6 +1343,7 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
             ms_hidx i = begin_obj(r, at, rtag, t, id, MS_HOBJ_OBJ_ARRAY);
             if (i == MS_HIDX_NONE)
                 break;
+            r->cur_archive = r->njni && bsearch(&id, r->jni_ids, r->njni, sizeof id, cmp_u64) != NULL;
             if (r->pass == 2) {
                 uint32_t k = class_for_array(r, cid);
                 if (k == MS_HCLASS_NONE)
@@ -1525,8 +1545,10 @@ static int run_pass(rd *r, int threads)
     r->ndang = 0;
     if (split >= r->nhrec) {
         r->dangling = 0;
+        r->archived = 0;
         int rc = walk_heaps(r, 0, r->nhrec);
         r->g->dangling_refs += r->dangling;
+        r->g->archived_refs += r->archived;
         report_dangling(r, r);
         return rc;
     }
@@ -1539,9 +1561,11 @@ static int run_pass(rd *r, int threads)
     h->r.o = NULL; /* progress from the first thread only */
     h->r.thread_no = 1;
     h->r.dangling = 0;
+    h->r.archived = 0;
     h->from = split;
     h->to = r->nhrec;
     r->dangling = 0;
+    r->archived = 0;
     pthread_t t;
     int started = pthread_create(&t, NULL, run_half, h) == 0;
     int rc = walk_heaps(r, 0, started ? split : r->nhrec);
@@ -1555,6 +1579,7 @@ static int run_pass(rd *r, int threads)
         r->nref += h->r.nref;
     }
     r->g->dangling_refs += r->dangling + (started ? h->r.dangling : 0);
+    r->g->archived_refs += r->archived + (started ? h->r.archived : 0);
     report_dangling(r, r);
     if (started)
         report_dangling(r, &h->r);
@@ -1626,6 +1651,7 @@ static void rd_free(rd *r)
     free(r->present);
     free(r->ih_key);
     free(r->ih_val);
+    free(r->jni_ids);
 }
 
 static int cmp_problem(const void *a, const void *b)
@@ -1656,18 +1682,41 @@ static int read_all(rd *r)
     r->pass = 1;
     if (walk(r))
         return -1;
+    /* a dump cut at a record boundary reads without error: say that it ends early */
+    if (r->len == r->hdr_len)
+        return fail(r, r->len, 0, 0, "the file ends after its header: no records (truncated?)");
+    if (!g->record_count[0x0C] && !g->record_count[0x1C]) {
+        g->ends_early = 1;
+        problem(r, r->len, 0, 0, "the file ends early: %llu bytes and no heap dump record (truncated?)",
+                (unsigned long long)r->len);
+    } else if (g->record_count[0x1C] && !g->record_count[0x2C]) {
+        g->ends_early = 1;
+        problem(r, r->len, 0, 0, "the file ends early: no HEAP_DUMP_END after its heap dump segments "
+                                 "(cut at a record boundary?)");
+    }
     if (r->nstr)
         qsort(r->str, r->nstr, sizeof *r->str, cmp_str);
     if (build_lookup(r))
         return -1;
     if (resolve_classes(r))
         return -1;
-    int compressed = r->compressed;
+    int compressed = r->compressed ? 1 : r->klass_hint ? 2 : 0;
     if (r->o && r->o->compressed_oops)
-        compressed = r->o->compressed_oops == 1;
+        compressed = r->o->compressed_oops == 1 ? 1 : r->o->compressed_oops == 3 ? 2 : 0;
     ms_hsize_init(&g->model, r->o ? r->o->size_flavor : MS_HSIZE_AUTO, g->version, g->id_size,
                   compressed);
     compute_class_sizes(r);
+    /* HotSpot: the ids JNI globals hold (the CDS archive's roots array is one) */
+    if (strcmp(g->version, "JAVA PROFILE 1.0.3")) {
+        r->jni_ids = malloc(((size_t)g->nroot + 1) * sizeof *r->jni_ids);
+        if (!r->jni_ids)
+            return fail(r, 0, 0, 0, "out of memory");
+        for (uint32_t k = 0; k < g->nroot; k++)
+            if (g->roots[k].type == 0x01)
+                r->jni_ids[r->njni++] = g->roots[k].id;
+        if (r->njni)
+            qsort(r->jni_ids, r->njni, sizeof *r->jni_ids, cmp_u64);
+    }
     /* the heap of objects before any HEAP_DUMP_INFO: made now, so no pass adds heaps */
     int dh = heap_index(r, 0, 0, 0);
     if (dh < 0)
@@ -1751,7 +1800,7 @@ static int store_edges(rd *r, int threads)
     if (run_pass(r, threads))
         return -1;
     g->nedge = ne;
-    if (g->dangling_refs) {
+    if (g->dangling_refs || g->archived_refs) {
         /* squeeze out the references to absent objects */
         uint64_t w = 0, begin = 0;
         for (size_t i = 0; i < n; i++) {
@@ -1871,9 +1920,49 @@ int ms_hprof_read_mem(const void *data, size_t len, const ms_hprof_read_opts *op
     return read_buffer(data, len, 0, opts, out, err, errlen);
 }
 
-/* Decompresses a gzip file into an unlinked temporary file; returns its fd or -1. */
+/* zlib names a stream opened with gzdopen "<fd:N>"; the caller names the file. */
+static const char *gz_msg(gzFile z)
+{
+    int e;
+    const char *m = gzerror(z, &e);
+    const char *c = !strncmp(m, "<fd:", 4) ? strstr(m, ">: ") : NULL;
+    return c ? c + 3 : m;
+}
+
+/* Decompresses a gzip file into an unlinked temporary file; returns its fd or -1. The
+ * first bytes must be an HPROF header before anything is written, and the data may not
+ * take more than the file system holds less a margin (a gzip bomb is refused early). */
 static int gunzip_to_tmp(int fd, char *err, size_t errlen)
 {
+    enum { CHUNK = 1 << 20 };
+    int dfd = dup(fd);
+    gzFile z = dfd >= 0 ? gzdopen(dfd, "rb") : NULL;
+    if (!z) {
+        if (dfd >= 0)
+            close(dfd);
+        snprintf(err, errlen, "cannot open the gzip stream");
+        return -1;
+    }
+    gzbuffer(z, CHUNK);
+    char *buf = malloc(CHUNK);
+    if (!buf) {
+        gzclose(z);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int n = gzread(z, buf, CHUNK);
+    if (n < 0) {
+        snprintf(err, errlen, "gzip: %s", gz_msg(z));
+        free(buf);
+        gzclose(z);
+        return -1;
+    }
+    if (n < 13 || memcmp(buf, "JAVA PROFILE ", 13)) {
+        snprintf(err, errlen, "not an HPROF file (the gzip data does not start with \"JAVA PROFILE\")");
+        free(buf);
+        gzclose(z);
+        return -1;
+    }
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir)
         dir = "/tmp";
@@ -1888,30 +1977,40 @@ static int gunzip_to_tmp(int fd, char *err, size_t errlen)
     }
     if (out < 0) {
         snprintf(err, errlen, "cannot create a temporary file in %s for decompression: %s", dir, strerror(errno));
+        free(buf);
+        gzclose(z);
         return -1;
     }
-    int dfd = dup(fd);
-    gzFile z = dfd >= 0 ? gzdopen(dfd, "rb") : NULL;
-    if (!z) {
-        if (dfd >= 0)
-            close(dfd);
-        close(out);
-        snprintf(err, errlen, "cannot open gzip stream");
-        return -1;
+    /* room: what the file system has free for us, less 5% and 64 MB for everyone else */
+    struct statvfs fs;
+    uint64_t room = UINT64_MAX, done = 0;
+    if (fstatvfs(out, &fs) == 0) {
+        uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize, keep = avail / 20 + (64u << 20);
+        room = avail > keep ? avail - keep : 0;
     }
-    gzbuffer(z, 1 << 20);
-    char *buf = malloc(1 << 20);
-    int rc = buf ? 0 : -1;
+    int rc = 0;
     while (!rc) {
-        int n = gzread(z, buf, 1 << 20);
         if (n < 0) {
-            int e;
-            snprintf(err, errlen, "gzip: %s", gzerror(z, &e));
+            snprintf(err, errlen, "gzip: %s", gz_msg(z));
             rc = -1;
             break;
         }
-        if (n == 0)
+        if (n == 0) {
+            int e = Z_OK;
+            gzerror(z, &e);
+            if (e != Z_OK) { /* a stream cut short ends with Z_BUF_ERROR, not -1 */
+                snprintf(err, errlen, "gzip: %s (the compressed file is truncated?)", gz_msg(z));
+                rc = -1;
+            }
             break;
+        }
+        if ((uint64_t)n > room - done) {
+            snprintf(err, errlen, "the decompressed dump would not fit in %s (%llu bytes free for it); "
+                     "decompress it elsewhere or set TMPDIR", dir, (unsigned long long)room);
+            rc = -1;
+            break;
+        }
+        done += (uint64_t)n;
         for (int w = 0; w < n;) {
             ssize_t k = write(out, buf + w, (size_t)(n - w));
             if (k < 0) {
@@ -1921,6 +2020,8 @@ static int gunzip_to_tmp(int fd, char *err, size_t errlen)
             }
             w += (int)k;
         }
+        if (!rc)
+            n = gzread(z, buf, CHUNK);
     }
     free(buf);
     gzclose(z);
@@ -1936,11 +2037,20 @@ int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **
 {
     *out = NULL;
     char e[400] = "";
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block in open() before it is refused below */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file%s", path,
+                 S_ISFIFO(st.st_mode) ? " (a FIFO: the dump is read more than once, save it to a file)" : "");
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     unsigned char magic[2] = {0, 0};
     if (pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
         int t = gunzip_to_tmp(fd, e, sizeof e);
@@ -1951,7 +2061,6 @@ int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **
         }
         fd = t;
     }
-    struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "%s: not a regular file", path);
         close(fd);

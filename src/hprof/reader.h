@@ -12,7 +12,9 @@
 typedef struct ms_hprof_read_opts {
     int size_flavor; /* enum ms_hsize_flavor; MS_HSIZE_AUTO by default */
     int compressed_oops; /* HotSpot 8-byte-id dumps: 0 = guess from array spacing as MAT
-                          * does, 1 = assume compressed references, 2 = assume none */
+                          * does, 1 = assume compressed references, 2 = assume none
+                          * (16-byte headers), 3 = compressed class pointers only
+                          * (12-byte headers, 8-byte references) */
     int threads; /* 0: two threads for dumps of 64 MB and more when the machine has two
                   * cores or more; 1: one thread; 2: two threads whatever the size */
     int counts_only; /* 1: references are counted and checked but not stored (edge_off,

@@ -22,10 +22,13 @@ void ms_hsize_init(ms_hsize_model *m, int flavor, const char *version, uint32_t 
         m->align = 1;
         return;
     }
-    m->compressed_oops = compressed && id_size == 8;
+    m->compressed_oops = compressed == 1 && id_size == 8;
     m->ref_size = m->compressed_oops ? 4 : (uint8_t)id_size;
-    /* mark word (pointer size) + class pointer (reference size), as MAT */
-    m->header = (uint8_t)(id_size + m->ref_size);
+    /* mark word (pointer size) + class pointer, as MAT: the class pointer is 4 bytes with
+     * compressed references, and without them when only class pointers are compressed
+     * (JDK 15 and later on heaps of 32 GB or more, or -XX:-UseCompressedOops) */
+    int klass = compressed == 2 && id_size == 8 ? 4 : m->ref_size;
+    m->header = (uint8_t)(id_size + klass);
     m->array_header = (uint8_t)(m->header + 4);
     m->align = 8;
 }
@@ -62,6 +65,17 @@ uint32_t ms_hsize_instance(const ms_hsize_model *m, const ms_hgraph *g, uint32_t
          c = g->classes[c].super)
         chain[depth++] = c;
     uint64_t size = m->header;
+    if (m->header == 12 && m->ref_size == 8) {
+        /* class pointers compressed, references not: a layout of JDK 15 and later only,
+         * whose field layout packs every class's fields into the gaps the header and the
+         * superclasses leave, so the fields add up without per-class rounding */
+        for (uint32_t d = depth - 1; d-- > 0;) {
+            const ms_hclass *k = &g->classes[chain[d]];
+            for (uint32_t f = 0; f < k->field_count; f++)
+                size += ms_hsize_type(m, g->fields[k->field_first + f].type);
+        }
+        return sat32(align_up(size, m->align));
+    }
     /* the root of the chain (java.lang.Object) contributes the header only */
     for (uint32_t d = depth - 1; d-- > 0;) {
         const ms_hclass *k = &g->classes[chain[d]];

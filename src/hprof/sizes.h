@@ -9,7 +9,9 @@
 #include "hprof/graph.h"
 
 /* Fills m for a dump. flavor: MS_HSIZE_AUTO picks Android for "JAVA PROFILE 1.0.3".
- * compressed: HotSpot with 8-byte ids whose arrays are packed as with 4-byte references. */
+ * compressed (HotSpot with 8-byte ids): 0 none (16-byte headers, 8-byte references),
+ * 1 compressed references (12-byte headers, 4-byte references), 2 compressed class
+ * pointers only (12-byte headers, 8-byte references). */
 void ms_hsize_init(ms_hsize_model *m, int flavor, const char *version, uint32_t id_size,
                    int compressed);
 

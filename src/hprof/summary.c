@@ -48,7 +48,9 @@ static const char *model_text(const ms_hsize_model *m, char *buf, size_t len)
         snprintf(buf, len, "Android (perflib): field and element bytes, no headers");
     else
         snprintf(buf, len, "HotSpot (MAT): header %u, references %u%s, alignment %u", m->header,
-                 m->ref_size, m->compressed_oops ? " (compressed oops)" : "", m->align);
+                 m->ref_size, m->compressed_oops                         ? " (compressed oops)"
+                 : m->header == 12 && m->ref_size == 8 ? " (compressed class pointers only)"
+                                                       : "", m->align);
     return buf;
 }
 
@@ -115,8 +117,10 @@ static int print_json(FILE *fp, const char *path, const ms_hgraph *g, const ms_h
                         (unsigned long long)g->subrecord_count[t]);
             first = 0;
         }
-    fprintf(fp, "},\n  \"dangling_references\": %llu,\n  \"duplicate_ids\": %llu,\n",
-            (unsigned long long)g->dangling_refs, (unsigned long long)g->duplicate_ids);
+    fprintf(fp, "},\n  \"dangling_references\": %llu,\n  \"archived_references\": %llu,\n  \"duplicate_ids\": %llu,\n",
+            (unsigned long long)g->dangling_refs, (unsigned long long)g->archived_refs,
+            (unsigned long long)g->duplicate_ids);
+    fprintf(fp, "  \"ends_early\": %s,\n", g->ends_early ? "true" : "false");
     fprintf(fp, "  \"problem_count\": %llu,\n  \"problems\": [", (unsigned long long)g->problem_total);
     for (uint32_t i = 0; i < g->nproblem; i++) {
         const ms_hproblem *p = &g->problems[i];
@@ -177,6 +181,10 @@ static int print_text(FILE *fp, const char *path, const ms_hgraph *g, const ms_h
     for (int t = 0; t < 256; t++)
         if (g->record_count[t])
             fprintf(fp, "  %-18s %llu\n", ms_hprof_record_name((uint8_t)t), (unsigned long long)g->record_count[t]);
+    if (g->archived_refs)
+        fprintf(fp, "archived (CDS)    %llu references to objects of the JVM's class-data sharing archive,\n"
+                    "                  left out of the dump by design (not problems)\n",
+                (unsigned long long)g->archived_refs);
     if (!g->problem_total) {
         fprintf(fp, "problems          none\n");
         return 0;
@@ -186,6 +194,10 @@ static int print_text(FILE *fp, const char *path, const ms_hgraph *g, const ms_h
             (unsigned long long)g->duplicate_ids);
     for (uint32_t i = 0; i < g->nproblem; i++) {
         const ms_hproblem *p = &g->problems[i];
+        if (!p->offset && !p->record) {
+            fprintf(fp, "  in all: %s\n", p->msg); /* a count over the whole file */
+            continue;
+        }
         fprintf(fp, "  offset %llu", (unsigned long long)p->offset);
         if (p->record)
             fprintf(fp, " %s", ms_hprof_record_name(p->record));

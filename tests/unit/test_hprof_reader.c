@@ -401,7 +401,16 @@ static void test_android(void **state)
     u1(&b, 0x06); id(&b, 0x2010); u4(&b, 3);
     u1(&b, 0x07); id(&b, 0x2010);
     rec_close(&b);
+    /* without its HEAP_DUMP_END the dump was cut at a record boundary: a problem */
     ms_hgraph *g = read_ok(&b, NULL);
+    assert_true(g->ends_early);
+    assert_int_equal(g->problem_total, 1);
+    assert_non_null(strstr(g->problems[0].msg, "ends early"));
+    ms_hgraph_free(g);
+    rec_open(&b, 0x2C);
+    rec_close(&b);
+    g = read_ok(&b, NULL);
+    assert_false(g->ends_early);
     assert_int_equal(g->model.flavor, MS_HSIZE_ANDROID);
     assert_int_equal(g->nobj, 7);
     assert_string_equal(ms_hgraph_heap_name(g, ms_hgraph_find(g, 0x2000)), "zygote");
