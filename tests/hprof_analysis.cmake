@@ -23,6 +23,9 @@ if(Python3_FOUND)
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_leaks.py)
   ms_integration_test(hprof_an_android ${Python3_EXECUTABLE}
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_android.py)
+  # strip and convert, checked against Debian's hprof-conv and the graph export
+  ms_integration_test(hprof_rewrite ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_rewrite.py)
   find_program(MS_JCMD jcmd)
   find_program(MS_JAVAC javac)
   if(MS_JCMD AND MS_JAVAC)

@@ -14,9 +14,11 @@
 #include "hprof/dominators.h"
 #include "hprof/graph.h"
 #include "hprof/histogram.h"
+#include "hprof/large.h"
 #include "hprof/leaks.h"
 #include "hprof/paths.h"
 #include "hprof/reader.h"
+#include "hprof/rewrite.h"
 #include "hprof/summary.h"
 
 
@@ -29,7 +31,9 @@ typedef struct hopts {
     const char *class_name;
     size_t top;
     int top_set;
-    int by_class, all, no_retained, strict, progress;
+    int by_class, all, no_retained, strict, progress, app_only;
+    const char *to;
+    ms_hprof_large_opts large;
     ms_hprof_read_opts ro;
 } hopts;
 
@@ -44,6 +48,10 @@ static void usage(FILE *out)
             "  path FILE OBJECT_ID       shortest path from a GC root to the object\n"
             "  path FILE --class NAME    ... to the instance of NAME retaining the most\n"
             "  diff A B                  per-class change between two dumps\n"
+            "  large FILE                KOOM's questions: bitmaps and arrays over a size, thread\n"
+            "                            count, with retained sizes\n"
+            "  strip IN OUT              copy with primitive array contents zeroed (for upload)\n"
+            "  convert IN OUT --to standard|android   Android <-> standard HPROF (hprof-conv)\n"
             "  leaks FILE                destroyed Activities, Fragments, Services, Views... and\n"
             "                            watched objects still reachable, grouped by leak\n"
             "                            signature, library leaks apart, with their paths\n\n"
@@ -56,11 +64,72 @@ static void usage(FILE *out)
             "  --all                     dominators: rank every reachable object; diff: all rows\n"
             "  --no-retained             histogram/diff/leaks: skip the dominator tree (faster)\n"
             "  --size-model auto|hotspot|android   shallow-size model (docs/hprof.md)\n"
-            "  --compressed-oops auto|yes|no       HotSpot 8-byte-id dumps (default: guess)\n"
+            "  --compressed-oops auto|yes|no|class-only\n"
+            "                            HotSpot 8-byte-id dumps (default: guess); class-only:\n"
+            "                            8-byte references, 4-byte class pointers (JDK 15+ on\n"
+            "                            heaps of 32 GB or more)\n"
             "  --strict                  exit 3 when the dump has problems (dangling\n"
             "                            references, duplicate ids, unknown records)\n"
             "  --threads 1|2             threads reading the dump (default: 2 for large dumps)\n"
             "  --no-progress             no progress on stderr (shown only on a terminal)\n");
+}
+
+/* `memsight hprof COMMAND --help`: what the command does and the options it takes. */
+static const struct {
+    const char *name, *text;
+} command_help[] = {
+    {"summary", "usage: memsight hprof summary FILE [--format text|json] [--strict]\n\n"
+                "Header, counts of classes, instances and arrays, GC roots by type, heaps, record\n"
+                "counts and the problems met while reading (first 64 listed, all counted).\n"},
+    {"histogram", "usage: memsight hprof histogram FILE [--sort shallow|retained|instances|name]\n"
+                  "                          [--top N] [--no-retained] [--format text|json|csv]\n\n"
+                  "One row per class: instances, shallow bytes, and retained bytes (the dominated\n"
+                  "size of the class; --no-retained skips the dominator tree). Text shows 40 rows.\n"},
+    {"dominators", "usage: memsight hprof dominators FILE [--top N] [--by-class] [--all]\n"
+                   "                           [--format text|json|csv]\n\n"
+                   "The objects the virtual root dominates, largest retained size first (25 rows);\n"
+                   "--all ranks every reachable object instead, so nested retainers (a map held by\n"
+                   "a static) appear with their own retained size; --by-class gives the dominated\n"
+                   "size per class.\n"},
+    {"path", "usage: memsight hprof path FILE OBJECT_ID [--format text|json|csv]\n"
+             "       memsight hprof path FILE --class NAME\n\n"
+             "The shortest chain of strong references from a GC root to the object (with --class:\n"
+             "the reachable instance of NAME that retains the most).\n"},
+    {"diff", "usage: memsight hprof diff A B [--top N] [--all] [--no-retained] [--format text|json|csv]\n\n"
+             "Per class, the change from dump A to dump B of instances, shallow and retained bytes;\n"
+             "--all shows unchanged rows too.\n"},
+    {"large", "usage: memsight hprof large FILE [--bitmap-pixels N] [--array-bytes N] [--thread-limit N]\n"
+              "                      [--no-retained] [--format text|json]\n\n"
+              "KOOM's heap questions: android.graphics.Bitmap instances of at least N pixels (mWidth x\n"
+              "mHeight; default 768 x 1366 + 1), primitive and object arrays of at least N bytes\n"
+              "(default 262144), each with its retained size, and the live threads against a limit\n"
+              "(default 750).\n"},
+    {"strip", "usage: memsight hprof strip IN OUT [--app-only]\n\n"
+              "Writes OUT (0600), a valid HPROF file like IN whose primitive array contents are zeros:\n"
+              "the same objects, references and sizes, without strings, pixels or other data (for\n"
+              "upload). --app-only (Android dumps) also drops the zygote and image heaps' objects.\n"},
+    {"convert", "usage: memsight hprof convert IN OUT --to standard|android [--app-only]\n\n"
+                "standard: an Android dump (JAVA PROFILE 1.0.3) in the standard format, with hprof-conv's\n"
+                "rules (Android roots become unknown roots, heap markers dropped); --app-only is\n"
+                "hprof-conv -z. android: a standard dump with 4-byte ids marked as Android's.\n"},
+    {"leaks", "usage: memsight hprof leaks FILE [--no-retained] [--format text|json]\n\n"
+              "Objects whose lifecycle ended (destroyed Activities, Services, Fragments, Windows,\n"
+              "Dialogs, detached Views, cleared ViewModels, objects LeakCanary watches...) but\n"
+              "still strongly reachable, with the path from a GC root and the reason of every\n"
+              "step, grouped by leak signature; known Android and vendor leaks (library leaks)\n"
+              "reported apart with their description. See docs/hprof-analysis.md.\n"},
+};
+
+static int command_usage(const char *sub)
+{
+    for (size_t k = 0; k < sizeof command_help / sizeof command_help[0]; k++)
+        if (!strcmp(sub, command_help[k].name) || (!strcmp(sub, "histo") && !strcmp(command_help[k].name, "histogram"))) {
+            fputs(command_help[k].text, stdout);
+            fputs("\ncommon options: -o FILE, --size-model, --compressed-oops, --strict, --threads,\n"
+                  "--no-progress (memsight hprof --help)\n", stdout);
+            return 1;
+        }
+    return 0;
 }
 
 static void progress_cb(void *arg, uint64_t done, uint64_t total)
@@ -87,6 +156,9 @@ static ms_hgraph *load(const char *path, hopts *o)
         fprintf(stderr, "memsight hprof: %s\n", err);
         return NULL;
     }
+    if (g->ends_early)
+        fprintf(stderr, "memsight hprof: %s: the file ends early (cut at a record boundary?): "
+                        "results cover what it holds\n", path);
     if (g->problem_total)
         fprintf(stderr, "memsight hprof: %s: %llu problem(s) while reading (see 'memsight hprof summary')%s\n",
                 path, (unsigned long long)g->problem_total,
@@ -204,8 +276,11 @@ static int cmd_dominators(FILE *out, int n, char **files, hopts *o)
         if (o->all && o->by_class)
             fprintf(stderr, "memsight hprof: --all is ignored with --by-class\n");
         rc = 0;
-        if (ms_hprof_dominators_print(out, g, dr, o->top_set ? o->top : 25, o->by_class,
-                                      o->format ? o->format : "text", err, sizeof err)) {
+        /* --all: every reachable object ranked, so a retainer below the top level (a map
+         * held by a static) shows its own retained size */
+        if (ms_hprof_dominators_print_ex(out, g, dr, o->top_set ? o->top : 25, o->by_class,
+                                         o->all && !o->by_class, o->format ? o->format : "text", err,
+                                         sizeof err)) {
             fprintf(stderr, "memsight hprof: %s\n", err);
             rc = 1;
         }
@@ -347,6 +422,69 @@ static int cmd_leaks(FILE *out, int n, char **files, hopts *o)
     return rc;
 }
 
+static int cmd_large(FILE *out, int n, char **files, hopts *o)
+{
+    if (!one_file("large", n))
+        return EXIT_USAGE;
+    if (o->format && !strcmp(o->format, "csv")) {
+        fprintf(stderr, "memsight hprof large: --format text or json\n");
+        return EXIT_USAGE;
+    }
+    ms_hgraph *g = load(files[0], o);
+    if (!g)
+        return 1;
+    ms_hprof_domresult *dr = o->no_retained ? NULL : dominators(g, files[0]);
+    int rc = 1;
+    char err[400];
+    ms_hprof_large l;
+    if ((o->no_retained || dr) && ms_hprof_find_large(files[0], g, dr, &o->large, &l, err, sizeof err) == 0) {
+        rc = 0;
+        if (ms_hprof_large_print(out, g, &l, o->format ? o->format : "text", err, sizeof err)) {
+            fprintf(stderr, "memsight hprof: %s\n", err);
+            rc = 1;
+        }
+        ms_hprof_large_free(&l);
+    } else if (o->no_retained || dr) {
+        fprintf(stderr, "memsight hprof: %s: %s\n", files[0], err);
+    }
+    rc = strict_exit(rc, o, g->problem_total);
+    if (dr)
+        ms_hprof_domresult_free(dr);
+    ms_hgraph_free(g);
+    return rc;
+}
+
+/* strip and convert: IN is streamed into OUT, written 0600 under a temporary name and
+ * renamed only once complete. */
+static int cmd_rewrite(const char *cmd, int n, char **files, hopts *o, int mode)
+{
+    if (n != 2) {
+        fprintf(stderr, "memsight hprof %s: IN OUT expected\n", cmd);
+        return EXIT_USAGE;
+    }
+    if (o->output) {
+        fprintf(stderr, "memsight hprof %s: the output is the second FILE, not -o\n", cmd);
+        return EXIT_USAGE;
+    }
+    ms_outfile of;
+    char err[600];
+    if (ms_outfile_open(&of, files[1], err, sizeof err)) {
+        fprintf(stderr, "memsight hprof %s: %s\n", cmd, err);
+        return 1;
+    }
+    ms_hrewrite_opts ro = {.mode = mode, .app_only = o->app_only};
+    if (ms_hprof_rewrite(files[0], of.fp, &ro, err, sizeof err)) {
+        ms_outfile_abort(&of);
+        fprintf(stderr, "memsight hprof %s: %s: %s\n", cmd, files[0], err);
+        return 1;
+    }
+    if (ms_outfile_commit(&of, err, sizeof err)) {
+        fprintf(stderr, "memsight hprof %s: %s\n", cmd, err);
+        return 1;
+    }
+    return 0;
+}
+
 int ms_cmd_hprof(int argc, char **argv)
 {
     if (argc < 2) {
@@ -361,8 +499,9 @@ int ms_cmd_hprof(int argc, char **argv)
     hopts o;
     memset(&o, 0, sizeof o);
     o.progress = 1;
+    o.large = (ms_hprof_large_opts){MS_HLARGE_BITMAP_PIXELS, MS_HLARGE_ARRAY_BYTES, MS_HLARGE_THREADS};
     enum { O_FORMAT = 256, O_SORT, O_TOP, O_BYCLASS, O_ALL, O_NORET, O_MODEL, O_COMP, O_STRICT,
-           O_NOPROG, O_CLASS, O_THREADS };
+           O_NOPROG, O_CLASS, O_THREADS, O_TO, O_APPONLY, O_BMP, O_ARR, O_TLIM };
     static const struct option lo[] = {
         {"format", required_argument, 0, O_FORMAT},
         {"output", required_argument, 0, 'o'},
@@ -377,6 +516,11 @@ int ms_cmd_hprof(int argc, char **argv)
         {"no-progress", no_argument, 0, O_NOPROG},
         {"class", required_argument, 0, O_CLASS},
         {"threads", required_argument, 0, O_THREADS},
+        {"to", required_argument, 0, O_TO},
+        {"app-only", no_argument, 0, O_APPONLY},
+        {"bitmap-pixels", required_argument, 0, O_BMP},
+        {"array-bytes", required_argument, 0, O_ARR},
+        {"thread-limit", required_argument, 0, O_TLIM},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -429,8 +573,10 @@ int ms_cmd_hprof(int argc, char **argv)
                 o.ro.compressed_oops = 1;
             else if (!strcmp(optarg, "no"))
                 o.ro.compressed_oops = 2;
+            else if (!strcmp(optarg, "class-only"))
+                o.ro.compressed_oops = 3;
             else {
-                fprintf(stderr, "memsight hprof: --compressed-oops takes auto, yes or no\n");
+                fprintf(stderr, "memsight hprof: --compressed-oops takes auto, yes, no or class-only\n");
                 return EXIT_USAGE;
             }
             break;
@@ -444,7 +590,34 @@ int ms_cmd_hprof(int argc, char **argv)
             }
             o.ro.threads = atoi(optarg);
             break;
-        case 'h': usage(stdout); return 0;
+        case O_TO:
+            if (strcmp(optarg, "standard") && strcmp(optarg, "android")) {
+                fprintf(stderr, "memsight hprof: --to takes standard or android\n");
+                return EXIT_USAGE;
+            }
+            o.to = optarg;
+            break;
+        case O_APPONLY: o.app_only = 1; break;
+        case O_BMP: case O_ARR: case O_TLIM: {
+            char *end;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (*optarg == '-' || *end || end == optarg || (c == O_TLIM && v > UINT32_MAX)) {
+                fprintf(stderr, "memsight hprof: --%s expects a number\n",
+                        c == O_BMP ? "bitmap-pixels" : c == O_ARR ? "array-bytes" : "thread-limit");
+                return EXIT_USAGE;
+            }
+            if (c == O_BMP)
+                o.large.bitmap_pixels = v;
+            else if (c == O_ARR)
+                o.large.array_bytes = v;
+            else
+                o.large.threads = (uint32_t)v;
+            break;
+        }
+        case 'h':
+            if (!command_usage(sub))
+                usage(stdout);
+            return 0;
         default: usage(stderr); return EXIT_USAGE;
         }
     }
@@ -463,6 +636,18 @@ int ms_cmd_hprof(int argc, char **argv)
         fn = cmd_diff;
     else if (!strcmp(sub, "leaks"))
         fn = cmd_leaks;
+    else if (!strcmp(sub, "large"))
+        fn = cmd_large;
+    else if (!strcmp(sub, "strip"))
+        return cmd_rewrite("strip", n, files, &o, MS_HREWRITE_STRIP);
+    else if (!strcmp(sub, "convert")) {
+        if (!o.to) {
+            fprintf(stderr, "memsight hprof convert: --to standard or --to android expected\n");
+            return EXIT_USAGE;
+        }
+        return cmd_rewrite("convert", n, files, &o,
+                           !strcmp(o.to, "standard") ? MS_HREWRITE_TO_STANDARD : MS_HREWRITE_TO_ANDROID);
+    }
     if (!fn) {
         fprintf(stderr, "memsight hprof: unknown command '%s'\n", sub);
         usage(stderr);

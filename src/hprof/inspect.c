@@ -192,6 +192,12 @@ static long field_offset(const ms_hgraph *g, uint32_t cls, const char *decl, con
     return -1;
 }
 
+long ms_hinspect_field_offset(const ms_hgraph *g, uint32_t cls, const char *decl, const char *field,
+                              uint8_t *type)
+{
+    return field_offset(g, cls, decl, field, type);
+}
+
 static int has_field(const ms_hgraph *g, uint32_t cls, const char *field)
 {
     uint8_t t;

@@ -30,6 +30,11 @@ int ms_hinspect_run(const char *path, const ms_hgraph *g, ms_hinspect *out, char
                     size_t errlen);
 void ms_hinspect_free(ms_hinspect *x);
 
+/* Byte offset, in the instance data of class cls, of the field named field declared by
+ * class decl (NULL: the first from cls up); -1 if none. *type receives its basic type. */
+long ms_hinspect_field_offset(const ms_hgraph *g, uint32_t cls, const char *decl, const char *field,
+                              uint8_t *type);
+
 /* Text of a reason index ("" for 0). */
 const char *ms_hinspect_reason(uint8_t r);
 

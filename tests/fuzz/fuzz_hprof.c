@@ -1,8 +1,10 @@
 /* libFuzzer target for the HPROF reader: any input must be read or refused with a
  * message, never crash, and a graph it returns must be consistent (indices in range,
  * CSR monotonic) and the same when read on two threads or counting references only;
- * summary, histogram and leak finding (inspectors, reference matchers, the second pass
- * over the file for primitive values) run over it too. Test code only. */
+ * summary, histogram, leak finding (inspectors, reference matchers, the second pass
+ * over the file for primitive values) and KOOM's large objects run over it too; strip and
+ * convert must either refuse it or write a dump that reads to the same objects and
+ * references (strip) or the same objects (convert). Test code only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +12,10 @@
 #include <unistd.h>
 
 #include "hprof/histogram.h"
+#include "hprof/large.h"
 #include "hprof/leaks.h"
 #include "hprof/reader.h"
+#include "hprof/rewrite.h"
 #include "hprof/summary.h"
 
 static FILE *devnull;
@@ -40,6 +44,37 @@ static void leaks(const ms_hgraph *g, const uint8_t *data, size_t size)
         ms_hprof_leaks_free(&l);
     } else if (!err[0]) {
         __builtin_trap();
+    }
+    ms_hprof_large_opts lo = {1000, 64, 1};
+    ms_hprof_large big;
+    if (ms_hprof_find_large(leak_file, g, NULL, &lo, &big, err, sizeof err) == 0) {
+        ms_hprof_large_print(devnull, g, &big, "json", err, sizeof err);
+        ms_hprof_large_free(&big);
+    }
+    for (int mode = MS_HREWRITE_STRIP; mode <= MS_HREWRITE_TO_ANDROID; mode++) {
+        char out[80];
+        snprintf(out, sizeof out, "%s.out", leak_file);
+        FILE *f2 = fopen(out, "w+b");
+        if (!f2)
+            break;
+        ms_hrewrite_opts ro = {.mode = mode};
+        int rc = ms_hprof_rewrite(leak_file, f2, &ro, err, sizeof err);
+        if (fclose(f2) || (rc && !err[0]))
+            __builtin_trap();
+        ms_hgraph *h = NULL;
+        ms_hprof_read_opts one = {.threads = 1};
+        /* what was read once reads again after stripping, to the same graph */
+        if (!rc && mode == MS_HREWRITE_STRIP) {
+            if (ms_hprof_read(out, &one, &h, err, sizeof err))
+                __builtin_trap();
+            if (h->nobj != g->nobj || h->nedge != g->nedge ||
+                memcmp(h->edge_dst, g->edge_dst, g->nedge * sizeof *g->edge_dst))
+                __builtin_trap();
+            ms_hgraph_free(h);
+        } else if (!rc && ms_hprof_read(out, &one, &h, err, sizeof err) == 0) {
+            ms_hgraph_free(h);
+        }
+        unlink(out);
     }
     unlink(leak_file);
 }

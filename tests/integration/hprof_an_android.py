@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hprof_an_lib import BOOL, INT, LONG, OBJ, Graph, Hprof, check, cleanup, workdir  # noqa
+from hprof_an_lib import BOOL, BYTE, INT, LONG, OBJ, Graph, Hprof, check, cleanup, workdir  # noqa
 
 MEMSIGHT = os.environ["MEMSIGHT"]
 
@@ -31,6 +31,7 @@ OBJECT, CLASS, REFERENCE, WEAKREF, STRING, OBJARR, THREAD, ARRAYLIST = range(0x1
 BUILD, VERSION = 0x110, 0x111
 CONTEXT, CTXW, SERVICE, LEAKY, BINDER, MYBINDER, ATHREAD, ARRAYMAP = range(0x120, 0x128)
 THEMEW, ACTIVITY, MAIN, VIEW, ATTACHINFO, REGISTRY, IMM, OTHER, OTHERSTUB = range(0x128, 0x131)
+BITMAP, IMAGES = 0x140, 0x141
 
 SVC_ALIVE, SVC1, BINDER1, SVC2, BINDER2, SVC3 = 0x4100, 0x4200, 0x4210, 0x4400, 0x4410, 0x4500
 ACT1, ACT_LIVE, ACT2, ACT3 = 0x4600, 0x4610, 0x4a00, 0x4a10
@@ -72,7 +73,17 @@ def build(path, sdk=28, manufacturer="samsung"):
           fields=["mNextServedView", "mLastSrvView", "mServedView"], statics=[("sInstance", 0x4800)])
     h.cls(OTHER, "app.OtherService", SERVICE)
     h.cls(OTHERSTUB, "app.OtherService$Stub", BINDER, fields=["this$0"])
-    for cid in list(range(0x100, 0x108)) + [BUILD, VERSION] + list(range(0x120, 0x131)):
+    # KOOM's questions: bitmaps (mWidth x mHeight), arrays, threads
+    h.cls(BITMAP, "android.graphics.Bitmap", OBJECT, fields=[("mWidth", INT), ("mHeight", INT), "mBuffer"])
+    h.cls(IMAGES, "app.Images", OBJECT, statics=[("sHero", 0x6000), ("sIcon", 0x6010), ("sRaw", 0x6020),
+                                                 ("sSmall", 0x6030), ("sTable", 0x6040)])
+    h.inst(0x6000, BITMAP, [(INT, 1080), (INT, 1920), 0x6001])
+    h.prim_array(0x6001, BYTE, [0] * 4096)  # pixels kept elsewhere: a small buffer
+    h.inst(0x6010, BITMAP, [(INT, 100), (INT, 100), 0])
+    h.prim_array(0x6020, BYTE, [1] * 300000)
+    h.prim_array(0x6030, BYTE, [1] * 1000)
+    h.array(0x6040, OBJARR, [0x6010] * 70000)
+    for cid in list(range(0x100, 0x108)) + [BUILD, VERSION, BITMAP, IMAGES] + list(range(0x120, 0x131)):
         h.root(0x05, cid)
 
     # the device, and threads named "main" (serial 1) and "worker" (serial 2)
@@ -182,6 +193,45 @@ def dialer():
     check(x["signature"] == sig(n, "sInstance", n, "mContext"), "dialer signature")
 
 
+def large(path, g):
+    """KOOM's thresholds: the 1080x1920 bitmap (not the 100x100 one), the byte[300000] and
+    the Object[70000] (280000 bytes: 4-byte references in Android's size model), each with
+    its retained size; two live threads."""
+    p = subprocess.run([MEMSIGHT, "hprof", "large", path, "--format", "json", "--no-progress"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 0, "large: %s" % p.stderr)
+    x = json.loads(p.stdout)
+    ret = lambda oid: g.objs[g.by_id[oid]]["retained"]  # noqa: E731
+    check([(b["object_id"], b["width"], b["height"], b["pixels"], b["retained_bytes"]) for b in x["bitmaps"]] ==
+          [("0x6000", 1080, 1920, 2073600, ret(0x6000))], "large bitmaps %s" % x["bitmaps"])
+    check(ret(0x6000) == g.objs[g.by_id[0x6000]]["shallow"] + 4096, "bitmap retained %d" % ret(0x6000))
+    check(sorted((a["object_id"], a["class"], a["shallow_bytes"], a["retained_bytes"]) for a in x["arrays"]) ==
+          [("0x6020", "byte[]", 300000, ret(0x6020)), ("0x6040", "java.lang.Object[]", 280000, ret(0x6040))],
+          "large arrays %s" % x["arrays"])
+    check((x["bitmap_count"], x["threads"], x["too_many_threads"]) == (2, 2, False), "large counts %s" % x)
+    p = subprocess.run([MEMSIGHT, "hprof", "large", path, "--format", "json", "--no-progress", "--thread-limit", "1",
+                        "--bitmap-pixels", "10000", "--array-bytes", "1000"], stdout=subprocess.PIPE, text=True)
+    x = json.loads(p.stdout)
+    check([b["object_id"] for b in x["bitmaps"]] == ["0x6000", "0x6010"] and x["too_many_threads"] and
+          "0x6030" in [a["object_id"] for a in x["arrays"]], "large with lower thresholds %s" % x)
+
+
+def dominators_all(path, g):
+    """--all ranks every reachable object: the ArrayList a static holds (dominated by its
+    class object, so not at the top level) appears with its retained size."""
+    def run(*opts):
+        p = subprocess.run([MEMSIGHT, "hprof", "dominators", path, "--format", "json", "--top", "0",
+                            "--no-progress", *opts], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(p.returncode == 0, "dominators: %s" % p.stderr)
+        return {int(r["object_id"], 16): r["retained_bytes"] for r in json.loads(p.stdout)}
+    top, every = run(), run("--all")
+    lst = g.objs[g.by_id[0x4900]]
+    check(0x4900 not in top and every.get(0x4900) == lst["retained"] and lst["retained"] > lst["shallow"],
+          "ArrayList 0x4900: top %s, --all %s, graph %d" % (top.get(0x4900), every.get(0x4900), lst["retained"]))
+    reach = [o for o in g.objs.values() if o["idom"] >= 0]
+    check(len(every) == len(reach), "--all lists %d objects, %d reachable" % (len(every), len(reach)))
+
+
 def main():
     d = workdir()
     path = os.path.join(d, "android.hprof")
@@ -269,6 +319,8 @@ def main():
     # the binder rule applies on every API level
     check(groups.get(sig(BINDER_PATTERN), {}).get("kind") == "library", "API 34: binder rule")
     dialer()
+    large(path, g)
+    dominators_all(path, g)
     cleanup(d)
     print("ok: %d leak groups, application and library leaks apart" % len(by_sig))
 

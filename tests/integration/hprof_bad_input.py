@@ -93,6 +93,50 @@ try:
     check(p.returncode == 3, "--strict on a dump with dangling references: %d" % p.returncode)
     p = run(os.path.join(SRC, "tests", "data", "hprof", "mat__sun_jdk6_32bit.hprof"))
     check(p.returncode == 0 and "problem" in p.stderr, "problems are reported on stderr without --strict")
+    # a dump cut at a record boundary reads, but says that it ends early: a header alone is
+    # an error; records without a heap dump, or segments without HEAP_DUMP_END, a problem
+    hdr_len = data.index(b"\0") + 1 + 12
+    open(os.path.join(tmp, "hdr.hprof"), "wb").write(data[:hdr_len])
+    p = run(os.path.join(tmp, "hdr.hprof"))
+    check(p.returncode == 1 and "ends after its header" in p.stderr, "header only: %d %s" % (p.returncode, p.stderr))
+    open(os.path.join(tmp, "noheap.hprof"), "wb").write(data[:heap[0]])
+    p = run(os.path.join(tmp, "noheap.hprof"), "--format", "json")
+    check(p.returncode == 0 and "ends early" in p.stderr and json.loads(p.stdout)["ends_early"],
+          "no heap dump: %d %s" % (p.returncode, p.stderr))
+    seg = open(os.path.join(SRC, "tests", "data", "hprof", "adt-tools-base__dialer.android-hprof"), "rb").read()
+    end = [r for r in records(seg) if r[1] == 0x2C][0][0]
+    open(os.path.join(tmp, "noend.hprof"), "wb").write(seg[:end])
+    p = run(os.path.join(tmp, "noend.hprof"))
+    check(p.returncode == 0 and "ends early" in p.stderr and "no HEAP_DUMP_END" in p.stdout,
+          "segments without HEAP_DUMP_END: %d %s %s" % (p.returncode, p.stderr, p.stdout[-300:]))
+    p = run(os.path.join(tmp, "noend.hprof"), "--strict")
+    check(p.returncode == 3, "segments without HEAP_DUMP_END, --strict: %d" % p.returncode)
+    # a FIFO is refused at once, not waited on
+    fifo = os.path.join(tmp, "fifo.hprof")
+    os.mkfifo(fifo)
+    p = run(fifo)
+    check(p.returncode == 1 and "FIFO" in p.stderr and p.stderr.startswith("memsight hprof: " + fifo),
+          "FIFO: %d %s" % (p.returncode, p.stderr))
+    # gzip: the header is checked from the stream before anything is written (64 MiB of
+    # zeros compress to 64 KiB), and errors name the file, not zlib's "<fd:N>"
+    bomb = os.path.join(tmp, "bomb.gz")
+    with gzip.open(bomb, "wb", compresslevel=1) as f:
+        for _ in range(64):
+            f.write(bytes(1 << 20))
+    p = run(bomb)
+    check(p.returncode == 1 and "not an HPROF file" in p.stderr and p.stderr.startswith("memsight hprof: " + bomb),
+          "gzip of zeros: %d %s" % (p.returncode, p.stderr))
+    cut = os.path.join(tmp, "cut.gz")
+    open(cut, "wb").write(gzip.compress(data)[:len(data) // 8])
+    p = run(cut)
+    check(p.returncode == 1 and "gzip: unexpected end of file" in p.stderr and "<fd:" not in p.stderr and
+          p.stderr.startswith("memsight hprof: " + cut), "truncated gzip: %d %s" % (p.returncode, p.stderr))
+    # every command has its own --help
+    for cmd in ("summary", "histogram", "dominators", "path", "diff", "leaks", "large", "strip", "convert"):
+        p = subprocess.run([MEMSIGHT, "hprof", cmd, "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        check(p.returncode == 0 and p.stdout.startswith("usage: memsight hprof " + cmd),
+              "%s --help: %s" % (cmd, p.stdout[:80]))
     # gzip input
     gz = os.path.join(tmp, "x.hprof.gz")
     with gzip.open(gz, "wb") as f:
