@@ -81,8 +81,8 @@ static void slot_finish(ms_thread_slot *s)
 }
 
 /* The lowest address the main thread's stack can reach (its mapping grows down to the
- * stack rlimit). Unwinding refuses a stack pointer below it: the program runs on a
- * stack of its own (coroutines, ucontext) whose bounds the agent does not know. */
+ * stack rlimit). Below it the program runs on a stack of its own (coroutines, ucontext)
+ * whose bounds the agent does not know: libunwind walks those (unwind.c). */
 static uintptr_t ms_main_stack_lo(uintptr_t hi)
 {
     struct rlimit rl;

@@ -47,6 +47,15 @@ void ms_unwind_invalidate(void)
 
 static MS_NOINLINE unsigned ms_unwind_fp(uint64_t *pcs, unsigned max, unsigned *flags);
 
+/* 1 when the agent runs on the thread's known stack (not a makecontext stack, a green
+ * thread's or a signal stack, whose bounds the frame-pointer and cached walks lack). */
+static int ms_on_known_stack(void)
+{
+    ms_thread_bounds();
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    return ms_self.stack_hi && fp < ms_self.stack_hi && fp >= ms_self.stack_lo;
+}
+
 static MS_NOINLINE unsigned ms_unwind_libunwind(uint64_t *pcs, unsigned max, unsigned *flags)
 {
     void *buf[MS_MAX_DEPTH_LIMIT + 16];
@@ -116,6 +125,10 @@ unsigned ms_unwind_ctx(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **
         *sid_slot = NULL;
     switch (ms_unwind_mode) {
     case MS_UNWIND_FP:
+        if (MS_UNLIKELY(!ms_on_known_stack())) {
+            MS_HEALTH_INC(unwind_fallbacks);
+            return ms_unwind_libunwind(pcs, max, flags);
+        }
         return ms_unwind_fp(pcs, max, flags);
     case MS_UNWIND_DWARF: {
         int r = ms_cfi_unwind(pcs, max, flags, sid_slot);

@@ -960,12 +960,10 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
     uintptr_t pc = 0, sp = 0, bp = 0;
     /* in locals: stores into pcs[] would otherwise force reloads of the globals */
     const uintptr_t self_lo = ms_self_lo, self_hi = ms_self_hi;
-    /* outside the thread's known stack (a coroutine's own stack): do not walk */
-    if (MS_UNLIKELY(!hi || fp >= hi || fp < ms_self.stack_lo)) {
-        *flags |= MS_STACKF_UNWIND_FAIL;
-        MS_HEALTH_INC(unwind_failures);
-        return 0;
-    }
+    /* outside the thread's known stack (a makecontext stack, a green thread's): its
+     * bounds are unknown here, so libunwind walks it (it checks what it reads) */
+    if (MS_UNLIKELY(!hi || fp >= hi || fp < ms_self.stack_lo))
+        return -1;
     cfi_thread *me = ms_self.cfi;
     if (MS_UNLIKELY(!me) && !(me = cfi_thread_new()))
         return -1; /* no memory for the caches: libunwind walks this one */
