@@ -17,7 +17,7 @@ target_include_directories(leaks_unit_maps PRIVATE ${PROJECT_SOURCE_DIR}/include
 # Ground-truth programs: each prints what it expects (EXPECT, VALGRIND, RECORD lines).
 # Built with -O2 (no frame pointers) like ordinary release code.
 foreach(p stack register global tls thread_stack cycle tree interior freed mmap threads64 serve
-    unmapped stale thread_start)
+    unmapped stale thread_start fatal)
   ms_test_program(lk_${p} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lk_${p}.c
     FLAGS -O2 -g LIBS Threads::Threads)
 endforeach()
@@ -56,3 +56,6 @@ endforeach()
 # Requests reach the agent without cutting the program's sleep short.
 ms_test_program(rq_sleep SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/rq_sleep.c FLAGS -O2 -g)
 ms_integration_test(leaks_requests ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_requests.py)
+
+# fatal_snapshot=1: the last snapshot, with the leak scan, from a SIGSEGV or SIGABRT.
+ms_integration_test(leaks_fatal ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_fatal.py)

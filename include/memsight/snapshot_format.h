@@ -64,7 +64,7 @@ typedef struct ms_chunk_header {
  *
  * META: u32 n, then n kv. Known keys (values are text): pid, ppid, exe, cmdline
  *       (arguments joined by NUL bytes), hostname, start_ns, snapshot_ns (CLOCK_REALTIME
- *       nanoseconds), reason (exit|signal|interval|peak|trigger|leakcheck|api), seq
+ *       nanoseconds), reason (exit|signal|interval|peak|trigger|leakcheck|api|fatal), seq
  *       (number in a series), options (the agent's option string), sample_interval
  *       (bytes, 0 = full), min_size, unwinder, labels (k=v;k=v).
  *

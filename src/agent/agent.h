@@ -41,6 +41,7 @@ typedef struct ms_options {
     uint64_t pc_cache;       /* pc_cache=N: entries of the unwind-rule cache */
     uint64_t leak_check;     /* leak_check=off|exit|signal: reachability scan (leak_*.c) */
     uint64_t leak_stop_signal; /* leak_stop_signal=N: stops threads during a scan */
+    uint64_t fatal_snapshot; /* fatal_snapshot=0|1: a snapshot when a fatal signal kills */
     /* production mode (sampler.c, control.c) */
     uint64_t sample_interval;/* sample=BYTES: Poisson byte sampling, mean interval (0 = all) */
     uint64_t min_size;       /* min_size=BYTES: record only blocks at least this large */
@@ -468,12 +469,21 @@ void ms_scache_thread_exit(void) MS_INTERNAL;
  * appends its chunks (ms_sw_begin/put/end). Must not allocate. */
 typedef void (*ms_snapshot_extra_fn)(ms_snap_writer *w, void *arg);
 /* Writes <out>/memsight-<pid>-<NNNN>-<reason>.msnap atomically. `reason` is one of
- * exit|signal|interval|peak|trigger|leakcheck|api. The path written is copied to
+ * exit|signal|interval|peak|trigger|leakcheck|api|fatal. The path written is copied to
  * path (if not NULL). Returns 0 or a negative errno. Thread-safe (one at a time). */
 int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg, char *path,
                       size_t pathlen) MS_INTERNAL;
 /* Registers a hook called by every snapshot (e.g. leak results, peak counters). */
 int ms_snapshot_add_hook(ms_snapshot_extra_fn fn, void *arg) MS_INTERNAL;
+/* 1 when the calling thread is inside ms_snapshot_write (holds its lock). */
+int ms_snapshot_held_by_me(void) MS_INTERNAL;
+
+/* ===========================================================================
+ * Fatal signals (fatal.c): with fatal_snapshot=1, a last snapshot (and the leak scan
+ * with leak_check=exit) from the handler of SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
+ * then the signal's default action. Installed only where the program has none.
+ * ========================================================================= */
+void ms_fatal_init(void) MS_INTERNAL;
 void ms_snapshot_fork_child(void) MS_INTERNAL;
 
 /* ===========================================================================

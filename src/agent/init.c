@@ -260,6 +260,7 @@ static int ms_init_slow(void)
         ms_threads_register_main();
         pthread_atfork(ms_atfork_prepare, ms_atfork_parent, ms_atfork_child);
         ms_production_init(); /* sampler, control thread (started later), peak */
+        ms_fatal_init();
         ms_heap_frees_derived =
             ms_opt.sample_interval == 0 && ms_opt.min_size == 0 && !ms_ctl_track;
     }

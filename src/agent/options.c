@@ -38,6 +38,9 @@ const ms_option_def ms_option_table[] = {
      "reachability leak scan: at exit, or on each request (control thread, request 2)"},
     {"leak_stop_signal", MS_OPT_U64, OFF(leak_stop_signal), 8, "0", NULL,
      "signal that stops the threads during a leak scan (0 = SIGRTMAX-3)"},
+    {"fatal_snapshot", MS_OPT_BOOL, OFF(fatal_snapshot), 8, "0", NULL,
+     "a last snapshot when a fatal signal kills the process (with the leak scan when "
+     "leak_check=exit), then the signal's default action"},
     /* production mode: docs/production.md */
     {"sample", MS_OPT_SIZE, OFF(sample_interval), 8, "0", NULL,
      "Poisson byte sampling: mean bytes between samples (0 = record every block)"},

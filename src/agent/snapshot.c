@@ -21,6 +21,7 @@
 #define MS_SCRATCH 65536
 
 static int ms_snap_lock;
+static uint32_t ms_snap_owner; /* tid holding ms_snap_lock (for the fatal-signal path) */
 static uint32_t ms_snap_seq;
 static struct {
     ms_snapshot_extra_fn fn;
@@ -59,6 +60,7 @@ void ms_snapshot_fork_child(void)
 {
     ms_snap_seq = 0;
     ms_snap_lock = 0;
+    ms_snap_owner = 0;
 }
 
 static size_t ms_read_small(const char *path, char *buf, size_t cap)
@@ -420,6 +422,7 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
     uint64_t t0 = ms_now_ns();
     while (__atomic_exchange_n(&ms_snap_lock, 1, __ATOMIC_ACQUIRE))
         sched_yield();
+    __atomic_store_n(&ms_snap_owner, ms_gettid(), __ATOMIC_RELAXED);
     int rc;
     size_t wsize = (sizeof(ms_snap_writer) + MS_SCRATCH + 4095) & ~(size_t)4095;
     ms_snap_writer *w = ms_sys_mmap(wsize);
@@ -469,7 +472,14 @@ out_unmap:
     }
     ms_sys_munmap(w, wsize);
 out:
+    __atomic_store_n(&ms_snap_owner, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ms_snap_lock, 0, __ATOMIC_RELEASE);
     ms_leave();
     return rc;
+}
+
+int ms_snapshot_held_by_me(void)
+{
+    return __atomic_load_n(&ms_snap_lock, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&ms_snap_owner, __ATOMIC_RELAXED) == ms_gettid();
 }
