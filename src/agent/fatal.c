@@ -8,10 +8,10 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/arch/arch.h"
 #include "agent/leak_scan.h"
 
 static const int ms_fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
@@ -32,39 +32,25 @@ static void fatal_hook(ms_snap_writer *w, void *arg)
 }
 
 /* The interrupted context as the scan's caller: its stack from the interrupted stack
- * pointer (the handler's frames below are the agent's) and its registers. */
-static void caller_from(ms_leak_caller *who, const ucontext_t *uc)
+ * pointer (the handler's frames below are the agent's) and its callee-saved registers
+ * (the rest of them is in the signal frame, below that stack pointer). */
+static void caller_from(ms_leak_caller *who, const void *uc)
 {
     memset(who, 0, sizeof *who);
     who->program_thread = 1;
-#if defined(__x86_64__)
-    const greg_t *g = uc->uc_mcontext.gregs;
-    who->sp = (uint64_t)g[REG_RSP];
-    static const int keep[8] = {REG_RBX, REG_RBP, REG_R12, REG_R13,
-                                REG_R14, REG_R15, REG_RAX, REG_RDI};
-    for (int i = 0; i < 8; i++)
-        who->regs[i] = (uint64_t)g[keep[i]];
-#else
-    (void)uc;
-    MS_LEAK_CAPTURE(who);
-#endif
+    ms_arch_context_callee(uc, &who->sp, who->regs);
 }
 
-static int fault_in_agent(const ucontext_t *uc)
+static int fault_in_agent(const void *uc)
 {
-#if defined(__x86_64__)
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    uintptr_t pc = ms_arch_context_pc(uc);
     return pc >= ms_self_lo && pc < ms_self_hi;
-#else
-    (void)uc;
-    return 0;
-#endif
 }
 
 static void fatal_handler(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
-    const ucontext_t *uc = ucv;
+    const void *uc = ucv;
     if (!__atomic_exchange_n(&ms_fatal_taken, 1, __ATOMIC_ACQ_REL) &&
         ms_state == MS_STATE_READY && !fault_in_agent(uc) && !ms_snapshot_held_by_me()) {
         __atomic_store_n(&ms_fatal_signo, sig, __ATOMIC_RELEASE);

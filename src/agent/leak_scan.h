@@ -60,10 +60,6 @@ typedef struct ms_leak_caller {
         MS_ARCH_CAPTURE(&(c)->sp, (c)->regs);                                           \
     } while (0)
 
-/* The caller's stack pointer as it was before the call into the current function (its
- * frame's CFA): the agent is built with frame pointers, x86-64 frame record. */
-#define MS_CALLER_SP() ((uint64_t)(uintptr_t)__builtin_frame_address(0) + 16)
-
 /* Where exit began on the thread that will run the exit scan (the exit interposer, the
  * return from main, _exit): that thread's stack is scanned from there, because the
  * frames of the exit path below hold dead values of earlier calls in their slots. */
@@ -74,7 +70,7 @@ void ms_leak_note_exit(const ms_leak_caller *who);
         ms_leak_caller exit_from_;                                                      \
         memset(&exit_from_, 0, sizeof exit_from_);                                      \
         MS_LEAK_CAPTURE(&exit_from_);                                                   \
-        exit_from_.sp = MS_CALLER_SP();                                                 \
+        exit_from_.sp = MS_ARCH_CALLER_SP();                                                 \
         ms_leak_note_exit(&exit_from_);                                                 \
     } while (0)
 

@@ -33,10 +33,24 @@
  *   ms_arch_strip_pc(pc)         a return address without authentication bits
  *   ms_arch_untag(addr)          an address without a top-byte tag
  *   MS_ARCH_CURRENT_STATE(pc,sp,fp)  the calling function's exact pc, sp and fp
- *   MS_ARCH_CAPTURE(sp, regs)    the caller's sp and callee-saved registers */
+ *   MS_ARCH_CAPTURE(sp, regs)    the caller's sp and callee-saved registers
+ *   MS_ARCH_CALLER_SP()          the caller's sp before its call into the current
+ *                                function (that function's CFA)
+ *   MS_ARCH_SYSCALL_INSN_LEN     bytes of the system-call instruction */
 
 /* A stopped thread's registers, read from its signal context (arch_<cpu>.c). */
 void ms_arch_context_regs(const void *ucontext, uint64_t *sp, uint64_t regs[MS_ARCH_NREGS],
                           uint64_t vec[MS_ARCH_NVEC]) __attribute__((visibility("hidden")));
+/* The same context's stack pointer and callee-saved registers (the MS_ARCH_CAPTURE set),
+ * and its pc. */
+void ms_arch_context_callee(const void *ucontext, uint64_t *sp,
+                            uint64_t regs[MS_ARCH_NCALLEE]) __attribute__((visibility("hidden")));
+uintptr_t ms_arch_context_pc(const void *ucontext) __attribute__((visibility("hidden")));
+/* A system call's result register in a signal context (meaningful when the context
+ * stopped on return from one), read and written. */
+long ms_arch_context_ret(const void *ucontext) __attribute__((visibility("hidden")));
+void ms_arch_context_set_ret(void *ucontext, long v) __attribute__((visibility("hidden")));
+/* 1 when the MS_ARCH_SYSCALL_INSN_LEN bytes at insn are the system-call instruction. */
+int ms_arch_is_syscall_insn(const unsigned char *insn) __attribute__((visibility("hidden")));
 
 #endif

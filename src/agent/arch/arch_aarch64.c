@@ -27,3 +27,31 @@ void ms_arch_context_regs(const void *ucv, uint64_t *sp, uint64_t regs[MS_ARCH_N
     if (magic == MS_FPSIMD_MAGIC && size >= 16 + 32 * 16)
         memcpy(vec, p + 16, MS_ARCH_NVEC * sizeof(uint64_t));
 }
+
+void ms_arch_context_callee(const void *ucv, uint64_t *sp, uint64_t regs[MS_ARCH_NCALLEE])
+{
+    const ucontext_t *uc = ucv;
+    *sp = (uint64_t)uc->uc_mcontext.sp;
+    for (int i = 0; i < MS_ARCH_NCALLEE; i++)
+        regs[i] = (uint64_t)uc->uc_mcontext.regs[19 + i];
+}
+
+uintptr_t ms_arch_context_pc(const void *ucv)
+{
+    return (uintptr_t)((const ucontext_t *)ucv)->uc_mcontext.pc;
+}
+
+long ms_arch_context_ret(const void *ucv)
+{
+    return (long)((const ucontext_t *)ucv)->uc_mcontext.regs[0];
+}
+
+void ms_arch_context_set_ret(void *ucv, long v)
+{
+    ((ucontext_t *)ucv)->uc_mcontext.regs[0] = (unsigned long long)v;
+}
+
+int ms_arch_is_syscall_insn(const unsigned char *insn)
+{
+    return insn[0] == 0x01 && insn[1] == 0x00 && insn[2] == 0x00 && insn[3] == 0xd4;
+}

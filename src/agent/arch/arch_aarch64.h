@@ -21,6 +21,8 @@
 #define MS_ARCH_NREGS 32         /* x0-x30, pc */
 #define MS_ARCH_NVEC 64          /* v0-v31 as 64 words */
 #define MS_ARCH_NCALLEE 11       /* x19-x29 */
+#define MS_ARCH_SYSCALL_INSN_LEN 4 /* svc #0: d4000001 */
+#define MS_ARCH_CALLER_SP() ((uint64_t)(uintptr_t)__builtin_dwarf_cfa())
 
 static inline uintptr_t ms_arch_thread_pointer(void)
 {

@@ -17,3 +17,33 @@ void ms_arch_context_regs(const void *ucv, uint64_t *sp, uint64_t regs[MS_ARCH_N
     if (uc->uc_mcontext.fpregs)
         memcpy(vec, uc->uc_mcontext.fpregs->_xmm, MS_ARCH_NVEC * sizeof(uint64_t));
 }
+
+void ms_arch_context_callee(const void *ucv, uint64_t *sp, uint64_t regs[MS_ARCH_NCALLEE])
+{
+    const greg_t *g = ((const ucontext_t *)ucv)->uc_mcontext.gregs;
+    static const int callee[MS_ARCH_NCALLEE] = {REG_RBX, REG_RBP, REG_R12,
+                                                REG_R13, REG_R14, REG_R15};
+    *sp = (uint64_t)g[REG_RSP];
+    for (int i = 0; i < MS_ARCH_NCALLEE; i++)
+        regs[i] = (uint64_t)g[callee[i]];
+}
+
+uintptr_t ms_arch_context_pc(const void *ucv)
+{
+    return (uintptr_t)((const ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+}
+
+long ms_arch_context_ret(const void *ucv)
+{
+    return (long)((const ucontext_t *)ucv)->uc_mcontext.gregs[REG_RAX];
+}
+
+void ms_arch_context_set_ret(void *ucv, long v)
+{
+    ((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RAX] = v;
+}
+
+int ms_arch_is_syscall_insn(const unsigned char *insn)
+{
+    return insn[0] == 0x0f && insn[1] == 0x05;
+}

@@ -17,6 +17,8 @@
 #define MS_ARCH_NREGS 23      /* gregs of the ucontext */
 #define MS_ARCH_NVEC 32       /* xmm0-15 as 32 words */
 #define MS_ARCH_NCALLEE 6     /* rbx, rbp, r12-r15 */
+#define MS_ARCH_SYSCALL_INSN_LEN 2 /* syscall: 0f 05 */
+#define MS_ARCH_CALLER_SP() ((uint64_t)(uintptr_t)__builtin_dwarf_cfa())
 
 static inline uintptr_t ms_arch_thread_pointer(void)
 {
