@@ -389,12 +389,38 @@ static int cmd_diff(FILE *out, int n, char **files, hopts *o)
     return rc;
 }
 
-static int cmd_leaks(FILE *out, int n, char **files, hopts *o)
+/* leaks and large: one dump, dominators unless --no-retained, then find and print. */
+typedef int (*find_print_fn)(FILE *out, const char *path, const ms_hgraph *g,
+                             const ms_hprof_domresult *dr, const hopts *o, char *err, size_t errlen);
+
+static int find_leaks_print(FILE *out, const char *path, const ms_hgraph *g, const ms_hprof_domresult *dr,
+                            const hopts *o, char *err, size_t errlen)
 {
-    if (!one_file("leaks", n))
+    ms_hprof_leaks l;
+    if (ms_hprof_find_leaks(path, g, dr, &l, err, errlen))
+        return -1;
+    int rc = ms_hprof_leaks_print(out, g, &l, o->format ? o->format : "text", err, errlen) ? -2 : 0;
+    ms_hprof_leaks_free(&l);
+    return rc;
+}
+
+static int find_large_print(FILE *out, const char *path, const ms_hgraph *g, const ms_hprof_domresult *dr,
+                            const hopts *o, char *err, size_t errlen)
+{
+    ms_hprof_large l;
+    if (ms_hprof_find_large(path, g, dr, &o->large, &l, err, errlen))
+        return -1;
+    int rc = ms_hprof_large_print(out, g, &l, o->format ? o->format : "text", err, errlen) ? -2 : 0;
+    ms_hprof_large_free(&l);
+    return rc;
+}
+
+static int cmd_find(const char *cmd, find_print_fn fn, FILE *out, int n, char **files, hopts *o)
+{
+    if (!one_file(cmd, n))
         return EXIT_USAGE;
     if (o->format && !strcmp(o->format, "csv")) {
-        fprintf(stderr, "memsight hprof leaks: --format text or json\n");
+        fprintf(stderr, "memsight hprof %s: --format text or json\n", cmd);
         return EXIT_USAGE;
     }
     ms_hgraph *g = load(files[0], o);
@@ -403,17 +429,13 @@ static int cmd_leaks(FILE *out, int n, char **files, hopts *o)
     ms_hprof_domresult *dr = o->no_retained ? NULL : dominators(g, files[0]);
     int rc = 1;
     char err[400];
-    ms_hprof_leaks l;
-    memset(&l, 0, sizeof l);
-    if ((o->no_retained || dr) && ms_hprof_find_leaks(files[0], g, dr, &l, err, sizeof err) == 0) {
-        rc = 0;
-        if (ms_hprof_leaks_print(out, g, &l, o->format ? o->format : "text", err, sizeof err)) {
+    if (o->no_retained || dr) {
+        int e = fn(out, files[0], g, dr, o, err, sizeof err);
+        if (e == -1) /* finding failed: about the file */
+            fprintf(stderr, "memsight hprof: %s: %s\n", files[0], err);
+        else if (e == -2) /* printing failed */
             fprintf(stderr, "memsight hprof: %s\n", err);
-            rc = 1;
-        }
-        ms_hprof_leaks_free(&l);
-    } else if (o->no_retained || dr) {
-        fprintf(stderr, "memsight hprof: %s: %s\n", files[0], err);
+        rc = e ? 1 : 0;
     }
     rc = strict_exit(rc, o, g->problem_total);
     if (dr)
@@ -422,36 +444,14 @@ static int cmd_leaks(FILE *out, int n, char **files, hopts *o)
     return rc;
 }
 
+static int cmd_leaks(FILE *out, int n, char **files, hopts *o)
+{
+    return cmd_find("leaks", find_leaks_print, out, n, files, o);
+}
+
 static int cmd_large(FILE *out, int n, char **files, hopts *o)
 {
-    if (!one_file("large", n))
-        return EXIT_USAGE;
-    if (o->format && !strcmp(o->format, "csv")) {
-        fprintf(stderr, "memsight hprof large: --format text or json\n");
-        return EXIT_USAGE;
-    }
-    ms_hgraph *g = load(files[0], o);
-    if (!g)
-        return 1;
-    ms_hprof_domresult *dr = o->no_retained ? NULL : dominators(g, files[0]);
-    int rc = 1;
-    char err[400];
-    ms_hprof_large l;
-    if ((o->no_retained || dr) && ms_hprof_find_large(files[0], g, dr, &o->large, &l, err, sizeof err) == 0) {
-        rc = 0;
-        if (ms_hprof_large_print(out, g, &l, o->format ? o->format : "text", err, sizeof err)) {
-            fprintf(stderr, "memsight hprof: %s\n", err);
-            rc = 1;
-        }
-        ms_hprof_large_free(&l);
-    } else if (o->no_retained || dr) {
-        fprintf(stderr, "memsight hprof: %s: %s\n", files[0], err);
-    }
-    rc = strict_exit(rc, o, g->problem_total);
-    if (dr)
-        ms_hprof_domresult_free(dr);
-    ms_hgraph_free(g);
-    return rc;
+    return cmd_find("large", find_large_print, out, n, files, o);
 }
 
 /* strip and convert: IN is streamed into OUT, written 0600 under a temporary name and
