@@ -533,10 +533,30 @@ void ms_fleet_push(ms_ch *ch, ms_push_item *it, size_t n,
         fail_all(it, 0, n, "out of memory");
         return;
     }
+    /* First which files ClickHouse already holds, by their ids alone (a read and a
+     * digest): pushing a directory again costs no parsing and no rows. */
+    for (size_t i = 0; i < n; i++) {
+        size_t flen;
+        char *data = ms_read_file(it[i].path, &flen, it[i].err, sizeof it[i].err);
+        it[i].status = data ? MS_PUSH_PENDING : MS_PUSH_FAILED;
+        if (data)
+            content_id(data, flen, pr[i].id);
+        free(data);
+    }
+    for (size_t lo = 0; lo < n; lo += 2000) {
+        size_t hi = lo + 2000 < n ? lo + 2000 : n;
+        char *ids = id_list(it, pr, lo, hi), err[512];
+        idset done = {0};
+        if (ids && ids[0] && ask(ch, "memsight_snapshots", ids, &done, err, sizeof err) == 0)
+            for (size_t i = lo; i < hi; i++)
+                if (it[i].status == MS_PUSH_PENDING && in_set(&done, pr[i].id))
+                    it[i].status = MS_PUSH_ALREADY;
+        free(ids);
+        free(done.id); /* a failure here is met again, and said, by the batch's own check */
+    }
     size_t lo = 0, rows = 0, bytes = 0;
     for (size_t i = 0; i <= n; i++) {
-        if (i < n) {
-            it[i].status = MS_PUSH_PENDING;
+        if (i < n && it[i].status == MS_PUSH_PENDING) {
             if (prepare(it[i].path, &pr[i], it[i].err, sizeof it[i].err) != 0)
                 it[i].status = MS_PUSH_FAILED;
             if (pr[i].nrows >= BATCH_ROWS) {
