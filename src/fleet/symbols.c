@@ -51,62 +51,48 @@ static int unhex(const char *h, uint8_t *out, size_t cap)
     return (int)(n / 2);
 }
 
-typedef struct bid_list {
-    char **id, **path;
-    size_t n, cap;
-} bid_list;
-
-static int on_bid(void *ctx, char **f, size_t n)
-{
-    bid_list *l = ctx;
-    if (n < 2 || !f[0][0])
-        return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        char **a = realloc(l->id, cap * sizeof *a), **b;
-        if (!a)
-            return -1;
-        l->id = a;
-        b = realloc(l->path, cap * sizeof *b);
-        if (!b)
-            return -1;
-        l->path = b;
-        l->cap = cap;
-    }
-    l->id[l->n] = strdup(f[0]);
-    l->path[l->n] = strdup(f[1]);
-    if (!l->id[l->n] || !l->path[l->n])
-        return -1;
-    l->n++;
-    return 0;
-}
-
-typedef struct offs {
+/* (build id, offset) pairs without symbols, with a module path of the build id */
+typedef struct pending {
+    char **bid, **path;
     uint64_t *off;
     uint8_t *is_pc;
     size_t n, cap;
-} offs;
+} pending;
 
-static int on_off(void *ctx, char **f, size_t n)
+static int on_pending(void *ctx, char **f, size_t n)
 {
-    offs *o = ctx;
-    if (n < 2)
-        return 0;
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? 2 * o->cap : 1024;
-        uint64_t *a = realloc(o->off, cap * sizeof *a);
+    pending *p = ctx;
+    if (n != 4)
+        return -2;
+    if (!f[0][0])
+        return 0; /* a pc outside every module: nothing to look it up in */
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 1024;
+        char **a = realloc(p->bid, cap * sizeof *a);
         if (!a)
             return -1;
-        o->off = a;
-        uint8_t *b = realloc(o->is_pc, cap);
+        p->bid = a;
+        char **b = realloc(p->path, cap * sizeof *b);
         if (!b)
             return -1;
-        o->is_pc = b;
-        o->cap = cap;
+        p->path = b;
+        uint64_t *o = realloc(p->off, cap * sizeof *o);
+        if (!o)
+            return -1;
+        p->off = o;
+        uint8_t *c = realloc(p->is_pc, cap);
+        if (!c)
+            return -1;
+        p->is_pc = c;
+        p->cap = cap;
     }
-    o->off[o->n] = strtoull(f[0], NULL, 10);
-    o->is_pc[o->n] = f[1][0] == '1';
-    o->n++;
+    p->bid[p->n] = strdup(f[0]);
+    p->path[p->n] = strdup(f[1]);
+    p->off[p->n] = strtoull(f[2], NULL, 10);
+    p->is_pc[p->n] = f[3][0] == '1';
+    if (!p->bid[p->n] || !p->path[p->n])
+        return -1;
+    p->n++;
     return 0;
 }
 
@@ -123,48 +109,21 @@ static void say(void (*note)(void *, const char *), void *ctx, const char *fmt, 
         note(ctx, m);
 }
 
-/* Symbols of one build id from one file, inserted as one statement. Returns the number
- * of offsets resolved to a function, or -1 with err. */
-static long one_build(ms_ch *ch, const char *bid, const char *file, char *err, size_t errlen)
+/* Symbols of offs[0..n) of one build id from one file, inserted as one statement.
+ * Returns the number of offsets resolved to a function, or -1 with err. */
+static long one_build(ms_ch *ch, const char *bid, const char *file, const uint64_t *offs,
+                      const uint8_t *is_pc, size_t n, char *err, size_t errlen)
 {
-    char *sql = NULL, *out = NULL, *body = NULL;
-    size_t sl = 0, sc = 0, blen = 0;
-    long resolved = -1;
-    offs o = {0};
-    /* the offsets of this build id in pushed frames that have no symbols yet (a pc that
-     * is the first frame of a stack recorded as an exact pc is looked up as it is; every
-     * other frame is a return address) */
-    if (ms_ch_quote(&sql, &sl, &sc, bid) != 0)
-        goto oom;
-    char *full = NULL;
-    if (asprintf(&full, "SELECT off, max(is_pc) FROM (SELECT frame_offsets[i] AS off,"
-                        " (i = 1 AND first_is_pc) AS is_pc FROM memsight_stacks"
-                        " ARRAY JOIN arrayEnumerate(frame_build_ids) AS i"
-                        " WHERE frame_build_ids[i] = %s) WHERE off NOT IN"
-                        " (SELECT offset FROM memsight_symbols WHERE build_id = %s)"
-                        " GROUP BY off FORMAT TabSeparated", sql, sql) < 0)
-        goto oom;
-    int rc = ms_ch_exec(ch, full, NULL, 0, &out, NULL, err, errlen);
-    free(full);
-    if (rc != 0)
-        goto done;
-    if (ms_ch_tsv(out, on_off, &o) != 0)
-        goto oom;
-    if (o.n == 0) {
-        resolved = 0;
-        goto done;
-    }
-
     ms_module mod = {0};
     ms_snap_segment seg = {0, UINT64_MAX >> 1, 0, 5, 0};
     mod.path = (char *)file;
     if (strncmp(bid, "path:", 5) != 0) {
-        int n = unhex(bid, mod.build_id, sizeof mod.build_id);
-        if (n <= 0) {
+        int k = unhex(bid, mod.build_id, sizeof mod.build_id);
+        if (k <= 0) {
             snprintf(err, errlen, "ClickHouse holds a malformed build id '%.80s'", bid);
-            goto done;
+            return -1;
         }
-        mod.build_id_len = (uint32_t)n;
+        mod.build_id_len = (uint32_t)k;
     }
     mod.nseg = 1;
     mod.segs = &seg;
@@ -172,25 +131,26 @@ static long one_build(ms_ch *ch, const char *bid, const char *file, char *err, s
     memset(&snap, 0, sizeof snap);
     snap.modules = &mod;
     snap.nmodules = 1;
+    char *body = NULL;
+    size_t blen = 0;
     ms_symbolizer *sym = ms_symbolizer_new(&snap);
-    if (!sym)
-        goto oom;
-    FILE *f = open_memstream(&body, &blen);
+    FILE *f = sym ? open_memstream(&body, &blen) : NULL;
     if (!f) {
         ms_symbolizer_free(sym);
-        goto oom;
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    resolved = 0;
-    for (size_t i = 0; i < o.n; i++) {
+    long resolved = 0;
+    for (size_t i = 0; i < n; i++) {
         ms_frame fr[16];
-        int nf = ms_symbolize(sym, o.off[i], !o.is_pc[i], fr, 16);
+        int nf = ms_symbolize(sym, offs[i], !is_pc[i], fr, 16);
         resolved += nf > 0 && fr[nf - 1].function != NULL;
         for (int d = 0; d < nf; d++) {
             ms_json j;
             ms_json_init(&j, f, 0);
             ms_json_object_begin(&j);
             ms_json_kv_str(&j, "build_id", bid);
-            ms_json_kv_u64(&j, "offset", o.off[i]);
+            ms_json_kv_u64(&j, "offset", offs[i]);
             ms_json_kv_u64(&j, "idx", (uint64_t)d);
             ms_json_kv_str(&j, "function", fr[d].function ? fr[d].function : "");
             ms_json_kv_str(&j, "file", fr[d].file ? fr[d].file : "");
@@ -201,20 +161,14 @@ static long one_build(ms_ch *ch, const char *bid, const char *file, char *err, s
         }
     }
     ms_symbolizer_free(sym);
-    if (fclose(f) != 0)
-        goto oom;
-    if (ms_ch_exec(ch, "INSERT INTO memsight_symbols FORMAT JSONEachRow", body, blen, NULL, NULL,
-                   err, errlen) != 0)
+    if (fclose(f) != 0) {
+        free(body);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (blen && ms_ch_exec(ch, "INSERT INTO memsight_symbols FORMAT JSONEachRow", body, blen, NULL,
+                           NULL, err, errlen) != 0)
         resolved = -1;
-    goto done;
-oom:
-    snprintf(err, errlen, "out of memory");
-    resolved = -1;
-done:
-    free(o.off);
-    free(o.is_pc);
-    free(sql);
-    free(out);
     free(body);
     return resolved;
 }
@@ -223,15 +177,27 @@ int ms_fleet_symbolize(ms_ch *ch, const char *const *files, size_t nfiles,
                        void (*note)(void *ctx, const char *msg), void *ctx, char *err,
                        size_t errlen)
 {
+    /* One pass over the pushed frames: every (build id, offset) without symbols yet, in
+     * build-id order (a pc that is the first frame of a stack recorded as an exact pc is
+     * looked up as it is; every other frame is a return address). */
     char *out = NULL;
-    if (ms_ch_exec(ch, "SELECT b, any(p) FROM memsight_stacks ARRAY JOIN frame_build_ids AS b,"
-                       " frame_modules AS p GROUP BY b ORDER BY b FORMAT TabSeparated",
+    if (ms_ch_exec(ch, "SELECT b, any(p), off, max(is_pc) FROM (SELECT b, p, off,"
+                       " (i = 1 AND first_is_pc) AS is_pc FROM memsight_stacks"
+                       " ARRAY JOIN frame_build_ids AS b, frame_modules AS p, frame_offsets AS off,"
+                       " arrayEnumerate(frame_build_ids) AS i)"
+                       " WHERE (b, off) NOT IN (SELECT build_id, offset FROM memsight_symbols)"
+                       " GROUP BY b, off ORDER BY b, off FORMAT TabSeparated",
                    NULL, 0, &out, NULL, err, errlen) != 0)
         return -1;
-    bid_list l = {0};
+    pending pd = {0};
     int rc = -1;
     char (*fid)[160] = nfiles ? calloc(nfiles, sizeof *fid) : NULL;
-    if (ms_ch_tsv(out, on_bid, &l) != 0 || (nfiles && !fid)) {
+    int prc = ms_ch_tsv(out, on_pending, &pd);
+    if (prc == -2) {
+        snprintf(err, errlen, "ClickHouse answered rows of an unexpected shape");
+        goto done;
+    }
+    if (prc != 0 || (nfiles && !fid)) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
@@ -241,44 +207,50 @@ int ms_fleet_symbolize(ms_ch *ch, const char *const *files, size_t nfiles,
             say(note, ctx, "%s: not an ELF file with a build id: ignored", files[i]);
     }
     rc = 0;
-    for (size_t b = 0; b < l.n; b++) {
-        const char *bid = l.id[b], *file = NULL;
+    for (size_t lo = 0, hi; lo < pd.n; lo = hi) {
+        const char *bid = pd.bid[lo], *file = NULL, *path = pd.path[lo];
+        for (hi = lo + 1; hi < pd.n && !strcmp(pd.bid[hi], bid); hi++)
+            ;
         for (size_t i = 0; i < nfiles && !file; i++)
             if (!strcmp(fid[i], bid))
                 file = files[i];
         char local[160];
         if (!file && !strncmp(bid, "path:", 5) && access(bid + 5, R_OK) == 0)
             file = bid + 5;
-        if (!file && l.path[b][0]) {
-            file_build_id(l.path[b], local, sizeof local);
+        if (!file && path[0]) {
+            file_build_id(path, local, sizeof local);
             if (!strcmp(local, bid))
-                file = l.path[b];
+                file = path;
         }
         if (!file) {
-            /* the symbolizer also finds /usr/lib/debug/.build-id/xx/....debug by itself */
+            /* the symbolizer itself also looks under /usr/lib/debug/.build-id */
             char dbg[400];
             snprintf(dbg, sizeof dbg, "/usr/lib/debug/.build-id/%.2s/%s.debug", bid, bid + 2);
             if (strlen(bid) > 2 && access(dbg, R_OK) == 0)
-                file = l.path[b][0] ? l.path[b] : dbg;
+                file = path[0] ? path : dbg;
         }
         if (!file) {
-            say(note, ctx, "%s (%s): no file with this build id here", bid, l.path[b]);
+            say(note, ctx, "%s (%s): no file with this build id here", bid, path);
             continue;
         }
-        long n = one_build(ch, bid, file, err, errlen);
-        if (n < 0) {
+        long k = one_build(ch, bid, file, pd.off + lo, pd.is_pc + lo, hi - lo, err, errlen);
+        if (k < 0) {
             rc = -1;
             goto done;
         }
-        say(note, ctx, "%s (%s): %ld new offsets with a function", bid, file, n);
+        say(note, ctx, "%s (%s): %ld new offsets with a function", bid, file, k);
     }
+    if (pd.n == 0)
+        say(note, ctx, "every pushed frame has its symbols already: 0 new offsets");
 done:
-    for (size_t i = 0; i < l.n; i++) {
-        free(l.id[i]);
-        free(l.path[i]);
+    for (size_t i = 0; i < pd.n; i++) {
+        free(pd.bid[i]);
+        free(pd.path[i]);
     }
-    free(l.id);
-    free(l.path);
+    free(pd.bid);
+    free(pd.path);
+    free(pd.off);
+    free(pd.is_pc);
     free(fid);
     free(out);
     return rc;
