@@ -151,7 +151,7 @@ static void build_sql(sb *b, const ms_fleet_opts *o)
         sbf(b, "SELECT ");
         groups(b, o, 0);
         sbf(b, "stack_hash, sum(live_bytes) AS lb, sum(live_blocks), sum(alloc_bytes),"
-               " sum(alloc_blocks), uniqExact(program, host, pid), 0, 0, 0"
+               " sum(alloc_blocks), uniqExact(program, host, pid), 0, 0, 0, any(program), any(snapshot_id)"
                " FROM memsight_stacks WHERE ");
         latest(b, o, 0);
         where(b, o);
@@ -166,7 +166,7 @@ static void build_sql(sb *b, const ms_fleet_opts *o)
         sbf(b, "stack_hash, sum(definitely_lost_bytes) AS d, sum(definitely_lost_blocks),"
                " sum(indirectly_lost_bytes) AS i, sum(indirectly_lost_blocks),"
                " sum(possibly_lost_bytes) AS p, sum(possibly_lost_blocks),"
-               " uniqExact(program, host, pid), 0 FROM memsight_stacks WHERE ");
+               " uniqExact(program, host, pid), 0, any(program), any(snapshot_id) FROM memsight_stacks WHERE ");
         latest(b, o, 1);
         where(b, o);
         sbf(b, " GROUP BY ");
@@ -186,17 +186,17 @@ static void build_sql(sb *b, const ms_fleet_opts *o)
         glist(b, o, "");
         sbf(b, "stack_hash, toUInt64(sum(score) * 1000000) AS rank, countIf(score > 0) AS suspects,"
                " count(), toUInt64(sumIf(growth, score > 0)), toUInt64(max(score) * 1000000),"
-               " toUInt64(avg(steadiness) * 1000000), 0, 0 FROM ("
+               " toUInt64(avg(steadiness) * 1000000), 0, 0, any(program), any(sid) FROM ("
                " SELECT program, host, pid, ");
         glist(b, o, "");
         sbf(b, "tupleElement(r, 1) AS stack_hash, tupleElement(r, 2) AS steadiness,"
-               " tupleElement(r, 3) AS growth,"
+               " tupleElement(r, 3) AS growth, tupleElement(r, 4) AS sid,"
                " if(growth > 0 AND sumpos > 0, steadiness * steadiness * (0.5 + 0.5 * growth / sumpos),"
                " 0) AS score FROM ("
                " SELECT program, host, pid, ");
         glist(b, o, "");
         sbf(b, "sum(greatest(growth, 0)) AS sumpos,"
-               " groupArray((stack_hash, steadiness, growth)) AS rows FROM ("
+               " groupArray((stack_hash, steadiness, growth, sid)) AS rows FROM ("
                " SELECT program, host, pid, ");
         glist(b, o, "");
         /* No lambda captures a column: ClickHouse 18.16 drops columns that only a lambda
@@ -207,7 +207,7 @@ static void build_sql(sb *b, const ms_fleet_opts *o)
                " AS series,"
                " length(series) AS n, arrayDifference(series) AS d,"
                " greatest(0, (arrayCount(x -> x > 0, d) - arrayCount(x -> x < 0, d)) / (n - 1))"
-               " AS steadiness, series[n] - series[1] AS growth FROM ("
+               " AS steadiness, series[n] - series[1] AS growth, ids[1] AS sid FROM ("
                " SELECT program, host, pid, ");
         groups(b, o, 1);
         sbf(b, "stack_hash, groupArray(snapshot_id) AS ids, groupArray(live_bytes) AS vals"
@@ -236,6 +236,7 @@ typedef struct rrow {
     char *g[8];
     uint64_t hash;
     uint64_t num[NNUM];
+    char *program, *sid; /* a snapshot holding the stack: its frames are read from there */
 } rrow;
 
 typedef struct frames {
@@ -282,7 +283,7 @@ static int on_row(void *ctx, char **f, size_t n)
 {
     res *r = ctx;
     size_t ng = r->o->ngroup;
-    if (n != ng + 1 + NNUM)
+    if (n != ng + 1 + NNUM + 2)
         return r->bad = 1, -1;
     GROW(r->rows, r->nrows, r->caprows);
     rrow *x = &r->rows[r->nrows];
@@ -294,7 +295,9 @@ static int on_row(void *ctx, char **f, size_t n)
     x->hash = strtoull(f[ng], NULL, 10);
     for (size_t i = 0; i < NNUM; i++)
         x->num[i] = strtoull(f[ng + 1 + i], NULL, 10);
-    return 0;
+    x->program = strdup(f[ng + 1 + NNUM]);
+    x->sid = strdup(f[ng + 2 + NNUM]);
+    return x->program && x->sid ? 0 : (r->oom = 1, -1);
 }
 
 /* splits "a\x01b\x01c" into a malloc'ed array of strdup'ed parts */
@@ -413,9 +416,15 @@ static int fetch_details(ms_ch *ch, res *r, char *err, size_t errlen)
     sbf(&b, "SELECT stack_hash, arrayStringConcat(any(frame_build_ids), '\\x01'),"
             " arrayStringConcat(arrayMap(x -> toString(x), any(frame_offsets)), '\\x01'),"
             " arrayStringConcat(any(frame_modules), '\\x01'), any(first_is_pc)"
-            " FROM memsight_stacks WHERE stack_hash IN (");
-    for (size_t i = 0; i < r->nrows; i++)
-        sbf(&b, "%s%" PRIu64, i ? ", " : "", r->rows[i].hash);
+            " FROM memsight_stacks WHERE (program, snapshot_id, stack_hash) IN (");
+    /* by the table's whole key: the frames of one row each, not of every snapshot */
+    for (size_t i = 0; i < r->nrows; i++) {
+        sbf(&b, "%s(", i ? ", " : "");
+        sbq(&b, r->rows[i].program);
+        sbf(&b, ", ");
+        sbq(&b, r->rows[i].sid);
+        sbf(&b, ", %" PRIu64 ")", r->rows[i].hash);
+    }
     sbf(&b, ") GROUP BY stack_hash FORMAT TabSeparated");
     char *out = NULL;
     int rc = -1;
@@ -682,9 +691,12 @@ int ms_fleet_query(ms_ch *ch, const ms_fleet_opts *o, FILE *out, char *err, size
 done:
     free(text);
     free(b.p);
-    for (size_t i = 0; i < r.nrows; i++)
+    for (size_t i = 0; i < r.nrows; i++) {
         for (size_t g = 0; g < o->ngroup; g++)
             free(r.rows[i].g[g]);
+        free(r.rows[i].program);
+        free(r.rows[i].sid);
+    }
     free(r.rows);
     for (size_t i = 0; i < r.nfr; i++) {
         for (size_t k = 0; k < r.fr[i].n; k++) {
