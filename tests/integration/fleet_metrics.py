@@ -87,8 +87,12 @@ for line in open("/proc/%d/smaps_rollup" % pid):
         rollup[parts[0].rstrip(":")] = int(parts[1]) * 1024
 rss = one("memsight_rss_bytes" + sel)[1]
 check(abs(rss - rollup["Rss"]) <= 64 * 1024, "rss %r vs /proc %r" % (rss, rollup["Rss"]))
+# USS is not compared with a later read: clean private pages turn shared whenever another
+# process maps the same file (another test running lk_serve), so it is only bounded
+dirty = one("memsight_private_dirty_bytes" + sel)[1]
+check(abs(dirty - rollup["Private_Dirty"]) <= 64 * 1024, "private dirty %r vs %r" % (dirty, rollup))
 uss = one("memsight_uss_bytes" + sel)[1]
-check(abs(uss - rollup["Private_Clean"] - rollup["Private_Dirty"]) <= 64 * 1024, "uss %r" % uss)
+check(dirty <= uss <= rss, "uss %r outside [private dirty %r, rss %r]" % (uss, dirty, rss))
 check(one("memsight_swap_bytes" + sel)[1] == rollup.get("Swap", 0), "swap")
 threads = int(re.search(r"Threads:\s+(\d+)", open("/proc/%d/status" % pid).read()).group(1))
 check(one("memsight_threads" + sel)[1] == threads, "threads, want %d" % threads)
