@@ -52,6 +52,13 @@ foreach(p static tiny thread_arg thread_ret ctor cxx mix)
   ms_integration_test(leaks_vs_valgrind_${p}
     ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py lv_${p})
 endforeach()
+# Real programs: Python's start-up and exit (locale, codecs, its own allocator's
+# arenas), and sort (stdio, locale): the same classes as valgrind's.
+ms_integration_test(leaks_vs_valgrind_python3
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py /usr/bin/python3 -c pass)
+ms_integration_test(leaks_vs_valgrind_sort
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py /usr/bin/sort
+  ${PROJECT_SOURCE_DIR}/README.md)
 
 # Requests reach the agent without cutting the program's sleep short.
 ms_test_program(rq_sleep SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/rq_sleep.c FLAGS -O2 -g)

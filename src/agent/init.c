@@ -281,8 +281,15 @@ int ms_init(void)
 
 __attribute__((constructor(101))) static void ms_constructor(void)
 {
-    if (__atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_NONE && ms_start_deferred())
-        return; /* dlopen'ed: memsight_start() initialises and hooks */
+    if (__atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_NONE) {
+        /* the look-up asks the loader (dlopen of the agent itself), which allocates: the
+         * agent's own work, neither recorded nor the allocation that starts the agent */
+        ms_enter();
+        int deferred = ms_start_deferred();
+        ms_leave();
+        if (deferred)
+            return; /* dlopen'ed: memsight_start() initialises and hooks */
+    }
     ms_init();
     if (!ms_options_from_env_done && environ && ms_state == MS_STATE_READY) {
         /* First use came before the environment was set up: read options now. */

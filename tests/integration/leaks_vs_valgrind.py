@@ -4,7 +4,7 @@ valgrind --leak-check=full (with --run-libc-freeres=no --run-cxx-freeres=no, so 
 C library frees nothing valgrind would not see freed under memsight) and under memsight
 run --leak-check=exit, and compares the four classes, bytes and blocks.
 
-  leaks_vs_valgrind.py PROGRAM
+  leaks_vs_valgrind.py PROGRAM [ARGS...]   (PROGRAM in tests/programs, or an absolute path)
 
 One documented difference is applied before the comparison (docs/leaks.md, "Where
 memsight differs from valgrind"): blocks the dynamic linker allocated (a thread's DTV,
@@ -59,7 +59,7 @@ def loader_record(lines):
 
 def valgrind_classes(prog):
     r = run(["valgrind", "--leak-check=full", "--show-leak-kinds=all",
-             "--run-libc-freeres=no", "--run-cxx-freeres=no", prog])
+             "--run-libc-freeres=no", "--run-cxx-freeres=no"] + prog)
     if r.returncode != 0:
         fail("valgrind run failed (%d): %s" % (r.returncode, r.stderr[-2000:]))
     got = {c: [0, 0] for c in CLASSES}
@@ -86,7 +86,7 @@ def valgrind_classes(prog):
 
 def memsight_classes(prog, memsight):
     with tempfile.TemporaryDirectory() as d:
-        r = run([memsight, "run", "-q", "-o", d, "--leak-check=exit", "--", prog])
+        r = run([memsight, "run", "-q", "-o", d, "--leak-check=exit", "--"] + prog)
         if r.returncode != 0:
             fail("%s under memsight exited with %d: %s" % (prog, r.returncode, r.stderr))
         found = glob.glob(os.path.join(d, "*-exit.msnap"))
@@ -111,14 +111,17 @@ def memsight_classes(prog, memsight):
 
 
 def main():
-    if len(sys.argv) != 2:
-        fail("usage: leaks_vs_valgrind.py PROGRAM")
-    prog = os.path.join(os.environ.get("MS_PROGRAMS", "."), sys.argv[1])
+    if len(sys.argv) < 2:
+        fail("usage: leaks_vs_valgrind.py PROGRAM [ARGS...]")
+    prog = [os.path.join(os.environ.get("MS_PROGRAMS", "."), sys.argv[1])] + sys.argv[2:]
+    if not os.path.exists(prog[0]):
+        print("SKIP: %s is not installed" % prog[0])
+        return
     vg, moved, vg_out = valgrind_classes(prog)
     ms, loader, ms_out = memsight_classes(prog, os.environ["MEMSIGHT"])
     if vg_out != ms_out:
         fail("the program's output differs: valgrind %r, memsight %r" % (vg_out, ms_out))
-    name = os.path.basename(prog)
+    name = " ".join([os.path.basename(prog[0])] + prog[1:])
     bad = [c for c in CLASSES if vg[c] != ms[c]]
     for c in CLASSES:
         print("%-16s valgrind %6d blocks %9d bytes   memsight %6d blocks %9d bytes%s" % (
