@@ -13,7 +13,7 @@
  * ------------------------------------------------------------------------- */
 #define MS_SNAP_MAGIC "MSIGSNAP" /* 8 bytes, no terminator on disk */
 #define MS_SNAP_VERSION_MAJOR 1
-#define MS_SNAP_VERSION_MINOR 1 /* 1.1: kind reserved */
+#define MS_SNAP_VERSION_MINOR 2 /* 1.1: kind reserved; 1.2: TEMP and HIST chunks */
 
 typedef struct ms_snap_header {
     char magic[8];
@@ -56,6 +56,8 @@ typedef struct ms_chunk_header {
 #define MS_CHUNK_HLTH MS_FOURCC('H', 'L', 'T', 'H') /* agent health counters */
 #define MS_CHUNK_LEAK MS_FOURCC('L', 'E', 'A', 'K') /* leak-scan result */
 #define MS_CHUNK_ACCT MS_FOURCC('A', 'C', 'C', 'T') /* /proc accounting at snapshot time */
+#define MS_CHUNK_TEMP MS_FOURCC('T', 'E', 'M', 'P') /* temporary allocations per stack */
+#define MS_CHUNK_HIST MS_FOURCC('H', 'I', 'S', 'T') /* allocation size histogram */
 #define MS_CHUNK_END  MS_FOURCC('E', 'N', 'D', ' ') /* last chunk: u32 number of chunks before it */
 
 /* ---------------------------------------------------------------------------

@@ -94,6 +94,7 @@ typedef struct ms_tls {
     int exit_done;        /* thread-exit bookkeeping already ran */
     void *cfi;            /* unwinder state, mapped on first use (unwind_cfi.c) */
     void *scache;         /* recent-stack cache, mapped on first use (record.c) */
+    void *pend;           /* unflushed live-total changes, mapped on first use (control.c) */
     uint64_t scache_clock;
     uint32_t nidx;        /* cached free live-table indices (live.c) */
     uint32_t idx[MS_IDX_CACHE];
@@ -233,9 +234,102 @@ extern uint32_t ms_stack_cap MS_INTERNAL;
 /* 1 if the stack ever had an allocation counted (sum over shards). */
 int ms_stack_used(const ms_stack_rec *r) MS_INTERNAL;
 
+/* ---------------------------------------------------------------------------
+ * The live total and the peak (dump_at_peak, on by default; trigger_bytes). Every
+ * recorded change is first added to the calling thread's own table of pending changes
+ * (plain stores on memory no other thread touches), keyed by stack id; the table is
+ * flushed into the shared per-stack slots and the total every MS_PEND_FLUSH_EVENTS
+ * changes, when the thread's pending bytes fall by MS_PEND_FLUSH_BYTES, at thread exit
+ * and before the thread writes a snapshot, and as soon as they grow by more than the
+ * `room` computed at the last flush: the distance from the total to the peak (or to the
+ * byte trigger) then, plus a grain of 1/256 of the peak (1 KiB to MS_PEND_FLUSH_BYTES).
+ * So a single-threaded program's peak is exact to within the grain, and with several
+ * threads within the grain plus what the other threads hold unflushed; the ramp towards
+ * a new peak flushes once per grain, and no shared cache line is written per call. The same table counts temporary allocations (a block freed by the thread
+ * that allocated it, before it allocated anything else: heaptrack's definition) and the
+ * allocation size histogram (full mode).
+ * ------------------------------------------------------------------------- */
+#define MS_PEND_WAYS 256
+#define MS_PEND_FLUSH_EVENTS 4096
+#define MS_PEND_FLUSH_BYTES (64 * 1024)
+#define MS_HIST_BUCKETS 65 /* 0 bytes, then [2^(b-1), 2^b) for b = 1..64 */
+typedef struct ms_pend_ent {
+    uint32_t sid;         /* 0: empty */
+    uint32_t dirty;       /* listed in ms_pend.dirty */
+    int64_t blocks, bytes;
+    uint64_t temps;
+} ms_pend_ent;
+typedef struct ms_pend {
+    int64_t bytes;        /* the sum of the entries' bytes: this thread's unflushed share */
+    int64_t room;         /* flush when bytes reach this (see above) */
+    uint32_t events;
+    uint32_t flush_due;   /* a deferred flush (ms_control_note_id) */
+    uint64_t last_ptr;    /* the block this thread allocated last (temporaries) */
+    uint32_t ndirty;
+    uint16_t dirty[MS_PEND_WAYS]; /* entries changed since the last flush */
+    ms_pend_ent ent[MS_PEND_WAYS];
+    uint64_t hist[MS_HIST_BUCKETS];
+} ms_pend;
+ms_pend *ms_pend_new(void) MS_INTERNAL;
+void ms_pend_evict(ms_pend *p, ms_pend_ent *e, uint32_t sid) MS_INTERNAL;
+void ms_pend_flush(ms_pend *p) MS_INTERNAL;
+void ms_pend_thread_exit(void) MS_INTERNAL;
+/* Applies a change to the shared slot of stack sid and to the total at once (a thread
+ * without a table: exiting, or out of memory). */
+void ms_control_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps) MS_INTERNAL;
+
+static inline ms_pend *ms_pend_self(void)
+{
+    ms_pend *p = (ms_pend *)ms_self.pend;
+    if (MS_UNLIKELY(!p))
+        p = ms_pend_new();
+    return p;
+}
+
+/* defer: an allocation noted before its block is in the live table (ms_record_prepare):
+ * a flush it makes due waits for the thread's next change (or snapshot, or exit), so that
+ * a byte trigger's snapshot sees the block, and the commit calls nothing. */
+static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps,
+                                      int defer)
+{
+    if (MS_UNLIKELY(!ms_ctl_track))
+        return;
+    ms_pend *p = ms_pend_self();
+    if (MS_UNLIKELY(!p)) {
+        ms_control_apply_now(sid, bytes, blocks, temps);
+        return;
+    }
+    if (MS_UNLIKELY(p->flush_due))
+        ms_pend_flush(p);
+    unsigned way = (sid * 0x9E3779B1u) >> 24; /* 256 ways */
+    ms_pend_ent *e = &p->ent[way];
+    if (MS_UNLIKELY(e->sid != sid))
+        ms_pend_evict(p, e, sid);
+    if (MS_UNLIKELY(!e->dirty)) {
+        e->dirty = 1;
+        p->dirty[p->ndirty++] = (uint16_t)way;
+    }
+    e->bytes += bytes;
+    e->blocks += blocks;
+    e->temps += temps;
+    p->bytes += bytes;
+    if (MS_UNLIKELY(++p->events >= MS_PEND_FLUSH_EVENTS || p->bytes >= p->room ||
+                    p->bytes <= -MS_PEND_FLUSH_BYTES)) {
+        if (defer)
+            p->flush_due = 1;
+        else
+            ms_pend_flush(p);
+    }
+}
+
+static inline void ms_control_note(const ms_stack_rec *r, int64_t bytes, int64_t blocks)
+{
+    ms_control_note_id((uint32_t)(r - ms_stack_recs), bytes, blocks, 0, bytes > 0);
+}
+
 /* blocks > 1: a sampled record standing for several blocks. ms_control_note keeps the
- * total and the peak (dump_at_peak, trigger_bytes; one predictable branch otherwise). */
-static inline void ms_stack_account_alloc_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
+ * total and the peak. */
+static inline void ms_stack_count_alloc_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
 {
     unsigned sh = ms_self.tid & (MS_STACK_SHARDS - 1); /* 0 (shard 0) until the tid is known */
     uint64_t *c = &r->alloc_blocks;
@@ -243,6 +337,10 @@ static inline void ms_stack_account_alloc_n(ms_stack_rec *r, uint64_t blocks, ui
         c = &ms_stack_shards[((uint64_t)(sh - 1) * ms_stack_cap + (uint64_t)(r - ms_stack_recs)) * 2];
     __atomic_fetch_add(&c[0], blocks, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c[1], bytes, __ATOMIC_RELAXED);
+}
+static inline void ms_stack_account_alloc_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
+{
+    ms_stack_count_alloc_n(r, blocks, bytes);
     ms_control_note(r, (int64_t)bytes, (int64_t)blocks);
 }
 static inline void ms_stack_account_free_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)

@@ -54,6 +54,7 @@ typedef struct ms_peak_slot {
     int64_t cur_bytes, cur_blocks;
     int64_t peak_bytes, peak_blocks;
     uint64_t epoch;
+    uint64_t temps; /* temporary allocations (agent.h) */
 } ms_peak_slot;
 static ms_peak_slot *peak_slots;
 static uint64_t peak_nslots;
@@ -130,26 +131,34 @@ int ms_control_set_handler(unsigned request, ms_ctl_handler_fn fn, void *arg)
 /* ====================================================================================
  * Totals and the peak
  * ================================================================================== */
-void ms_control_note_slow(const struct ms_stack_rec *r, int64_t bytes, int64_t blocks)
+/* A change of stack sid's live counters (and its temporaries) in its shared slot. */
+static void ms_control_apply(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps)
 {
+    if (!peak_slots || sid >= peak_nslots)
+        return;
+    ms_peak_slot *s = &peak_slots[sid];
     uint64_t epoch = __atomic_load_n(&ctl.epoch, __ATOMIC_ACQUIRE);
-    uint64_t stack_id = peak_rec0 && r >= peak_rec0 ? (uint64_t)(r - peak_rec0) : UINT64_MAX;
-    if (peak_slots && stack_id < peak_nslots) {
-        ms_peak_slot *s = &peak_slots[stack_id];
-        uint64_t seen = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
-        if (seen != epoch &&
-            __atomic_compare_exchange_n(&s->epoch, &seen, epoch, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
-            /* first change since the peak moved: its value then is its value now */
-            __atomic_store_n(&s->peak_bytes, __atomic_load_n(&s->cur_bytes, __ATOMIC_RELAXED),
-                             __ATOMIC_RELAXED);
-            __atomic_store_n(&s->peak_blocks,
-                             __atomic_load_n(&s->cur_blocks, __ATOMIC_RELAXED),
-                             __ATOMIC_RELAXED);
-        }
-        __atomic_fetch_add(&s->cur_bytes, bytes, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&s->cur_blocks, blocks, __ATOMIC_RELAXED);
+    uint64_t seen = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
+    if (seen != epoch &&
+        __atomic_compare_exchange_n(&s->epoch, &seen, epoch, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
+        /* first change since the peak moved: its value then is its value now */
+        __atomic_store_n(&s->peak_bytes, __atomic_load_n(&s->cur_bytes, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&s->peak_blocks, __atomic_load_n(&s->cur_blocks, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
     }
+    if (bytes)
+        __atomic_fetch_add(&s->cur_bytes, bytes, __ATOMIC_RELAXED);
+    if (blocks)
+        __atomic_fetch_add(&s->cur_blocks, blocks, __ATOMIC_RELAXED);
+    if (temps)
+        __atomic_fetch_add(&s->temps, temps, __ATOMIC_RELAXED);
+}
+
+/* A change of the total: the byte trigger and the peak. */
+static void ctl_apply_total(int64_t bytes)
+{
     uint64_t total = __atomic_add_fetch(&ctl.live_total, (uint64_t)bytes, __ATOMIC_ACQ_REL);
     if (bytes <= 0 || (int64_t)total < 0)
         return;
@@ -171,6 +180,94 @@ void ms_control_note_slow(const struct ms_stack_rec *r, int64_t bytes, int64_t b
     }
 }
 
+void ms_control_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps)
+{
+    ms_control_apply(sid, bytes, blocks, temps);
+    if (bytes)
+        ctl_apply_total(bytes);
+}
+
+/* Allocation sizes (full mode), summed from the threads' tables when they flush. */
+static uint64_t ctl_hist[MS_HIST_BUCKETS];
+
+ms_pend *ms_pend_new(void)
+{
+    if (ms_self.exit_done || !ms_ctl_track)
+        return NULL;
+    ms_self.pend = ms_sys_mmap(sizeof(ms_pend));
+    return ms_self.pend;
+}
+
+static void pend_apply(ms_pend_ent *e)
+{
+    if (e->sid && (e->bytes || e->blocks || e->temps))
+        ms_control_apply(e->sid, e->bytes, e->blocks, e->temps);
+    e->bytes = e->blocks = 0;
+    e->temps = 0;
+}
+
+/* Entry e (the way of sid) holds another stack: hand its changes to the shared slot. The
+ * thread's pending total keeps them until the next flush (the slots may lead the total
+ * by at most that much). */
+void ms_pend_evict(ms_pend *p, ms_pend_ent *e, uint32_t sid)
+{
+    (void)p;
+    pend_apply(e);
+    e->sid = sid;
+}
+
+void ms_pend_flush(ms_pend *p)
+{
+    for (uint32_t i = 0; i < p->ndirty; i++) {
+        ms_pend_ent *e = &p->ent[p->dirty[i]];
+        pend_apply(e);
+        e->dirty = 0;
+    }
+    p->ndirty = 0;
+    for (unsigned b = 0; b < MS_HIST_BUCKETS; b++)
+        if (p->hist[b]) {
+            __atomic_fetch_add(&ctl_hist[b], p->hist[b], __ATOMIC_RELAXED);
+            p->hist[b] = 0;
+        }
+    int64_t bytes = p->bytes;
+    p->bytes = 0;
+    p->events = 0;
+    p->flush_due = 0;
+    if (bytes)
+        ctl_apply_total(bytes);
+    /* how far this thread may grow before it could make a new peak or reach the trigger */
+    uint64_t total = ms_control_live_total(), peak = ms_control_peak_total();
+    uint64_t limit = __atomic_load_n(&ctl.trigger_at, __ATOMIC_RELAXED);
+    if (ctl.cfg.dump_at_peak && peak < limit)
+        limit = peak;
+    uint64_t grain = peak / 256;
+    if (grain < 1024) /* a small program's ramp would flush at every block */
+        grain = 1024;
+    if (grain > MS_PEND_FLUSH_BYTES)
+        grain = MS_PEND_FLUSH_BYTES;
+    uint64_t room = limit > total ? limit - total : 0;
+    if (room > (uint64_t)INT64_MAX / 2)
+        room = (uint64_t)INT64_MAX / 2;
+    p->room = (int64_t)(room + grain) + 1;
+}
+
+void ms_control_flush_self(void)
+{
+    ms_pend *p = ms_self.pend;
+    if (p)
+        ms_pend_flush(p);
+}
+
+void ms_pend_thread_exit(void)
+{
+    ms_pend *p = ms_self.pend;
+    if (!p)
+        return;
+    ms_pend_flush(p);
+    ms_self.pend = NULL;
+    ms_sys_munmap(p, sizeof(ms_pend));
+}
+
 uint64_t ms_control_live_total(void)
 {
     int64_t t = (int64_t)__atomic_load_n(&ctl.live_total, __ATOMIC_RELAXED);
@@ -186,6 +283,7 @@ uint64_t ms_control_peak_total(void)
 static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
 {
     (void)arg;
+    ms_control_flush_self();
     if (ctl.cfg.dump_at_peak && peak_slots) {
         uint64_t epoch = __atomic_load_n(&ctl.epoch, __ATOMIC_ACQUIRE);
         uint64_t maxid = ms_stack_max_id();
@@ -209,6 +307,40 @@ static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
             ms_sw_u32(w, 0);
             ms_sw_u64(w, blocks > 0 ? (uint64_t)blocks : 0);
             ms_sw_u64(w, bytes > 0 ? (uint64_t)bytes : 0);
+            n++;
+        }
+        ms_sw_patch_u32(w, count_at, n);
+        ms_sw_end(w);
+        /* temporary allocations per stack */
+        ms_sw_begin(w, MS_CHUNK_TEMP, 0);
+        count_at = ms_sw_chunk_pos(w);
+        ms_sw_u32(w, 0);
+        n = 0;
+        for (uint64_t id = 1; id <= maxid; id++) {
+            uint64_t t = __atomic_load_n(&peak_slots[id].temps, __ATOMIC_RELAXED);
+            if (!t)
+                continue;
+            ms_sw_u32(w, (uint32_t)id);
+            ms_sw_u32(w, 0);
+            ms_sw_u64(w, t);
+            n++;
+        }
+        ms_sw_patch_u32(w, count_at, n);
+        ms_sw_end(w);
+    }
+    if (ms_ctl_track && !ms_sampler_cfg.enabled) {
+        /* allocation sizes: buckets [lo, hi] with their number of allocations */
+        ms_sw_begin(w, MS_CHUNK_HIST, 0);
+        uint64_t count_at = ms_sw_chunk_pos(w);
+        ms_sw_u32(w, 0);
+        uint32_t n = 0;
+        for (unsigned b = 0; b < MS_HIST_BUCKETS; b++) {
+            uint64_t c = __atomic_load_n(&ctl_hist[b], __ATOMIC_RELAXED);
+            if (!c)
+                continue;
+            ms_sw_u64(w, b ? 1ull << (b - 1) : 0);
+            ms_sw_u64(w, b == 0 ? 0 : b == 64 ? UINT64_MAX : (1ull << b) - 1);
+            ms_sw_u64(w, c);
             n++;
         }
         ms_sw_patch_u32(w, count_at, n);

@@ -67,18 +67,13 @@ void ms_control_fork_child(int keep);
 int ms_control_signal(void);
 
 /* ------------------------------------------------------------------------------------
- * Totals and the peak. Enabled by dump_at_peak or trigger_bytes; the per-stack
- * accounting (ms_stack_account_*) calls ms_control_note() with the stack record and the
- * signed change in bytes and blocks of every recorded allocation or free.
+ * Totals and the peak. Enabled by dump_at_peak (the default) or trigger_bytes: every
+ * recorded allocation and free goes through ms_control_note_id() (agent.h), which
+ * batches per thread and flushes here.
  * ---------------------------------------------------------------------------------- */
-struct ms_stack_rec;
 extern int ms_ctl_track;
-void ms_control_note_slow(const struct ms_stack_rec *r, int64_t bytes, int64_t blocks);
-static inline void ms_control_note(const struct ms_stack_rec *r, int64_t bytes, int64_t blocks)
-{
-    if (__builtin_expect(ms_ctl_track, 0))
-        ms_control_note_slow(r, bytes, blocks);
-}
+/* Flushes the calling thread's pending changes (before it writes a snapshot). */
+void ms_control_flush_self(void);
 
 /* Current and peak totals of tracked live bytes (0 when tracking is off). */
 uint64_t ms_control_live_total(void);

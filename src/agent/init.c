@@ -261,8 +261,8 @@ static int ms_init_slow(void)
         pthread_atfork(ms_atfork_prepare, ms_atfork_parent, ms_atfork_child);
         ms_production_init(); /* sampler, control thread (started later), peak */
         ms_fatal_init();
-        ms_heap_frees_derived =
-            ms_opt.sample_interval == 0 && ms_opt.min_size == 0 && !ms_ctl_track;
+        /* the peak and byte triggers follow frees through the header's stack id */
+        ms_heap_frees_derived = ms_opt.sample_interval == 0 && ms_opt.min_size == 0;
     }
     ms_leave();
     __atomic_store_n(&ms_state, ok ? MS_STATE_READY : MS_STATE_DISABLED, __ATOMIC_RELEASE);

@@ -50,8 +50,9 @@ const ms_option_def ms_option_table[] = {
      "sampler seed, for reproducible runs (0 = random)"},
     {"interval", MS_OPT_U64, OFF(interval_ms), 8, "0", NULL,
      "write a numbered snapshot every this many milliseconds (0 = off)"},
-    {"dump_at_peak", MS_OPT_BOOL, OFF(dump_at_peak), 8, "0", NULL,
-     "keep every stack's live counters at the peak of total live bytes (PEAK chunk)"},
+    {"dump_at_peak", MS_OPT_BOOL, OFF(dump_at_peak), 8, "1", NULL,
+     "keep every stack's live counters at the peak of total live bytes (PEAK chunk), "
+     "temporary allocations and the size histogram"},
     {"trigger_bytes", MS_OPT_SIZE, OFF(trigger_bytes), 8, "0", NULL,
      "write a snapshot when tracked live bytes reach this (0 = off)"},
     {"trigger_rss", MS_OPT_SIZE, OFF(trigger_rss), 8, "0", NULL,

@@ -159,6 +159,11 @@ void *ms_record_commit(void *p, size_t size, unsigned align_log2, const ms_rec_p
         return p;
     }
     ms_live_store(rp->idx, (uint64_t)(uintptr_t)p, size, rp->ticks, rp->sid, rp->tid);
+    ms_pend *pd = ms_self.pend; /* stores only: the size class and the temporaries' window */
+    if (pd) {
+        pd->hist[size ? 64 - __builtin_clzll((unsigned long long)size) : 0]++;
+        pd->last_ptr = (uint64_t)(uintptr_t)p;
+    }
     h->index = rp->idx;
     h->meta = (uint64_t)size | ((uint64_t)rp->sid << MS_HDR_SIZE_BITS);
     h->check = ms_hdr_check(p, align_log2);
@@ -194,9 +199,18 @@ void ms_forget_heap(void *p)
     ms_live_put_index(idx);
     /* full mode: the heap stacks' free counters are derived from the live table when a
      * snapshot is written (agent.h); no locked add on a cold stack record per free */
-    if (MS_LIKELY(ms_heap_frees_derived))
-        return;
     uint32_t sid = (uint32_t)(h->meta >> MS_HDR_SIZE_BITS);
+    if (MS_LIKELY(ms_heap_frees_derived)) {
+        /* only the thread's own table: the peak's per-stack values and temporaries */
+        ms_pend *pd = ms_self.pend;
+        uint64_t temp = 0;
+        if (pd) { /* any free ends the window: heaptrack counts the same way */
+            temp = pd->last_ptr == (uint64_t)(uintptr_t)p;
+            pd->last_ptr = 0;
+        }
+        ms_control_note_id(sid, -(int64_t)size, -1, temp, 0);
+        return;
+    }
     ms_stack_rec *r = ms_stack_get(sid);
     if (r)
         ms_stack_account_free_n(r, ms_sampler_count_estimate(size, w), w);

@@ -190,6 +190,7 @@ static void ms_thread_exit_bookkeeping(void)
     ms_live_thread_exit();
     ms_cfi_thread_exit();
     ms_scache_thread_exit();
+    ms_pend_thread_exit();
     uint32_t old = __atomic_fetch_or(&s->state, MS_THR_EXITED, __ATOMIC_ACQ_REL);
     if (old & MS_THR_DETACHED)
         slot_finish(s);

@@ -185,7 +185,25 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
         ms_json_kv_u64(&j, "peak_live_bytes", s->peak_live_bytes_total);
         ms_json_kv_u64(&j, "peak_ns", s->peak_ns);
     }
+    if (s->has_temp)
+        ms_json_kv_u64(&j, "temporary_blocks", ms_report_temporaries(s));
     ms_json_object_end(&j);
+
+    if (s->hist) {
+        ms_json_key(&j, "size_histogram");
+        ms_json_array_begin(&j);
+        for (size_t i = 0; i < s->nhist; i++) {
+            int pretty = j.pretty;
+            j.pretty = 0;
+            ms_json_object_begin(&j);
+            ms_json_kv_u64(&j, "min_size", s->hist[i].lo);
+            ms_json_kv_u64(&j, "max_size", s->hist[i].hi);
+            ms_json_kv_u64(&j, "allocations", s->hist[i].count);
+            ms_json_object_end(&j);
+            j.pretty = pretty;
+        }
+        ms_json_array_end(&j);
+    }
 
     ms_json_key(&j, "health");
     ms_json_object_begin(&j);
@@ -252,6 +270,8 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
             ms_json_kv_u64(&j, "peak_live_bytes", st->peak_live_bytes);
             ms_json_kv_u64(&j, "peak_live_blocks", st->peak_live_blocks);
         }
+        if (s->has_temp)
+            ms_json_kv_u64(&j, "temporary_blocks", st->temp_blocks);
         ms_json_key(&j, "truncated");
         ms_json_bool(&j, (st->flags & MS_STACKF_TRUNCATED) != 0);
         ms_json_key(&j, "unwind_failed");

@@ -141,3 +141,20 @@ uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len)
     }
     return sum;
 }
+
+uint64_t ms_report_temporaries(const ms_snapshot *s)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < s->nstacks; i++)
+        n += s->stacks[i].temp_blocks;
+    return n;
+}
+
+double ms_report_peak_after_start(const ms_snapshot *s)
+{
+    const char *start = ms_snapshot_meta(s, "start_ns");
+    uint64_t st = start ? strtoull(start, NULL, 10) : 0;
+    if (!s->has_peak || !st || s->peak_ns < st)
+        return -1;
+    return (double)(s->peak_ns - st) / 1e9;
+}

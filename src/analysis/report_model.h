@@ -38,6 +38,11 @@ uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len);
  * bytes, a few frames each (report_text.c). 0 or -1 on a write error. */
 int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *out);
 
+/* Sum of the stacks' temporary allocations (0 without a TEMP chunk). */
+uint64_t ms_report_temporaries(const ms_snapshot *s);
+/* Seconds from the agent's start to the peak, or a negative value when unknown. */
+double ms_report_peak_after_start(const ms_snapshot *s);
+
 const char *ms_kind_name(unsigned kind);
 const char *ms_leak_class_name(unsigned cls);
 

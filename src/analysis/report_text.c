@@ -86,23 +86,36 @@ static void print_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, co
     print_frames_max(out, s, sym, st, MAX_FRAMES_SHOWN);
 }
 
+static const char *metric_title(ms_metric m)
+{
+    switch (m) {
+    case MS_METRIC_LIVE_BLOCKS: return "live blocks";
+    case MS_METRIC_ALLOC_BYTES: return "allocated bytes";
+    case MS_METRIC_ALLOC_BLOCKS: return "allocations (churn)";
+    default: return "live bytes";
+    }
+}
+
 static void print_ranked(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, ms_metric m,
-                         int top, const char *title)
+                         int top)
 {
     size_t n = 0;
     const ms_stack **r = ms_report_ranked(s, m, 0, &n);
     if (!r)
         return;
     size_t shown = (size_t)top < n ? (size_t)top : n;
-    fprintf(out, "\nTop %zu of %zu stacks by %s:\n", shown, n, title);
+    fprintf(out, "\nTop %zu of %zu stacks by %s:\n", shown, n, metric_title(m));
     for (size_t i = 0; i < shown; i++) {
         char a[32], b[32];
         const ms_stack *st = r[i];
         fprintf(out, "  #%zu  %s live in %" PRIu64 " blocks (%s)   allocated %s in %" PRIu64
-                     " blocks\n",
+                     " blocks",
                 i + 1, human(st->c.live_bytes, a, sizeof a), st->c.live_blocks,
                 ms_kind_name(st->kind), human(st->c.alloc_bytes, b, sizeof b),
                 st->c.alloc_blocks);
+        if (s->has_temp && st->temp_blocks)
+            fprintf(out, ", %" PRIu64 " temporary", st->temp_blocks);
+        fputc('\n', out);
         print_frames(out, s, sym, st);
     }
     free(r);
@@ -158,8 +171,46 @@ static void print_totals(FILE *out, const ms_snapshot *s)
                  " blocks\n",
             human(t.all.alloc_bytes, a, sizeof a), t.all.alloc_blocks,
             human(t.all.free_bytes, b, sizeof b), t.all.free_blocks);
-    if (s->has_peak)
-        fprintf(out, "Peak live: %s\n", human(s->peak_live_bytes_total, a, sizeof a));
+    if (s->has_peak) {
+        fprintf(out, "Peak live: %s", human(s->peak_live_bytes_total, a, sizeof a));
+        double after = ms_report_peak_after_start(s);
+        if (after >= 0)
+            fprintf(out, ", %.2f s after start", after);
+        fputc('\n', out);
+    }
+    if (s->has_temp) {
+        uint64_t temps = ms_report_temporaries(s);
+        fprintf(out, "Temporary: %" PRIu64 " of %" PRIu64 " allocations (%.1f%%) were freed "
+                     "before their thread allocated again\n",
+                temps, t.kind[MS_KIND_HEAP].alloc_blocks,
+                t.kind[MS_KIND_HEAP].alloc_blocks
+                    ? 100.0 * (double)temps / (double)t.kind[MS_KIND_HEAP].alloc_blocks
+                    : 0.0);
+    }
+}
+
+/* The allocation size histogram (heaptrack_print -H): one line per size class. */
+static void print_histogram(FILE *out, const ms_snapshot *s)
+{
+    uint64_t total = 0, maxc = 0;
+    for (size_t i = 0; i < s->nhist; i++) {
+        total += s->hist[i].count;
+        if (s->hist[i].count > maxc)
+            maxc = s->hist[i].count;
+    }
+    if (!total)
+        return;
+    fprintf(out, "\nAllocation sizes (%" PRIu64 " allocations):\n", total);
+    for (size_t i = 0; i < s->nhist; i++) {
+        const ms_size_bucket *b = &s->hist[i];
+        char lo[32], hi[32], bar[41];
+        int w = (int)(40.0 * (double)b->count / (double)maxc + 0.5);
+        memset(bar, '#', (size_t)w);
+        bar[w] = 0;
+        fprintf(out, "  %10s .. %-10s %12" PRIu64 " %5.1f%%  %s\n", human(b->lo, lo, sizeof lo),
+                b->hi == UINT64_MAX ? "" : human(b->hi, hi, sizeof hi), b->count,
+                100.0 * (double)b->count / (double)total, bar);
+    }
 }
 
 /* dump_at_peak: the stacks that held the most at the peak of total live bytes. */
@@ -246,20 +297,104 @@ int ms_export_text(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
                    char *err, size_t errlen)
 {
     int top = o && o->top > 0 ? o->top : DEFAULT_TOP;
+    ms_metric m = o ? o->metric : MS_METRIC_LIVE_BYTES;
+    /* the chosen metric first, its sibling (bytes or count) next, then the other side:
+     * what is held (live) and what churns (allocated) */
+    static const ms_metric order[4][3] = {
+        [MS_METRIC_LIVE_BYTES] = {MS_METRIC_LIVE_BYTES, MS_METRIC_LIVE_BLOCKS, MS_METRIC_ALLOC_BLOCKS},
+        [MS_METRIC_LIVE_BLOCKS] = {MS_METRIC_LIVE_BLOCKS, MS_METRIC_LIVE_BYTES, MS_METRIC_ALLOC_BLOCKS},
+        [MS_METRIC_ALLOC_BYTES] = {MS_METRIC_ALLOC_BYTES, MS_METRIC_ALLOC_BLOCKS, MS_METRIC_LIVE_BYTES},
+        [MS_METRIC_ALLOC_BLOCKS] = {MS_METRIC_ALLOC_BLOCKS, MS_METRIC_ALLOC_BYTES, MS_METRIC_LIVE_BYTES},
+    };
+    if ((unsigned)m > MS_METRIC_ALLOC_BLOCKS)
+        m = MS_METRIC_LIVE_BYTES;
     print_header(out, s);
     print_totals(out, s);
-    print_ranked(out, s, sym, MS_METRIC_LIVE_BYTES, top, "live bytes");
-    print_ranked(out, s, sym, MS_METRIC_LIVE_BLOCKS, top, "live blocks");
+    for (int i = 0; i < 3; i++)
+        print_ranked(out, s, sym, order[m][i], top);
     if (s->has_peak)
         print_peak(out, s, sym, top);
     if (s->has_leaks)
         print_leaks(out, s, sym, top);
+    if (s->hist)
+        print_histogram(out, s);
     print_health(out, s, sym);
     if (ferror(out)) {
         snprintf(err, errlen, "%s: cannot write the report", s->path);
         return -1;
     }
     return 0;
+}
+
+/* The k stacks that held the most at the peak, largest first. */
+static size_t top_at_peak(const ms_snapshot *s, const ms_stack **out, size_t k)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const ms_stack *st = &s->stacks[i];
+        if (!st->peak_live_bytes)
+            continue;
+        size_t j = n < k ? n++ : k;
+        while (j > 0 && out[j - 1]->peak_live_bytes < st->peak_live_bytes) {
+            if (j < k)
+                out[j] = out[j - 1];
+            j--;
+        }
+        if (j < k)
+            out[j] = st;
+    }
+    return n;
+}
+
+/* --leak-check=exit: the verdict first, by class, then the largest lost stacks. */
+static void summary_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, int top)
+{
+    const ms_snap_leak_summary *ls = &s->leak_summary;
+    char a[32];
+    uint64_t lost = ls->blocks[MS_LEAK_DEFINITE] + ls->blocks[MS_LEAK_INDIRECT] +
+                    ls->blocks[MS_LEAK_POSSIBLE];
+    fprintf(out, "memsight: leak check: %s\n",
+            lost ? "memory was lost" : "no leaks: every live block is still reachable");
+    static const char *const cls[] = {"definitely lost", "indirectly lost", "possibly lost",
+                                      "still reachable"};
+    for (unsigned c = 0; c < MS_LEAK_CLASS_COUNT; c++)
+        fprintf(out, "  %-16s %12s in %" PRIu64 " blocks\n", cls[c],
+                human(ls->bytes[c], a, sizeof a), ls->blocks[c]);
+    size_t nrec = 0;
+    for (size_t i = 0; i < s->nleaks; i++)
+        if (s->leaks[i].leak_class != MS_LEAK_REACHABLE)
+            nrec++;
+    if (!nrec)
+        return;
+    const ms_snap_leak_rec **r = malloc(nrec * sizeof *r);
+    if (!r)
+        return;
+    nrec = 0;
+    for (size_t i = 0; i < s->nleaks; i++)
+        if (s->leaks[i].leak_class != MS_LEAK_REACHABLE)
+            r[nrec++] = &s->leaks[i];
+    /* largest first; definitely lost before the others at equal size */
+    for (size_t i = 1; i < nrec; i++)
+        for (size_t j = i; j > 0 && (r[j - 1]->bytes < r[j]->bytes ||
+                                     (r[j - 1]->bytes == r[j]->bytes &&
+                                      r[j - 1]->leak_class > r[j]->leak_class));
+             j--) {
+            const ms_snap_leak_rec *t = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = t;
+        }
+    size_t shown = (size_t)top < nrec ? (size_t)top : nrec;
+    fprintf(out, "memsight: top %zu of %zu lost stacks:\n", shown, nrec);
+    for (size_t i = 0; i < shown; i++) {
+        fprintf(out, "  #%zu  %s: %s in %" PRIu64 " blocks\n", i + 1,
+                r[i]->leak_class < MS_LEAK_CLASS_COUNT ? cls[r[i]->leak_class] : "unknown",
+                human(r[i]->bytes, a, sizeof a),
+                r[i]->blocks);
+        const ms_stack *st = ms_snapshot_stack(s, r[i]->stack_id);
+        if (st)
+            print_frames_max(out, s, sym, st, 6);
+    }
+    free(r);
 }
 
 int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *out)
@@ -280,6 +415,30 @@ int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *o
     fprintf(out, "memsight: allocated %s in %" PRIu64 " blocks, freed %s in %" PRIu64 " blocks\n",
             human(t.all.alloc_bytes, a, sizeof a), t.all.alloc_blocks,
             human(t.all.free_bytes, b, sizeof b), t.all.free_blocks);
+    if (s->has_peak) {
+        fprintf(out, "memsight: peak %s", human(s->peak_live_bytes_total, a, sizeof a));
+        double after = ms_report_peak_after_start(s);
+        if (after >= 0)
+            fprintf(out, " at %.2f s", after);
+        const ms_stack *pk[3];
+        size_t npk = top_at_peak(s, pk, top < 3 ? (size_t)top : 3);
+        fprintf(out, "%s\n", npk ? ", held by:" : "");
+        for (size_t i = 0; i < npk; i++) {
+            fprintf(out, "  #%zu  %s in %" PRIu64 " blocks at the peak (%s), %s at exit\n",
+                    i + 1, human(pk[i]->peak_live_bytes, a, sizeof a), pk[i]->peak_live_blocks,
+                    ms_kind_name(pk[i]->kind), human(pk[i]->c.live_bytes, b, sizeof b));
+            print_frames_max(out, s, sym, pk[i], 3);
+        }
+    }
+    if (s->has_temp) {
+        uint64_t temps = ms_report_temporaries(s);
+        if (temps)
+            fprintf(out, "memsight: %" PRIu64 " temporary allocations (freed before their "
+                         "thread allocated again)\n",
+                    temps);
+    }
+    if (s->has_leaks)
+        summary_leaks(out, s, sym, top);
     size_t n = 0;
     const ms_stack **r = ms_report_ranked(s, MS_METRIC_LIVE_BYTES, 0, &n);
     if (r) {

@@ -38,7 +38,14 @@ typedef struct ms_stack {
     /* live counters at the process peak (valid when the snapshot has_peak) */
     uint64_t peak_live_blocks;
     uint64_t peak_live_bytes;
+    /* allocations freed by their thread before it allocated anything else (TEMP chunk) */
+    uint64_t temp_blocks;
 } ms_stack;
+
+/* One bucket of the allocation size histogram (HIST chunk): sizes lo..hi inclusive. */
+typedef struct ms_size_bucket {
+    uint64_t lo, hi, count;
+} ms_size_bucket;
 
 typedef struct ms_thread {
     uint32_t tid;
@@ -64,6 +71,10 @@ typedef struct ms_snapshot {
     int has_peak;
     uint64_t peak_live_bytes_total;
     uint64_t peak_ns;
+
+    int has_temp;         /* TEMP chunk: stacks' temp_blocks are known */
+    ms_size_bucket *hist; /* HIST chunk, ascending and disjoint; NULL when absent */
+    size_t nhist;
 
     ms_snap_block *blocks;
     size_t nblocks;

@@ -90,6 +90,8 @@ typedef struct parser {
     /* PEAK records are applied once every stack is known. */
     ms_snap_peak_rec *peaks;
     size_t npeaks;
+    ms_snap_peak_rec *temps; /* TEMP records (live_blocks holds the count) */
+    size_t ntemps;
 } parser;
 
 static void fourcc_str(uint32_t t, char out[16])
@@ -338,6 +340,52 @@ static int parse_peak(parser *ps, cursor *c)
     return c->bad ? fail_short(ps) : 0;
 }
 
+static int parse_temp(parser *ps, cursor *c)
+{
+    ms_snapshot *s = ps->s;
+    if (s->has_temp)
+        return fail(ps, "second TEMP chunk");
+    uint32_t n = cur_u32(c);
+    if (c->bad || !cur_count_fits(c, n, 16))
+        return fail(ps, "temporary-allocation record count %u exceeds the payload", n);
+    ps->temps = calloc(n ? n : 1, sizeof *ps->temps);
+    if (!ps->temps)
+        return fail_oom(ps);
+    ps->ntemps = n;
+    for (uint32_t i = 0; i < n; i++) {
+        ms_snap_peak_rec *r = &ps->temps[i];
+        r->stack_id = cur_u32(c);
+        r->reserved = cur_u32(c);
+        r->live_blocks = cur_u64(c);
+    }
+    s->has_temp = 1;
+    return c->bad ? fail_short(ps) : 0;
+}
+
+static int parse_hist(parser *ps, cursor *c)
+{
+    ms_snapshot *s = ps->s;
+    if (s->hist)
+        return fail(ps, "second HIST chunk");
+    uint32_t n = cur_u32(c);
+    if (c->bad || !cur_count_fits(c, n, 24))
+        return fail(ps, "histogram bucket count %u exceeds the payload", n);
+    s->hist = calloc(n ? n : 1, sizeof *s->hist);
+    if (!s->hist)
+        return fail_oom(ps);
+    s->nhist = n;
+    for (uint32_t i = 0; i < n; i++) {
+        ms_size_bucket *b = &s->hist[i];
+        b->lo = cur_u64(c);
+        b->hi = cur_u64(c);
+        b->count = cur_u64(c);
+        if (!c->bad && (b->lo > b->hi || (i && b->lo <= s->hist[i - 1].hi)))
+            return fail(ps, "histogram bucket %u (%llu..%llu) out of order", i,
+                        (unsigned long long)b->lo, (unsigned long long)b->hi);
+    }
+    return c->bad ? fail_short(ps) : 0;
+}
+
 static int parse_blks(parser *ps, cursor *c)
 {
     ms_snapshot *s = ps->s;
@@ -457,6 +505,11 @@ static int finish(parser *ps)
             st->peak_live_bytes = ps->peaks[i].live_bytes;
         }
     }
+    for (size_t i = 0; i < ps->ntemps; i++) {
+        ms_stack *st = (ms_stack *)ms_snapshot_stack(s, ps->temps[i].stack_id);
+        if (st)
+            st->temp_blocks = ps->temps[i].live_blocks;
+    }
     return 0;
 }
 
@@ -527,6 +580,8 @@ static int parse_all(parser *ps, const uint8_t *data, size_t len)
         case MS_CHUNK_MODS: rc = parse_mods(ps, &c); break;
         case MS_CHUNK_STKS: rc = parse_stks(ps, &c); break;
         case MS_CHUNK_PEAK: rc = parse_peak(ps, &c); break;
+        case MS_CHUNK_TEMP: rc = parse_temp(ps, &c); break;
+        case MS_CHUNK_HIST: rc = parse_hist(ps, &c); break;
         case MS_CHUNK_BLKS: rc = parse_blks(ps, &c); break;
         case MS_CHUNK_THRD: rc = parse_thrd(ps, &c); break;
         case MS_CHUNK_HLTH: rc = parse_named_values(ps, &c, &s->health, &s->nhealth); break;
@@ -590,6 +645,7 @@ ms_snapshot *ms_snapshot_parse(const uint8_t *data, size_t len, const char *name
     ps.s->path = strdup(ps.name);
     int rc = ps.s->path ? parse_all(&ps, data, len) : fail_oom(&ps);
     free(ps.peaks);
+    free(ps.temps);
     if (rc) {
         ms_snapshot_free(ps.s);
         return NULL;
@@ -644,6 +700,7 @@ void ms_snapshot_free(ms_snapshot *s)
     if (!s)
         return;
     free(s->path);
+    free(s->hist);
     for (size_t i = 0; i < s->nmeta; i++) {
         free(s->meta[i].key);
         free(s->meta[i].value);

@@ -37,6 +37,7 @@ def read(path):
         raise SnapError('%s: unsupported major version %d' % (path, major))
     snap = {'path': path, 'version': (major, minor), 'flags': flags, 'meta': {},
             'modules': [], 'stacks': {}, 'blocks': None, 'threads': [], 'peak': None,
+            'temp': None, 'hist': None,
             'health': {}, 'chunks': []}
     off = hsize
     ended = False
@@ -124,6 +125,15 @@ def read(path):
                 sid, _r, blocks, nbytes = struct.unpack_from('<IIQQ', p, 20 + 24 * i)
                 recs[sid] = {'live_blocks': blocks, 'live_bytes': nbytes}
             snap['peak'] = {'total': total, 'ns': pns, 'stacks': recs}
+        elif name == 'TEMP':
+            (n,) = struct.unpack_from('<I', p, 0)
+            snap['temp'] = {}
+            for i in range(n):
+                sid, _r, cnt = struct.unpack_from('<IIQ', p, 4 + 16 * i)
+                snap['temp'][sid] = cnt
+        elif name == 'HIST':
+            (n,) = struct.unpack_from('<I', p, 0)
+            snap['hist'] = [struct.unpack_from('<QQQ', p, 4 + 24 * i) for i in range(n)]
         elif name == 'HLTH':
             (n,) = struct.unpack_from('<I', p, 0)
             o = 4

@@ -123,6 +123,21 @@ def main():
         check(out == b"", f"{name}: output on stdout")
     rc, out, err = report("--format", "json", os.path.join(tmp, "newer-minor.msnap"))
     check(rc == 0 and "newer format" in " ".join(json.loads(out)["warnings"]), "newer minor")
+    rc, out, err = report("--format", "json", os.path.join(tmp, "temp-hist.msnap"))
+    doc = json.loads(out) if rc == 0 else {}
+    temps = {st["id"]: st.get("temporary_blocks") for st in doc.get("stacks", [])}
+    check(rc == 0 and temps.get(9) == 480 and temps.get(7) == 2 and temps.get(3) == 0 and
+          doc["totals"]["temporary_blocks"] == 482, f"TEMP chunk: {temps} {err}")
+    check(doc.get("size_histogram") == [{"min_size": 0, "max_size": 0, "allocations": 3},
+                                        {"min_size": 64, "max_size": 127, "allocations": 500},
+                                        {"min_size": 1024, "max_size": 2047, "allocations": 117}],
+          f"HIST chunk: {doc.get('size_histogram')}")
+    rc, out, err = report(os.path.join(tmp, "temp-hist.msnap"))
+    check(rc == 0 and b"Temporary: 482 of " in out and b"Allocation sizes (620 allocations)" in out,
+          f"text report of TEMP/HIST: {out[-600:]!r}")
+    rc, out, err = report(os.path.join(tmp, "bad-hist.msnap"))
+    check(rc == 1 and "bad-hist.msnap" in err and "out of order" in err and out == b"",
+          f"histogram out of order: {rc} {err}")
     rc, out, err = report("--format", "json", os.path.join(tmp, "empty.msnap"))
     check(rc == 0 and json.loads(out)["totals"]["live_bytes"] == 0, "empty snapshot")
     rc, _, err = report(os.path.join(tmp, "missing.msnap"))

@@ -138,7 +138,7 @@ check("peak: the sum of the 2 per-process peaks" in err and f"blocks: {len(block
 
 # A third run without blocks, leak scan or peak: blocks and peak are not kept, and said so;
 # the two leak scans are still united.
-c, _tc = record("c", 10, 5, 0, opts=("--no-blocks",))
+c, _tc = record("c", 10, 5, 0, opts=("--no-blocks", "-O", "dump_at_peak=0"))
 m3, err3 = merge("m3.msnap", a, b, c)
 r3 = report_json(m3)
 check("blocks_recorded" not in r3["totals"] and "peak_live_bytes" not in r3["totals"], r3["totals"])

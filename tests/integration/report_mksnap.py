@@ -12,7 +12,7 @@ import sys
 import zlib
 
 MAJOR, MINOR = 1, 0  # the sample files are 1.0: older files must stay readable
-READER_MINOR = 1      # the newest minor the tools read (1.1 added kind reserved)
+READER_MINOR = 2      # the newest minor the tools read (1.1 kind reserved, 1.2 TEMP, HIST)
 KIND = {"heap": 0, "mmap": 1, "stack": 2}
 LEAK = {"definitely_lost": 0, "indirectly_lost": 1, "possibly_lost": 2, "still_reachable": 3}
 
@@ -99,6 +99,8 @@ class Snapshot:
         self.blocks = []
         self.threads = [(4242, 0, 0x7ffd0000, 0x7ffe0000, "main")]
         self.peak = None
+        self.temp = None   # [(stack id, temporary allocations)] (1.2)
+        self.hist = None   # [(min size, max size, allocations)] (1.2)
         self.acct = [("VmRSS", 2048), ("VmHWM", 4096)]
         self.extra = []    # (type, flags, payload): unknown chunks
         self.minor = MINOR
@@ -140,6 +142,14 @@ class Snapshot:
             p = struct.pack("<QQI", total, ns, len(recs))
             p += b"".join(struct.pack("<IIQQ", sid, 0, b, n) for sid, b, n in recs)
             out.append(("PEAK", p, 0))
+        if self.temp is not None:
+            p = struct.pack("<I", len(self.temp))
+            p += b"".join(struct.pack("<IIQ", sid, 0, n) for sid, n in self.temp)
+            out.append(("TEMP", p, 0))
+        if self.hist is not None:
+            p = struct.pack("<I", len(self.hist))
+            p += b"".join(struct.pack("<QQQ", lo, hi, n) for lo, hi, n in self.hist)
+            out.append(("HIST", p, 0))
         if self.blocks:
             p = struct.pack("<Q", len(self.blocks))
             for addr, size, sid, kind in self.blocks:
@@ -257,6 +267,15 @@ def write_set(outdir, module=None):
     s6, _ = sample_snapshot(module)
     s6.health = [("dropped_blocks", 17), ("dropped_stacks", 0), ("unwind_failures", 2)]
     files["lost.msnap"] = s6.build()
+    s7, _ = sample_snapshot(module)  # 1.2: temporaries and the size histogram
+    s7.minor = 2
+    s7.temp = [(9, 480), (7, 2)]
+    s7.hist = [(0, 0, 3), (64, 127, 500), (1024, 2047, 117)]
+    files["temp-hist.msnap"] = s7.build()
+    s8, _ = sample_snapshot(module)
+    s8.minor = 2
+    s8.hist = [(64, 127, 500), (32, 63, 1)]  # out of order: refused
+    files["bad-hist.msnap"] = s8.build()
     for name, data in files.items():
         with open(os.path.join(outdir, name), "wb") as f:
             f.write(data)
