@@ -303,8 +303,10 @@ static const char flame_js[] =
     "document.addEventListener('keydown',function(e){if((e.ctrlKey||e.metaKey)&&e.key==='f'&&"
     "document.documentElement===svg){e.preventDefault();searchBtn.dispatchEvent(new Event('click'));}"
     "if(e.key==='Escape'){zoom(null);search('');}});\n"
-    "svg.msSearch=search;svg.msZoom=function(name){for(var i=0;i<F.length;i++)if(F[i].n===name)"
-    "{zoom(F[i]);return true;}return false;};\n"
+    "svg.msSearch=search;svg.msZoom=function(name){var i;for(i=0;i<F.length;i++)if(F[i].n===name)"
+    "{zoom(F[i]);return true;}\n"
+    /* a function name alone zooms on its first call site ("name file:line") */
+    "for(i=0;i<F.length;i++)if(F[i].n.indexOf(name+' ')===0){zoom(F[i]);return true;}return false;};\n"
     "var q=/[?&]s=([^&]*)/.exec(window.location.search||'');if(q)search(decodeURIComponent(q[1]));\n"
     "var qz=/[?&]zoom=([^&]*)/.exec(window.location.search||'');if(qz)svg.msZoom(decodeURIComponent(qz[1]));\n"
     "svg.setAttribute('data-ready','1');\n"
@@ -447,7 +449,7 @@ oom:
 int ms_export_svg(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opts *o, FILE *out,
                   char *err, size_t errlen)
 {
-    ms_agg *a = ms_agg_build(s, sym, MS_AGG_BY_SYMBOLS, err, errlen);
+    ms_agg *a = ms_agg_build(s, sym, MS_AGG_BY_LINES, err, errlen);
     if (!a)
         return -1;
     char sub[512];

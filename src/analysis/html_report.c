@@ -293,7 +293,7 @@ static void section_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
     fputs("</section>\n", out);
 }
 
-static void section_stacks(FILE *out, const ms_agg *a, ms_metric m, int top)
+static void section_stacks(FILE *out, const ms_snapshot *s, const ms_agg *a, ms_metric m, int top)
 {
     size_t *ord = ms_agg_order(a, m);
     if (!ord)
@@ -301,14 +301,19 @@ static void section_stacks(FILE *out, const ms_agg *a, ms_metric m, int top)
     size_t n = a->nstacks < (size_t)top ? a->nstacks : (size_t)top;
     uint64_t total = ms_metric_value(&a->total, m), maxv = n ? ms_metric_value(&a->stacks[ord[0]].c, m) : 0;
     fprintf(out, "<section id=\"top\"><h2>Top %zu stacks by %s</h2>\n", n, ms_metric_name(m));
-    fputs("<input class=\"filter\" id=\"filter\" placeholder=\"Filter stacks by function name\">\n", out);
+    fputs("<input class=\"filter\" id=\"filter\" placeholder=\"Filter stacks by function or file:line\">\n", out);
     fputs("<table class=\"sortable\" id=\"stacks\"><thead><tr>"
           "<th class=\"sortable\" data-type=\"num\">#</th>"
           "<th class=\"sortable\" data-type=\"num\">live bytes</th>"
           "<th class=\"sortable\" data-type=\"num\">live blocks</th>"
           "<th class=\"sortable\" data-type=\"num\">allocated bytes</th>"
-          "<th class=\"sortable\" data-type=\"num\">allocations</th>"
-          "<th class=\"sortable\" data-type=\"num\">share</th>"
+          "<th class=\"sortable\" data-type=\"num\">allocations</th>",
+          out);
+    if (s->has_temp)
+        fputs("<th class=\"sortable\" data-type=\"num\">temporary</th>", out);
+    if (s->has_peak)
+        fputs("<th class=\"sortable\" data-type=\"num\">at peak</th>", out);
+    fputs("<th class=\"sortable\" data-type=\"num\">share</th>"
           "<th>stack (innermost first)</th></tr></thead><tbody>\n",
           out);
     for (size_t i = 0; i < n; i++) {
@@ -320,13 +325,20 @@ static void section_stacks(FILE *out, const ms_agg *a, ms_metric m, int top)
                 "<td class=\"n\" data-v=\"%" PRIu64 "\">%s</td>"
                 "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>"
                 "<td class=\"n\" data-v=\"%" PRIu64 "\">%s</td>"
-                "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>"
-                "<td class=\"n\" data-v=\"%.4f\"><span class=\"bar\" style=\"width:%dpx\"></span>%.1f%%</td>"
-                "<td class=\"stack\"><details><summary>",
+                "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>",
                 i + 1, i + 1, st->c.live_bytes, ms_fmt_bytes(st->c.live_bytes, b1, sizeof b1),
                 st->c.live_blocks, st->c.live_blocks, st->c.alloc_bytes,
                 ms_fmt_bytes(st->c.alloc_bytes, b2, sizeof b2), st->c.alloc_blocks,
-                st->c.alloc_blocks, pct, maxv ? (int)(60.0 * (double)v / (double)maxv) : 0, pct);
+                st->c.alloc_blocks);
+        if (s->has_temp)
+            fprintf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>", st->temps,
+                    st->temps);
+        if (s->has_peak)
+            fprintf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%s</td>", st->peak_bytes,
+                    ms_fmt_bytes(st->peak_bytes, b1, sizeof b1));
+        fprintf(out, "<td class=\"n\" data-v=\"%.4f\"><span class=\"bar\" style=\"width:%dpx\"></span>%.1f%%</td>"
+                "<td class=\"stack\"><details><summary>",
+                pct, maxv ? (int)(60.0 * (double)v / (double)maxv) : 0, pct);
         /* summary: the three innermost frames */
         int shown = 0;
         for (uint32_t f = st->nframes; f-- > 0 && shown < 3; shown++) {
@@ -398,7 +410,7 @@ int ms_export_html(ms_snapshot *const *series, size_t n, ms_symbolizer *sym,
     ms_metric m = o ? o->metric : MS_METRIC_LIVE_BYTES;
     int top = o && o->top > 0 ? o->top : 50;
     const ms_snapshot *s = series[n - 1];
-    ms_agg *a = ms_agg_build(s, sym, MS_AGG_BY_SYMBOLS, err, errlen);
+    ms_agg *a = ms_agg_build(s, sym, MS_AGG_BY_LINES, err, errlen);
     if (!a)
         return -1;
     ms_trend *t = NULL;
@@ -412,7 +424,7 @@ int ms_export_html(ms_snapshot *const *series, size_t n, ms_symbolizer *sym,
         for (size_t i = 0; i + 1 < n; i++)
             syms[i] = ms_symbolizer_new(series[i]);
         syms[n - 1] = sym;
-        t = ms_trend_build(series, n, syms, MS_AGG_BY_SYMBOLS, err, errlen);
+        t = ms_trend_build(series, n, syms, MS_AGG_BY_LINES, err, errlen);
         for (size_t i = 0; i + 1 < n; i++)
             ms_symbolizer_free(syms[i]);
         free(syms);
@@ -455,7 +467,7 @@ int ms_export_html(ms_snapshot *const *series, size_t n, ms_symbolizer *sym,
     section_leaks(out, s, sym);
     if (t)
         section_trend(out, t, top);
-    section_stacks(out, a, m, top);
+    section_stacks(out, s, a, m, top);
 
     fputs("<section id=\"flame\"><h2>Flame graph</h2>\n<p class=\"muted\">Click a frame to zoom, "
           "click the top bar (all) or press Esc to reset; Search highlights matching frames "

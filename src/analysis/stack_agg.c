@@ -430,7 +430,9 @@ static char *frame_name(const ms_frame *f, ms_agg_key by)
         return r < 0 ? NULL : out;
     }
     int r;
-    if (f->function)
+    if (f->function && f->file && by == MS_AGG_BY_LINES)
+        r = asprintf(&out, "%s %s:%d", f->function, base_name(f->file), f->line);
+    else if (f->function)
         r = asprintf(&out, "%s", f->function);
     else if (f->module)
         r = asprintf(&out, "%s+0x%" PRIx64, base_name(f->module), f->module_offset);
@@ -506,6 +508,8 @@ ms_agg *ms_agg_build(const ms_snapshot *s, ms_symbolizer *sym, ms_agg_key by, ch
             free(names[j]);
         if (rc < 0)
             goto oom;
+        a->stacks[rc].peak_bytes += st->peak_live_bytes;
+        a->stacks[rc].temps += st->temp_blocks;
         continue;
     oom_names:
         for (size_t j = 0; j < n; j++)

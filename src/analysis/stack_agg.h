@@ -14,8 +14,10 @@
 
 /* How stacks of different snapshots (or different pcs of one snapshot) are judged the
  * same. SYMBOLS: by the resolved function names (inlined frames included), falling back
- * to module+offset for unresolved pcs. PCS: by module path and offset of every pc. */
-typedef enum ms_agg_key { MS_AGG_BY_SYMBOLS = 0, MS_AGG_BY_PCS = 1 } ms_agg_key;
+ * to module+offset for unresolved pcs. PCS: by module path and offset of every pc.
+ * LINES: by function name and source location ("worker mt.c:12"), so that two call
+ * sites in one function stay apart; frames without a line as with SYMBOLS. */
+typedef enum ms_agg_key { MS_AGG_BY_SYMBOLS = 0, MS_AGG_BY_PCS = 1, MS_AGG_BY_LINES = 2 } ms_agg_key;
 
 /* Resolves one recorded pc of a stack into source frames (innermost first) through the
  * symbolizer (may be NULL), then through names the snapshot itself carries (imported
@@ -45,6 +47,8 @@ typedef struct ms_agg_stack {
     uint8_t kind;
     uint32_t nsrc;    /* how many recorded stacks were merged into this one */
     uint32_t first_id;
+    uint64_t peak_bytes; /* live at the process peak (ms_agg_build, when the snapshot has it) */
+    uint64_t temps;      /* temporary allocations (ms_agg_build) */
 } ms_agg_stack;
 
 typedef struct ms_agg {

@@ -56,12 +56,14 @@ int ms_cli_parse_top(const char *cmd, const char *arg, int *top)
 
 int ms_cli_parse_agg_key(const char *cmd, const char *arg, ms_agg_key *by)
 {
-    if (!strcmp(arg, "symbols"))
+    if (!strcmp(arg, "lines"))
+        *by = MS_AGG_BY_LINES;
+    else if (!strcmp(arg, "symbols"))
         *by = MS_AGG_BY_SYMBOLS;
     else if (!strcmp(arg, "pcs"))
         *by = MS_AGG_BY_PCS;
     else {
-        fprintf(stderr, "memsight %s: --by: 'symbols' or 'pcs', not '%s'\n", cmd, arg);
+        fprintf(stderr, "memsight %s: --by: 'lines', 'symbols' or 'pcs', not '%s'\n", cmd, arg);
         return -1;
     }
     return 0;

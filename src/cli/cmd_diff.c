@@ -27,7 +27,8 @@ static void usage(FILE *out)
             "                     (differential flame graph: widths from B, red grew, blue shrank)\n"
             "  -m, --metric M     live-bytes (default), live-blocks, alloc-bytes, alloc-blocks\n"
             "  -n, --top N        stacks shown in the text table (default 20)\n"
-            "      --by KEY       symbols (default) or pcs (module offsets) to match stacks\n"
+            "      --by KEY       lines (function and file:line, default), symbols (function\n"
+            "                     names: across builds) or pcs (module offsets)\n"
             "  -o, --output FILE  write to FILE (created 0600) instead of stdout\n"
             "      --no-symbols   do not read symbol files\n"
             "  -h, --help         this help\n");
@@ -43,7 +44,7 @@ int ms_cmd_diff(int argc, char **argv)
     };
     const char *format = "text", *output = NULL;
     ms_export_opts opts = {.metric = MS_METRIC_LIVE_BYTES};
-    ms_agg_key by = MS_AGG_BY_SYMBOLS;
+    ms_agg_key by = MS_AGG_BY_LINES;
     int symbols = 1, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:m:n:o:h", longopts, NULL)) != -1) {

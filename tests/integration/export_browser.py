@@ -46,12 +46,12 @@ check(attr(dom, r"<svg\b", "data-total") == str(total), "svg total != report tot
 matched = float(attr(dom, r"<svg\b", "data-matched"))
 want = 100.0 * 8 * 16384 / total
 check(abs(matched - want) < 0.02, "search matched %.2f%%, expected %.2f%%" % (matched, want))
-for fn in ("leak_steady", "jump_once", "churn_cache", "main"):
-    check('data-n="%s"' % fn in dom, "svg lacks frame %s" % fn)
+for fn in ("leak_steady", "jump_once", "churn_cache", "main"):  # call sites with file:line
+    check(re.search(r'data-n="%s ex_trend\.c:\d+"' % fn, dom), "svg lacks frame %s ex_trend.c:N" % fn)
 check("16384" in dom or "131072 bytes" in dom, "svg tooltips lack byte counts")
 dom = dump_dom(svg, "?zoom=jump_once")
 no_errors(dom, "svg zoom")
-check(attr(dom, r"<svg\b", "data-zoom") == "jump_once", "zoom did not apply")
+check(re.match(r"jump_once ex_trend\.c:\d+$", attr(dom, r"<svg\b", "data-zoom") or ""), "zoom did not apply")
 screenshot(svg, os.path.join(shots, "flame.png"), "1220,260")
 
 # 2. HTML report of the series: charts, suspects, sortable table, flame graph
@@ -91,7 +91,33 @@ memsight("diff", "-f", "svg", "-o", diff, snaps[0], last)
 dom = dump_dom(diff)
 no_errors(dom, "diff svg")
 check(attr(dom, r"<svg\b", "data-ready") == "1", "diff svg not ready")
-m = re.search(r'data-n="jump_once"[^>]*><title>[^<]*change: \+1\.00 MiB', dom)
+m = re.search(r'data-n="jump_once ex_trend\.c:\d+"[^>]*><title>[^<]*change: \+1\.00 MiB', dom)
 check(m, "diff svg: jump_once change missing")
 screenshot(diff, os.path.join(shots, "diff.png"), "1220,260")
+# 5. HTML of ex_sites: the two call sites of worker() are two rows, each with its file:line
+# (the churning one: N allocations, N temporaries, nothing live; the keeping one: 100 live)
+d5 = tmpdir("browser-sites")
+N = 40000
+sites = [s for s in run_program(d5, "ex_sites", str(N)) if s.endswith("-exit.msnap")][0]
+src = open(os.path.join(SOURCE, "tests", "programs", "ex_sites.c")).read().split("\n")
+churn_line = [i + 1 for i, l in enumerate(src) if "the churning line" in l][0]
+keep_line = [i + 1 for i, l in enumerate(src) if "the keeping line" in l][0]
+h5 = os.path.join(d5, "sites.html")
+memsight("report", "-f", "html", "-o", h5, sites)
+dom = dump_dom(h5)
+no_errors(dom, "sites html")
+check(attr(dom, r"<html\b", "data-ready") == "1", "sites html not ready")
+tbody = re.search(r'<table class="sortable" id="stacks">.*?<tbody>(.*?)</tbody>', dom, re.S).group(1)
+rows = re.findall(r"<tr>(.*?)</tr>", tbody, re.S)
+def cells(row):
+    return re.findall(r'<td class="n" data-v="([^"]*)"', row)
+churn = [r for r in rows if re.search(r"<summary>worker ex_sites\.c:%d\b" % churn_line, r)]
+keep = [r for r in rows if re.search(r"<summary>worker ex_sites\.c:%d\b" % keep_line, r)]
+check(len(churn) == 1 and len(keep) == 1, "worker rows: %d churn, %d keep" % (len(churn), len(keep)))
+# columns: #, live bytes, live blocks, allocated bytes, allocations, temporary, at peak, share
+c = cells(churn[0])
+check(c[1] == "0" and c[4] == str(N) and c[5] == str(N), "churn row cells %r" % c)
+k = cells(keep[0])
+check(k[1] == "300000" and k[2] == "100" and k[5] == "0" and k[6] == "300000", "keep row cells %r" % k)
+screenshot(h5, os.path.join(shots, "report-sites.png"), "1300,1400")
 print("ok: svg and html render without script errors, with the expected stacks and totals")

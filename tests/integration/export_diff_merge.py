@@ -29,7 +29,10 @@ check(la["leak_steady"] == 4 * 16384 and lb["leak_steady"] == 6 * 16384, "%r %r"
 dj = json.loads(memsight("diff", "-f", "json", a, b))
 check(dj["totals"]["delta_live_bytes"] == rb["totals"]["live_bytes"] - ra["totals"]["live_bytes"],
       "diff totals %r" % dj["totals"])
-rows = {r["frames"][0]: r for r in dj["stacks"] if r["frames"]}
+rows = {re.sub(r" \S+:\d+$", "", r["frames"][0]): r for r in dj["stacks"] if r["frames"]}
+check(re.match(r"leak_steady ex_trend\.c:\d+$", [r["frames"][0] for r in dj["stacks"] if r["frames"] and
+                                                 "leak_steady" in r["frames"][0]][0]),
+      "diff frames carry file:line: %r" % dj["stacks"][:2])
 check(rows["leak_steady"]["delta_live_bytes"] == 2 * 16384, "leak_steady %r" % rows["leak_steady"])
 check(rows["jump_once"]["delta_live_bytes"] == 0, "jump_once %r" % rows["jump_once"])
 # the same with stacks matched by module offsets

@@ -12,7 +12,8 @@ from export_common import *  # noqa: E402,F401
 
 
 def leaf(st):
-    return st["frames"][0] if st["frames"] else None
+    """The innermost frame's function (frames are "function file:line" by default)."""
+    return re.sub(r" \S+:\d+$", "", st["frames"][0]) if st["frames"] else None
 
 
 def check_ranking(series_args, label, per_step=True):

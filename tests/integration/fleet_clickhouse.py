@@ -139,7 +139,7 @@ text = memsight("fleet", "top", "--clickhouse", ch.url, "-g", "version,model", "
 check("== version=1.0 model=b" in text and "jump_once  " in text, text[:1500])
 
 # trend: the per-process score is `memsight trend`'s for the same series
-local = json.loads(memsight("trend", "-f", "json", runs[0]))
+local = json.loads(memsight("trend", "-f", "json", "--by", "symbols", runs[0]))  # frames by function
 lscore = {st["frames"][0]: st["score"] for st in local["stacks"] if st["suspect"]}
 tr = fleet("trend", "--where", "program=ex_trend")
 stacks = tr["groups"][0]["stacks"]
