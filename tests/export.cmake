@@ -14,7 +14,7 @@ ms_test_program(ex_trend SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/ex_trend.c
 ms_test_program(ex_sites SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/ex_sites.c
   FLAGS -O1 -g -fno-omit-frame-pointer -fno-inline)
 # Runs of the real command. export_common.py holds their shared helpers (not a test).
-foreach(t pprof android trend diff_merge browser sites)
+foreach(t pprof android trend diff_merge browser sites massif)
   ms_integration_test(export_${t} ${CMAKE_CURRENT_LIST_DIR}/integration/export_${t}.py)
   set_tests_properties(export_${t} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()

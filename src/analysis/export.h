@@ -43,6 +43,13 @@ int ms_export_svg(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opts
 int ms_export_html(ms_snapshot *const *series, size_t n, ms_symbolizer *sym,
                    const ms_export_opts *o, FILE *out, char *err, size_t errlen);
 
+/* Valgrind massif's format (ms_print, massif-visualizer) of a series (n >= 1, oldest
+ * first): one massif snapshot per snapshot with its allocation tree, and the process
+ * peak as massif's peak snapshot. syms may be NULL, or hold one symbolizer (or NULL) per
+ * snapshot (massif.c). */
+int ms_export_massif(ms_snapshot *const *series, size_t n, ms_symbolizer *const *syms, FILE *out,
+                     char *err, size_t errlen);
+
 /* The single-snapshot exporter of a format name (text, json, pprof, collapsed, svg), or
  * NULL. Linking this (load.c) also links every exporter, whatever the caller names. */
 typedef int (*ms_export_fn)(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opts *o,

@@ -123,6 +123,15 @@ ms_trend *ms_trend_build(ms_snapshot *const *series, size_t n, ms_symbolizer *co
     if (!t->have_times)
         for (size_t i = 0; i < n; i++)
             t->t_s[i] = (double)i;
+    for (size_t i = n; i-- > 0;)
+        if (series[i]->has_peak) {
+            t->has_peak = 1;
+            t->peak_bytes = series[i]->peak_live_bytes_total;
+            t->peak_t_s = t->have_times && series[i]->peak_ns >= t0
+                              ? (double)(series[i]->peak_ns - t0) / 1e9
+                              : -1;
+            break;
+        }
 
     for (size_t i = 0; i < n; i++) {
         aggs[i] = ms_agg_build(series[i], syms ? syms[i] : NULL, by, err, errlen);
@@ -399,20 +408,50 @@ static void nice_axis(double v, double *top, double *step)
     *top = n * st * unit;
 }
 
+/* A round step for an axis: 1, 2, 2.5 or 5 times a power of ten, about v/5. */
+static double nice_step(double v)
+{
+    double raw = v / 5;
+    if (raw <= 0)
+        return 1;
+    double p = pow(10, floor(log10(raw)));
+    static const double m[] = {1, 2, 2.5, 5, 10};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (m[i] * p >= raw)
+            return m[i] * p;
+    return 10 * p;
+}
+
+/* A line chart of series over the snapshots' times. Each polyline carries its values in
+ * data-values (bytes, one per snapshot) so that a test or a script can read them back;
+ * with_peak marks the recorded process peak (a dashed line at its time, data-peak-*). */
 static void chart(const ms_trend *t, FILE *out, const char *title, const uint64_t *const *series,
-                  const char *const *labels, size_t nseries, const char *cls)
+                  const char *const *labels, size_t nseries, const char *cls, int with_peak)
 {
     const int W = 900, H = 280, L = 80, R = 20, T = 34, B = 40;
     size_t n = t->nsnap;
-    double ymax = 0, xmax = t->t_s[n - 1] > 0 ? t->t_s[n - 1] : 1, ystep;
+    double ymax = 0, xspan = t->t_s[n - 1] > 0 ? t->t_s[n - 1] : 1, ystep;
+    int peak = with_peak && t->has_peak;
+    double peak_x = peak && t->peak_t_s >= 0 && t->peak_t_s <= xspan ? t->peak_t_s : -1;
     for (size_t s = 0; s < nseries; s++)
         for (size_t i = 0; i < n; i++)
             if ((double)series[s][i] > ymax)
                 ymax = (double)series[s][i];
+    if (peak && (double)t->peak_bytes > ymax)
+        ymax = (double)t->peak_bytes;
     nice_axis(ymax, &ymax, &ystep);
     int nticks = (int)(ymax / ystep + 0.5);
+    /* time ticks on round values (0.5 s, not 0.72 s); snapshot numbers when no times */
+    double xstep = t->have_times ? nice_step(xspan) : (n > 5 ? ceil((double)(n - 1) / 5) : 1);
+    double xmax = ceil(xspan / xstep - 1e-9) * xstep;
+    if (xmax <= 0)
+        xmax = xstep;
     fprintf(out, "<svg class=\"chart %s\" viewBox=\"0 0 %d %d\" width=\"100%%\" "
-            "xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">\n", cls, W, H);
+            "xmlns=\"http://www.w3.org/2000/svg\" role=\"img\"", cls, W, H);
+    if (peak)
+        fprintf(out, " data-peak-bytes=\"%" PRIu64 "\" data-peak-t=\"%.6f\"", t->peak_bytes,
+                t->peak_t_s);
+    fputs(">\n", out);
     fprintf(out, "<text x=\"%d\" y=\"20\" class=\"ctitle\">", L);
     ms_xml_escape(out, title);
     fputs("</text>\n", out);
@@ -425,22 +464,47 @@ static void chart(const ms_trend *t, FILE *out, const char *title, const uint64_
                 "<text x=\"%d\" y=\"%d\" class=\"axis\" text-anchor=\"end\">%s</text>\n",
                 L, W - R, y, y, L - 6, y + 4, lb);
     }
-    for (int k = 0; k <= 5; k++) {
-        double v = xmax * k / 5;
-        int x = L + (int)((W - L - R) * k / 5.0);
+    for (double v = 0; v <= xmax + xstep / 1000; v += xstep) {
+        int x = L + (int)((W - L - R) * v / xmax);
         char tl[32];
         if (t->have_times)
             fmt_time(v, xmax, tl, sizeof tl);
         else
             snprintf(tl, sizeof tl, "%.0f", v + 1);
-        fprintf(out, "<text x=\"%d\" y=\"%d\" class=\"axis\" text-anchor=\"middle\">%s</text>\n",
+        fprintf(out, "<text x=\"%d\" y=\"%d\" class=\"axis xtick\" text-anchor=\"middle\">%s</text>\n",
                 x, H - B + 16, tl);
     }
     fprintf(out, "<text x=\"%d\" y=\"%d\" class=\"axis\" text-anchor=\"middle\">%s</text>\n",
             L + (W - L - R) / 2, H - 6, t->have_times ? "time since the first snapshot" : "snapshot");
+    if (peak) {
+        char lb[32], tl[32] = "";
+        ms_fmt_bytes(t->peak_bytes, lb, sizeof lb);
+        double py = H - B - (H - T - B) * ((double)t->peak_bytes / ymax);
+        if (peak_x >= 0) {
+            double px = L + (W - L - R) * (peak_x / xmax);
+            fmt_time(peak_x, xmax, tl, sizeof tl);
+            fprintf(out, "<g class=\"peak\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" "
+                    "stroke=\"#b3261e\" stroke-dasharray=\"4 3\"/><circle cx=\"%.1f\" cy=\"%.1f\" "
+                    "r=\"5\" fill=\"#b3261e\"><title>peak %s at %s</title></circle>"
+                    "<text x=\"%.1f\" y=\"%.1f\" fill=\"#b3261e\" text-anchor=\"%s\">peak %s</text></g>\n",
+                    px, px, T, H - B, px, py, lb, tl, px + (px > W / 2 ? -8 : 8), py - 8,
+                    px > W / 2 ? "end" : "start", lb);
+        } else {
+            /* the peak fell outside the series: a dashed level with its value */
+            fprintf(out, "<g class=\"peak\"><line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" "
+                    "stroke=\"#b3261e\" stroke-dasharray=\"4 3\"/><text x=\"%d\" y=\"%.1f\" "
+                    "fill=\"#b3261e\" text-anchor=\"end\">peak %s (outside the series)</text></g>\n",
+                    L, W - R, py, py, W - R, py - 6, lb);
+        }
+    }
     for (size_t s = 0; s < nseries; s++) {
         const char *col = palette[s % (sizeof palette / sizeof palette[0])];
-        fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+        fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" data-label=\"", col);
+        ms_xml_escape(out, labels[s] ? labels[s] : "");
+        fputs("\" data-values=\"", out);
+        for (size_t i = 0; i < n; i++)
+            fprintf(out, "%s%" PRIu64, i ? " " : "", series[s][i]);
+        fputs("\" points=\"", out);
         for (size_t i = 0; i < n; i++) {
             double x = L + (W - L - R) * (t->t_s[i] / xmax);
             double y = H - B - (H - T - B) * ((double)series[s][i] / ymax);
@@ -478,11 +542,73 @@ static int is_allocator(const char *name)
     return !strncmp(name, "operator new", 12);
 }
 
+/* The innermost frame that is not an allocator entry tells a stack apart. */
+static const char *stack_leaf(const ms_trend *t, long id)
+{
+    const ms_agg_stack *ks = &t->keys->stacks[id];
+    const char *leaf = "?";
+    for (uint32_t f = ks->nframes; f-- > 0;) {
+        leaf = t->keys->names[ks->frames[f]];
+        if (!is_allocator(leaf))
+            break;
+    }
+    return leaf;
+}
+
+/* heaptrack's consumption over time: the stacks that held the most at any snapshot. */
+static void top_stacks_chart(const ms_trend *t, int top, FILE *out)
+{
+    size_t k = (size_t)top < 8 ? (size_t)top : 8, nk = 0;
+    const ms_trend_stack *best[8];
+    uint64_t bmax[8];
+    for (size_t i = 0; i < t->nstacks; i++) {
+        const ms_trend_stack *st = &t->stacks[i];
+        uint64_t m = 0;
+        for (size_t j = 0; j < t->nsnap; j++)
+            if (st->bytes[j] > m)
+                m = st->bytes[j];
+        if (!m)
+            continue;
+        size_t p = nk < k ? nk++ : k;
+        while (p > 0 && bmax[p - 1] < m) {
+            if (p < k) {
+                best[p] = best[p - 1];
+                bmax[p] = bmax[p - 1];
+            }
+            p--;
+        }
+        if (p < k) {
+            best[p] = st;
+            bmax[p] = m;
+        }
+    }
+    if (!nk)
+        return;
+    const uint64_t *ser[8];
+    const char *lab[8];
+    for (size_t i = 0; i < nk; i++) {
+        ser[i] = best[i]->bytes;
+        lab[i] = stack_leaf(t, best[i]->id);
+    }
+    chart(t, out, "Top stacks by live bytes over time", ser, lab, nk, "chart-top", 0);
+    fputs("<ol class=\"legend\">\n", out);
+    for (size_t i = 0; i < nk; i++) {
+        char b[32];
+        fprintf(out, "<li><span class=\"swatch\" style=\"background:%s\"></span>",
+                palette[i % (sizeof palette / sizeof palette[0])]);
+        ms_xml_escape(out, lab[i]);
+        fprintf(out, " <span class=\"muted\">(at most %s)</span></li>\n",
+                ms_fmt_bytes(bmax[i], b, sizeof b));
+    }
+    fputs("</ol>\n", out);
+}
+
 void ms_trend_write_charts(const ms_trend *t, int top, FILE *out)
 {
     const uint64_t *tot[1] = {t->total_bytes};
     const char *tl[1] = {"total live"};
-    chart(t, out, "Total live bytes", tot, tl, 1, "chart-total");
+    chart(t, out, "Total live bytes", tot, tl, 1, "chart-total", 1);
+    top_stacks_chart(t, top, out);
     size_t k = t->nsuspects < (size_t)top ? t->nsuspects : (size_t)top;
     if (!k)
         return;
@@ -492,18 +618,10 @@ void ms_trend_write_charts(const ms_trend *t, int top, FILE *out)
         k = 16;
     for (size_t i = 0; i < k; i++) {
         const ms_trend_stack *st = &t->stacks[t->rank[i]];
-        const ms_agg_stack *ks = &t->keys->stacks[st->id];
         ser[i] = st->bytes;
-        /* the innermost frame that is not an allocator entry tells the stack apart */
-        const char *leaf = "?";
-        for (uint32_t f = ks->nframes; f-- > 0;) {
-            leaf = t->keys->names[ks->frames[f]];
-            if (!is_allocator(leaf))
-                break;
-        }
-        lab[i] = leaf;
+        lab[i] = stack_leaf(t, st->id);
     }
-    chart(t, out, "Top growing stacks (live bytes)", ser, lab, k, "chart-growth");
+    chart(t, out, "Top growing stacks (live bytes)", ser, lab, k, "chart-growth", 0);
     fputs("<ol class=\"legend\">\n", out);
     for (size_t i = 0; i < k; i++) {
         const ms_trend_stack *st = &t->stacks[t->rank[i]];

@@ -34,6 +34,11 @@ typedef struct ms_trend {
     size_t *rank;         /* stack indexes by score (suspects first) */
     size_t nsuspects;     /* leading entries of rank with score > 0 */
     int64_t total_growth;
+    /* the process peak the agent recorded (PEAK of the newest snapshot that has one),
+     * placed on the time axis when the snapshots carry times */
+    int has_peak;
+    uint64_t peak_bytes;
+    double peak_t_s;      /* seconds since the first snapshot; < 0: before it or unknown */
 } ms_trend;
 
 /* Orders a series in place by snapshot_ns (then seq, then the given order). */

@@ -1,14 +1,17 @@
 /* `memsight report FILE`: reads a snapshot and writes one report format (text, json,
  * or an exporter's pprof/collapsed/svg/html). Thin: parsing arguments and dispatching;
  * the work is in src/analysis. Errors name the file and the reason. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/export.h"
 #include "analysis/symbolize.h"
+#include "analysis/trend.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "core/snapshot.h"
@@ -20,16 +23,11 @@
 #pragma weak ms_export_collapsed
 #pragma weak ms_export_svg
 #pragma weak ms_export_html
+#pragma weak ms_export_massif
+#pragma weak ms_trend_sort_series
 
 typedef int (*export_fn)(const ms_snapshot *, ms_symbolizer *, const ms_export_opts *, FILE *,
                          char *, size_t);
-
-static int export_html_one(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opts *o,
-                           FILE *out, char *err, size_t errlen)
-{
-    ms_snapshot *series[1] = {(ms_snapshot *)s};
-    return ms_export_html(series, 1, sym, o, out, err, errlen);
-}
 
 static const struct format {
     const char *name;
@@ -41,7 +39,8 @@ static const struct format {
     {"pprof", ms_export_pprof, 0},
     {"collapsed", ms_export_collapsed, 0},
     {"svg", ms_export_svg, 0},
-    {"html", export_html_one, 0},
+    {"html", NULL, 0},
+    {"massif", NULL, 0},
 };
 
 static int format_available(const struct format *f)
@@ -50,6 +49,8 @@ static int format_available(const struct format *f)
         return 1;
     if (!strcmp(f->name, "html"))
         return ms_export_html != NULL;
+    if (!strcmp(f->name, "massif"))
+        return ms_export_massif != NULL;
     return f->fn != NULL;
 }
 
@@ -72,12 +73,14 @@ static void usage(FILE *out)
             "reports live and cumulative memory by call stack, symbolized.\n"
             "\n"
             "options:\n"
-            "  -f, --format FMT   text (default), json, pprof, collapsed, svg or html\n"
+            "  -f, --format FMT   text (default), json, pprof, collapsed, svg, html or massif\n"
+            "                     (html and massif take the run's interval snapshots too)\n"
             "  -n, --top N        stacks shown per table (text: 10; json: all)\n"
             "  -m, --metric M     live-bytes (default), live-blocks, alloc-bytes, alloc-blocks\n"
             "                     (what flame graphs and collapsed stacks count)\n"
             "  -o, --output FILE  write to FILE (created 0600) instead of stdout\n"
             "      --no-symbols   do not read symbol files (addresses and modules only)\n"
+            "      --no-series    html, massif: this snapshot alone, not its run's series\n"
             "  -h, --help         this help\n"
             "\n"
             "The JSON report is documented in docs/json-report.md.\n");
@@ -90,17 +93,123 @@ static ms_snapshot *report_open(const char *path, char *err, size_t errlen)
     return ms_snapshot_read(path, err, errlen);
 }
 
+/* The snapshots of the same run as s (same pid and agent start time, in the same
+ * directory, taken up to s: its interval, signal and peak snapshots), oldest first,
+ * ending with s. Returns the count (1: s alone); *out is malloc'ed. Unreadable
+ * neighbours are skipped (they are not what was asked for). */
+static size_t run_series(ms_snapshot *s, const char *path, ms_snapshot ***out)
+{
+    ms_snapshot **v = malloc(sizeof *v);
+    if (!v)
+        return 0;
+    v[0] = s;
+    *out = v;
+    size_t n = 1, cap = 1;
+    const char *pid = ms_snapshot_meta(s, "pid"), *start = ms_snapshot_meta(s, "start_ns");
+    const char *when = ms_snapshot_meta(s, "snapshot_ns");
+    if (!pid || !start || !when || !ms_trend_sort_series)
+        return n;
+    char dir[4096], prefix[64];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (!*dir)
+        snprintf(dir, sizeof dir, "/");
+    snprintf(prefix, sizeof prefix, "memsight-%s-", pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return n;
+    uint64_t until = strtoull(when, NULL, 10);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        if (strncmp(e->d_name, prefix, strlen(prefix)) || nl < 6 ||
+            strcmp(e->d_name + nl - 6, ".msnap") || !strcmp(e->d_name, base))
+            continue;
+        char p[4096 + 256], err[256];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        ms_snapshot *o = ms_snapshot_read(p, err, sizeof err);
+        if (!o)
+            continue;
+        const char *os = ms_snapshot_meta(o, "start_ns"), *ow = ms_snapshot_meta(o, "snapshot_ns");
+        const char *op = ms_snapshot_meta(o, "pid");
+        if (!os || !ow || !op || strcmp(os, start) || strcmp(op, pid) ||
+            strtoull(ow, NULL, 10) > until) {
+            ms_snapshot_free(o);
+            continue;
+        }
+        if (n == cap) {
+            ms_snapshot **nv = realloc(v, 2 * cap * sizeof *nv);
+            if (!nv) {
+                ms_snapshot_free(o);
+                break;
+            }
+            v = nv;
+            cap *= 2;
+            *out = v;
+        }
+        v[n++] = o;
+    }
+    closedir(d);
+    ms_trend_sort_series(v, n);
+    return n;
+}
+
+/* html and massif: the run's series when it has one. */
+static int export_series(const char *format, ms_snapshot *s, const char *path, int series_wanted,
+                         ms_symbolizer *sym, int symbols, const ms_export_opts *o, FILE *out,
+                         char *err, size_t errlen)
+{
+    ms_snapshot **v = NULL;
+    size_t n = series_wanted ? run_series(s, path, &v) : 0;
+    ms_snapshot *one[1] = {s};
+    if (n == 0) {
+        free(v);
+        v = NULL;
+        n = 1;
+    }
+    ms_snapshot **ser = v ? v : one;
+    if (n > 1)
+        fprintf(stderr, "memsight report: with %zu earlier snapshot(s) of the same run\n", n - 1);
+    ms_symbolizer **syms = calloc(n, sizeof *syms);
+    int rc = -1;
+    if (!syms) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        syms[i] = ser[i] == s ? sym : symbols ? ms_symbolizer_new(ser[i]) : NULL;
+    if (!strcmp(format, "massif"))
+        rc = ms_export_massif(ser, n, syms, out, err, errlen);
+    else
+        rc = ms_export_html(ser, n, sym, o, out, err, errlen);
+    for (size_t i = 0; i < n; i++)
+        if (ser[i] != s)
+            ms_symbolizer_free(syms[i]);
+done:
+    free(syms);
+    for (size_t i = 0; v && i < n; i++)
+        if (v[i] != s)
+            ms_snapshot_free(v[i]);
+    free(v);
+    return rc;
+}
+
 int ms_cmd_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'}, {"top", required_argument, NULL, 'n'},
         {"metric", required_argument, NULL, 'm'}, {"output", required_argument, NULL, 'o'},
         {"no-symbols", no_argument, NULL, 'S'},   {"help", no_argument, NULL, 'h'},
+        {"no-series", no_argument, NULL, 'N'},
         {NULL, 0, NULL, 0},
     };
     const char *format = "text", *output = NULL;
     ms_export_opts opts = {.metric = MS_METRIC_LIVE_BYTES};
-    int symbols = 1, c;
+    int symbols = 1, series = 1, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:n:m:o:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -123,6 +232,7 @@ int ms_cmd_report(int argc, char **argv)
         }
         case 'o': output = optarg; break;
         case 'S': symbols = 0; break;
+        case 'N': series = 0; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -137,12 +247,17 @@ int ms_cmd_report(int argc, char **argv)
         if (!strcmp(format, formats[i].name))
             fmt = &formats[i];
     if (!fmt) {
-        fprintf(stderr, "memsight report: unknown format '%s' (text, json, pprof, collapsed, svg, html)\n",
+        fprintf(stderr, "memsight report: unknown format '%s' (text, json, pprof, collapsed, svg, html, massif)\n",
                 format);
         return 2;
     }
     if (!format_available(fmt)) {
         fprintf(stderr, "memsight report: format '%s' is not available in this build\n", format);
+        return 2;
+    }
+    if (!strcmp(format, "pprof") && !output && isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "memsight report: pprof is gzip'd binary data, not for a terminal: "
+                        "give -o FILE or redirect the output\n");
         return 2;
     }
 
@@ -163,7 +278,10 @@ int ms_cmd_report(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    if (fmt->fn(s, sym, &opts, out.fp, err, sizeof err) != 0) {
+    int wrc = fmt->fn ? fmt->fn(s, sym, &opts, out.fp, err, sizeof err)
+                      : export_series(format, s, path, series, sym, symbols, &opts, out.fp, err,
+                                      sizeof err);
+    if (wrc != 0) {
         fprintf(stderr, "memsight report: %s\n", err);
         ms_cli_output_abort(&out);
         rc = 1;

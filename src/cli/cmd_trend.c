@@ -33,7 +33,7 @@ static void usage(FILE *out)
             "\n"
             "options:\n"
             "  -f, --format FMT   text (default), json, html (report of the last snapshot with\n"
-            "                     charts of the series)\n"
+            "                     charts of the series), massif (ms_print, massif-visualizer)\n"
             "  -n, --top N        suspects and stacks shown (text default 10)\n"
             "      --by KEY       lines (function and file:line, default), symbols (function\n"
             "                     names: across builds) or pcs (module offsets)\n"
@@ -134,8 +134,9 @@ int ms_cmd_trend(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "html")) {
-        fprintf(stderr, "memsight trend: unknown format '%s' (text, json, html)\n", format);
+    if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "html") &&
+        strcmp(format, "massif")) {
+        fprintf(stderr, "memsight trend: unknown format '%s' (text, json, html, massif)\n", format);
         return 2;
     }
     if (optind >= argc) {
@@ -197,6 +198,8 @@ int ms_cmd_trend(int argc, char **argv)
     int wrc;
     if (!strcmp(format, "html")) {
         wrc = ms_export_html(series, nfiles, syms[nfiles - 1], &opts, out, err, sizeof err);
+    } else if (!strcmp(format, "massif")) {
+        wrc = ms_export_massif(series, nfiles, syms, out, err, sizeof err);
     } else {
         t = ms_trend_build(series, nfiles, syms, by, err, sizeof err);
         wrc = !t ? -1

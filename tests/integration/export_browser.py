@@ -120,4 +120,45 @@ check(c[1] == "0" and c[4] == str(N) and c[5] == str(N), "churn row cells %r" % 
 k = cells(keep[0])
 check(k[1] == "300000" and k[2] == "100" and k[5] == "0" and k[6] == "300000", "keep row cells %r" % k)
 screenshot(h5, os.path.join(shots, "report-sites.png"), "1300,1400")
+# 6. a run with --interval: `memsight report -f html` of its exit snapshot takes the run's
+# interval snapshots as a series; the time chart of total live bytes holds exactly the
+# snapshots' own totals, marks the recorded peak, ticks on round times, and the chart of
+# the top stacks follows leak_steady snapshot by snapshot
+d6 = tmpdir("browser-interval")
+memsight("run", "-q", "--interval", "40", "-o", d6, "--", os.path.join(PROGRAMS, "ex_trend"), "8",
+         "sleep", "60")
+ser = snapshots(d6)
+ex6 = [s for s in ser if s.endswith("-exit.msnap")][0]
+reps = [report_json(s) for s in ser]
+reps.sort(key=lambda r: (int(r["meta"]["snapshot_ns"]), int(r["meta"]["seq"])))
+check(len(reps) >= 2, "only %d snapshots from the interval run" % len(reps))
+h6 = os.path.join(d6, "run.html")
+memsight("report", "-f", "html", "-o", h6, ex6)
+dom = dump_dom(h6)
+no_errors(dom, "interval html")
+check(attr(dom, r"<html\b", "data-ready") == "1", "interval html not ready")
+tot = re.search(r'<svg class="chart chart-total"[^>]*>(.*?)</svg>', dom, re.S)
+check(tot, "no time chart in the report of an --interval run")
+vals = [int(v) for v in re.search(r'data-values="([^"]*)"', tot.group(1)).group(1).split()]
+want = [r["totals"]["live_bytes"] for r in reps]
+check(vals == want, "time chart %r != the snapshots' totals %r" % (vals, want))
+svgtag = tot.group(0)[:tot.group(0).index(">")]
+peak = int(re.search(r'data-peak-bytes="(\d+)"', svgtag).group(1))
+check(peak == reps[-1]["totals"]["peak_live_bytes"] and peak >= max(want), "peak mark %d" % peak)
+check('class="peak"' in tot.group(1), "the peak is not drawn")
+ticks = re.findall(r'class="axis xtick"[^>]*>([0-9.]+)(ms|s)<', tot.group(1))
+xs = [float(v) / (1000 if u == "ms" else 1) for v, u in ticks]
+steps = {round(b - a, 9) for a, b in zip(xs, xs[1:])}
+check(len(xs) >= 2 and len(steps) == 1, "x ticks %r" % ticks)
+step = steps.pop()
+mant = step / 10 ** __import__("math").floor(__import__("math").log10(step))
+check(any(abs(mant - m) < 1e-6 for m in (1, 2, 2.5, 5)), "x tick step %r is not round: %r" % (step, ticks))
+top6 = re.search(r'<svg class="chart chart-top"[^>]*>(.*?)</svg>', dom, re.S)
+check(top6, "no chart of the top stacks over time")
+line = re.search(r'data-label="leak_steady ex_trend\.c:\d+" data-values="([^"]*)"', top6.group(1))
+check(line, "leak_steady not in the top-stacks chart")
+def steady(r):
+    return sum(s["live_bytes"] for s in r["stacks"] if s["frames"] and s["frames"][0]["function"] == "leak_steady")
+check([int(v) for v in line.group(1).split()] == [steady(r) for r in reps], "leak_steady over time")
+screenshot(h6, os.path.join(shots, "report-interval.png"), "1300,1500")
 print("ok: svg and html render without script errors, with the expected stacks and totals")
