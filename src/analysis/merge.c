@@ -505,7 +505,7 @@ ms_snapshot *ms_merge(ms_snapshot *const *in, size_t n, const ms_merge_opts *o, 
         const char *e = ms_agg_meta(in[i], "exe");
         if (exe0 && e && strcmp(base(exe0), base(e)) != 0) {
             snprintf(err, errlen, "%s: a different program (%s) than %s (%s); "
-                     "merge snapshots of one program",
+                     "merge snapshots of one program (--force merges them anyway)",
                      in[i]->path ? in[i]->path : "?", e, in[0]->path ? in[0]->path : "?", exe0);
             return NULL;
         }

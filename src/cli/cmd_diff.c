@@ -99,6 +99,12 @@ int ms_cmd_diff(int argc, char **argv)
         fprintf(stderr, "memsight diff: %s\n", err);
         goto done;
     }
+    /* as trend does: two programs compared by mistake (wrong file, shared directory) */
+    const char *ea = ms_snapshot_meta(a, "exe"), *eb = ms_snapshot_meta(b, "exe");
+    if (ea && eb && strcmp(ea, eb) != 0)
+        fprintf(stderr, "memsight diff: warning: %s is of %s, %s of %s; stacks of different "
+                        "programs are compared as one\n",
+                a->path, ea, b->path, eb);
     if (symbols) {
         sa = ms_symbolizer_new(a);
         sb = ms_symbolizer_new(b);

@@ -58,5 +58,14 @@ memsight("report", "-f", "svg", "-o", os.path.join(d, "m.svg"), out)
 p = subprocess.run([MEMSIGHT, "merge", "-o", os.path.join(d, "x.msnap"), a,
                     os.path.join(SOURCE, "tests", "data", "android", "game_v12.txt")],
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-check(p.returncode != 0 and "different program" in p.stderr, "merge of two programs: %r" % p.stderr)
+check(p.returncode != 0 and "different program" in p.stderr and "--force" in p.stderr,
+      "merge of two programs: %r" % p.stderr)
+# diff of two programs: compared as asked, with a warning naming both (as trend does)
+android = os.path.join(SOURCE, "tests", "data", "android", "game_v12.txt")
+p = subprocess.run([MEMSIGHT, "diff", a, android], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   text=True)
+check(p.returncode == 0 and "warning:" in p.stderr and "different programs" in p.stderr
+      and "game_v12.txt" in p.stderr, "diff of two programs: %r" % p.stderr)
+p = subprocess.run([MEMSIGHT, "diff", a, b], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+check("warning" not in p.stderr, "diff of one program warns: %r" % p.stderr)
 print("ok: diff and merge of separate runs")
