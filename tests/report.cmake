@@ -40,3 +40,4 @@ ms_integration_test(report_real ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_r
 ms_test_program(mg_parts SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/mg_parts.c
   FLAGS -O1 -g -fno-omit-frame-pointer -fno-inline)
 ms_integration_test(report_merge ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_merge.py)
+ms_integration_test(report_install ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_install.sh)
