@@ -41,3 +41,5 @@ ms_test_program(mg_parts SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/mg_parts.c
   FLAGS -O1 -g -fno-omit-frame-pointer -fno-inline)
 ms_integration_test(report_merge ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_merge.py)
 ms_integration_test(report_install ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_install.sh)
+ms_integration_test(report_suppress ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_suppress.py)
+ms_integration_test(report_messages ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_messages.py)

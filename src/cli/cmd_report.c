@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/export.h"
+#include "analysis/suppress.h"
 #include "analysis/symbolize.h"
 #include "analysis/trend.h"
 #include "cli_common.h"
@@ -81,6 +82,10 @@ static void usage(FILE *out)
             "  -o, --output FILE  write to FILE (created 0600) instead of stdout\n"
             "      --no-symbols   do not read symbol files (addresses and modules only)\n"
             "      --no-series    html, massif: this snapshot alone, not its run's series\n"
+            "      --suppress FILE   known leaks (leak:PATTERN lines, LeakSanitizer's form)\n"
+            "                        left out of the leak report\n"
+            "      --filter-function NAME   only the stacks through a function named so\n"
+            "                        (a substring; heaptrack's --filter-bt-function)\n"
             "  -h, --help         this help\n"
             "\n"
             "The JSON report is documented in docs/json-report.md.\n");
@@ -205,11 +210,14 @@ int ms_cmd_report(int argc, char **argv)
         {"metric", required_argument, NULL, 'm'}, {"output", required_argument, NULL, 'o'},
         {"no-symbols", no_argument, NULL, 'S'},   {"help", no_argument, NULL, 'h'},
         {"no-series", no_argument, NULL, 'N'},
+        {"suppress", required_argument, NULL, 'U'},
+        {"filter-function", required_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     const char *format = "text", *output = NULL;
     ms_export_opts opts = {.metric = MS_METRIC_LIVE_BYTES};
     int symbols = 1, series = 1, c;
+    const char *supp_path = NULL, *filter_fn = NULL;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:n:m:o:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -233,6 +241,8 @@ int ms_cmd_report(int argc, char **argv)
         case 'o': output = optarg; break;
         case 'S': symbols = 0; break;
         case 'N': series = 0; break;
+        case 'U': supp_path = optarg; break;
+        case 'F': filter_fn = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -262,15 +272,39 @@ int ms_cmd_report(int argc, char **argv)
     }
 
     char err[1024];
+    ms_suppressions *supp = NULL;
+    if (supp_path && !(supp = ms_supp_load(supp_path, err, sizeof err))) {
+        fprintf(stderr, "memsight report: --suppress: %s\n", err);
+        return 2;
+    }
+    if (filter_fn && !*filter_fn) {
+        fprintf(stderr, "memsight report: --filter-function: an empty name\n");
+        ms_supp_free(supp);
+        return 2;
+    }
     const char *path = argv[optind];
     ms_snapshot *s = report_open(path, err, sizeof err);
     if (!s) {
         fprintf(stderr, "memsight report: %s\n", err);
+        ms_supp_free(supp);
         return 1;
     }
     ms_symbolizer *sym = symbols ? ms_symbolizer_new(s) : NULL;
     if (symbols && !sym)
         fprintf(stderr, "memsight report: cannot start the symbolizer; addresses only\n");
+    if (filter_fn) {
+        long kept = ms_filter_function(s, sym, filter_fn);
+        if (kept >= 0)
+            fprintf(stderr, "memsight report: %ld stack(s) through a function named *%s*\n", kept,
+                    filter_fn);
+        series = 0; /* the earlier snapshots are not filtered: no charts that disagree */
+    }
+    if (supp) {
+        if (s->has_leaks && ms_supp_apply(s, sym, supp) >= 0)
+            ms_supp_write(supp, "memsight report: ", stderr);
+        else if (!s->has_leaks)
+            fprintf(stderr, "memsight report: --suppress: %s holds no leak scan\n", path);
+    }
 
     int rc = 0;
     ms_cli_output out;
@@ -292,5 +326,6 @@ int ms_cmd_report(int argc, char **argv)
 done:
     ms_symbolizer_free(sym);
     ms_snapshot_free(s);
+    ms_supp_free(supp);
     return rc;
 }

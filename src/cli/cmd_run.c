@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "analysis/report_model.h"
+#include "analysis/suppress.h"
 #include "analysis/symbolize.h"
 #include "analysis/watch.h"
 #include "cli_common.h"
@@ -47,6 +48,7 @@ typedef struct run_ctx {
     uint64_t watch_interval_ms;
     int leak_check;
     char labels[MS_LABELS_MAX]; /* --label, joined "k=v;k=v" */
+    ms_suppressions *supp;      /* --suppress: known leaks left out of the summary */
 } run_ctx;
 
 typedef struct run_opt {
@@ -85,6 +87,21 @@ static int opt_quiet(run_ctx *ctx, const char *arg)
 {
     (void)arg;
     ctx->quiet = 1;
+    return 0;
+}
+
+static int opt_suppress(run_ctx *ctx, const char *arg)
+{
+    char err[1024];
+    if (ctx->supp) {
+        fprintf(stderr, "memsight run: --suppress: one suppression file\n");
+        return -1;
+    }
+    ctx->supp = ms_supp_load(arg, err, sizeof err); /* read now: a bad file stops the run */
+    if (!ctx->supp) {
+        fprintf(stderr, "memsight run: --suppress: %s\n", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -155,6 +172,8 @@ static const run_opt run_opts[] = {
     {"no-blocks", 0, NULL, "blocks=0", NULL, "do not write every live block into snapshots"},
     {"follow-exec", 0, NULL, "follow_exec=1", NULL, "keep observing programs it execs"},
     {"no-follow-fork", 0, NULL, "follow_fork=0", NULL, "forked children stop recording (default: each writes its own series)"},
+    {"suppress", 0, "FILE", NULL, opt_suppress,
+     "known leaks (leak:FUNCTION_FILE_OR_MODULE per line) left out of the exit summary"},
     {"leak-check", 0, "WHEN", NULL, opt_leak_check,
      "reachability leak scan: exit (into the exit snapshot) or signal ('memsight leaks PID')"},
     /* production mode (docs/production.md) */
@@ -567,9 +586,64 @@ static int run_child(run_ctx *ctx, const char *dir, const char *agent, const cha
 /* ===========================================================================
  * The summary.
  * ========================================================================= */
+/* The exit snapshots, written since `since`, of the processes descended from pid (its
+ * forked children and theirs): each names its parent (META ppid), so a run of another
+ * program into the same directory in the same second is not counted. */
+static int count_descendants(const char *dir, pid_t pid, time_t since)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    enum { MAX_CAND = 4096 };
+    static long cpid[MAX_CAND], cppid[MAX_CAND];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < MAX_CAND) {
+        const char *nm = e->d_name;
+        size_t nl = strlen(nm);
+        struct stat st;
+        if (strncmp(nm, "memsight-", 9) || nl <= 11 || strcmp(nm + nl - 11, "-exit.msnap") ||
+            fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_mtime < since)
+            continue;
+        long p = strtol(nm + 9, NULL, 10);
+        if (p == (long)pid)
+            continue;
+        char path[PATH_MAX + 64], err[256];
+        snprintf(path, sizeof path, "%s/%s", dir, nm);
+        ms_snapshot *s = ms_snapshot_read(path, err, sizeof err);
+        if (!s)
+            continue;
+        const char *pp = ms_snapshot_meta(s, "ppid");
+        cpid[n] = p;
+        cppid[n] = pp ? strtol(pp, NULL, 10) : -1;
+        n++;
+        ms_snapshot_free(s);
+    }
+    closedir(d);
+    /* the closure of "parent is pid or a counted descendant" */
+    static unsigned char in[MAX_CAND];
+    memset(in, 0, n);
+    int count = 0, grew = 1;
+    while (grew) {
+        grew = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (in[i])
+                continue;
+            int parent = cppid[i] == (long)pid;
+            for (size_t j = 0; j < n && !parent; j++)
+                parent = in[j] && cpid[j] == cppid[i];
+            if (parent) {
+                in[i] = 1;
+                count++;
+                grew = 1;
+            }
+        }
+    }
+    return count;
+}
+
 /* The exit snapshot of pid: memsight-<pid>-<NNNN>-exit.msnap with the largest NNNN.
- * *others counts the exit snapshots of other processes (forked children) written since
- * `since`. */
+ * *others counts the exit snapshots of pid's descendants written since `since`. */
 static int find_exit_snapshot(const char *dir, pid_t pid, time_t since, char *out, size_t len,
                               int *others)
 {
@@ -580,17 +654,10 @@ static int find_exit_snapshot(const char *dir, pid_t pid, time_t since, char *ou
     int pl = snprintf(prefix, sizeof prefix, "memsight-%ld-", (long)pid);
     long best = -1;
     struct dirent *e;
-    *others = 0;
     while ((e = readdir(d))) {
         const char *n = e->d_name;
-        if (strncmp(n, prefix, (size_t)pl) != 0) {
-            size_t nl = strlen(n);
-            struct stat st;
-            if (!strncmp(n, "memsight-", 9) && nl > 11 && !strcmp(n + nl - 11, "-exit.msnap") &&
-                fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime >= since)
-                (*others)++;
+        if (strncmp(n, prefix, (size_t)pl) != 0)
             continue;
-        }
         char *end;
         long seq = strtol(n + pl, &end, 10);
         if (end == n + pl || strcmp(end, "-exit.msnap") != 0)
@@ -602,10 +669,12 @@ static int find_exit_snapshot(const char *dir, pid_t pid, time_t since, char *ou
         }
     }
     closedir(d);
+    *others = best >= 0 ? count_descendants(dir, pid, since) : 0;
     return best >= 0 ? 0 : -1;
 }
 
-static void summarise(const char *dir, pid_t pid, time_t since, int top, int status)
+static void summarise(const char *dir, pid_t pid, time_t since, int top, int status,
+                      ms_suppressions *supp)
 {
     char path[PATH_MAX + 64];
     int others = 0;
@@ -628,7 +697,11 @@ static void summarise(const char *dir, pid_t pid, time_t since, int top, int sta
         return;
     }
     ms_symbolizer *sym = ms_symbolizer_new(s);
+    if (supp && s->has_leaks && ms_supp_apply(s, sym, supp) < 0)
+        fprintf(stderr, "memsight: out of memory while applying the suppressions\n");
     ms_report_summary(s, sym, top, stderr);
+    if (supp && s->has_leaks)
+        ms_supp_write(supp, "memsight: ", stderr);
     fprintf(stderr, "memsight: snapshot %s\nmemsight: full report: memsight report %s\n", path,
             path);
     if (others)
@@ -683,6 +756,6 @@ int ms_cmd_run(int argc, char **argv)
     if (status < 0)
         return 2;
     if (!ctx.quiet && !unobservable)
-        summarise(dir, pid, start, ctx.top, status);
+        summarise(dir, pid, start, ctx.top, status, ctx.supp);
     return status;
 }

@@ -74,6 +74,12 @@ expect_eq "forking program: status" "$got" 0
 expect_eq "forking program: exit snapshots" "$(ls "$T"/fsnaps/memsight-*-exit.msnap | wc -l)" 3
 grep -q "2 more exit snapshot(s) from child processes" "$T/fork.err" && ok "children's snapshots counted" \
     || bad "children not counted: $(cat "$T/fork.err")"
+# another program run into the same directory in the same second is not one of its children
+"$MEMSIGHT" run -q -o "$T/fsnaps" -- "$T/fork" 2>/dev/null
+"$MEMSIGHT" run -o "$T/fsnaps" -- "$T/fork" 2>"$T/fork2.err"
+expect_eq "three runs: exit snapshots" "$(ls "$T"/fsnaps/memsight-*-exit.msnap | wc -l)" 9
+grep -q "2 more exit snapshot(s) from child processes" "$T/fork2.err" && ok "unrelated runs not counted" \
+    || bad "unrelated runs counted: $(cat "$T/fork2.err")"
 
 # 2c. C++: operator new from a method in a namespace, inlined helper; names demangled.
 if command -v "${CXX:-c++}" >/dev/null 2>&1; then
