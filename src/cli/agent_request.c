@@ -68,6 +68,14 @@ static int option_value(const char *opts, const char *key, char *buf, size_t cap
 
 /* Fills t from /proc/PID: the agent must be mapped; options come from the environment
  * the process started with (MEMSIGHT_OPTIONS) when it can be read. */
+/* A permission error reading another process's /proc files says whose it is likely to be. */
+static const char *perm_hint(const char *e)
+{
+    return strstr(e, "Permission denied") || strstr(e, "Operation not permitted")
+               ? " (a process of another user, or not dumpable: run as its user or as root)"
+               : "";
+}
+
 static int inspect_target(agent_target *t, char *err, size_t errlen)
 {
     char path[64], e2[256];
@@ -78,7 +86,7 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
         if (kill(t->pid, 0) != 0 && errno == ESRCH)
             set_err(err, errlen, "no process with pid %d", t->pid);
         else
-            set_err(err, errlen, "cannot read %s: %s", path, e2);
+            set_err(err, errlen, "pid %d: %s%s", t->pid, e2, perm_hint(e2));
         return -1;
     }
     int has_agent = strstr(maps, "/libmemsight.so") != NULL;
@@ -131,7 +139,7 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
     snprintf(path, sizeof path, "/proc/%d/status", t->pid);
     char *status = ms_read_file(path, &len, e2, sizeof e2);
     if (!status) {
-        set_err(err, errlen, "cannot read %s: %s", path, e2);
+        set_err(err, errlen, "pid %d: %s%s", t->pid, e2, perm_hint(e2));
         return -1;
     }
     const char *cgt = strstr(status, "\nSigCgt:");

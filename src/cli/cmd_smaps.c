@@ -2,6 +2,7 @@
  * dumpsys meminfo in one), from /proc/PID/smaps or a saved smaps text. Thin: parsing and
  * accounting live in src/core/proc_* and src/analysis/accounting. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,7 +142,19 @@ int ms_cmd_smaps(int argc, char **argv)
     }
     if (rc != 0) {
         fprintf(stderr, "memsight smaps: %s%s\n", err,
-                rc == -ENOENT || rc == -ESRCH ? " (no such process)" : "");
+                !file && (rc == -ENOENT || rc == -ESRCH) ? " (no such process)" : "");
+        ms_smaps_free(&sm);
+        return 1;
+    }
+    if (sm.n == 0) { /* an all-zero table would read as "uses no memory" */
+        if (file)
+            fprintf(stderr, "memsight smaps: %s: no mapping records: not an smaps or maps text\n",
+                    file);
+        else
+            fprintf(stderr, "memsight smaps: pid %d has no user-space mappings (a kernel thread, "
+                            "or a process that is exiting)\n",
+                    pid);
+        free(thr);
         ms_smaps_free(&sm);
         return 1;
     }
@@ -230,6 +243,19 @@ static int explain_main(int pid, const char *snapshot, int format)
         fprintf(stderr, "memsight smaps: --explain writes text or json\n");
         return 2;
     }
+    /* a process that cannot be read is not one whose agent failed: say which it is */
+    char smaps_path[64];
+    snprintf(smaps_path, sizeof smaps_path, "/proc/%d/smaps", pid);
+    int probe = open(smaps_path, O_RDONLY | O_CLOEXEC);
+    if (probe < 0) {
+        int e = errno;
+        fprintf(stderr, "memsight smaps: %s: %s%s\n", smaps_path, strerror(e),
+                e == ENOENT || e == ESRCH ? " (no such process)"
+                : e == EACCES || e == EPERM ? " (a process of another user: run as its user or as root)"
+                                            : "");
+        return 1;
+    }
+    close(probe);
     if (snapshot) {
         snprintf(path, sizeof path, "%s", snapshot);
     } else if (take_snapshot(pid, path, sizeof path) != 0) {
