@@ -53,6 +53,7 @@ typedef struct ms_options {
     uint64_t dump_signal;    /* dump_signal=N: request signal (0 = SIGRTMIN+13) */
     uint64_t control;        /* control=0|1: request handler and control thread */
     char labels[512];        /* labels=k=v;k=v: user labels for META (core/labels.h) */
+    uint64_t detach_after_ms;/* detach_after=MS: an attached agent detaches by itself */
     char raw[1024];          /* the option string as given (goes into META) */
 } ms_options;
 
@@ -583,6 +584,9 @@ int ms_snapshot_held_by_me(void) MS_INTERNAL;
  * ========================================================================= */
 void ms_fatal_init(void) MS_INTERNAL;
 void ms_snapshot_fork_child(void) MS_INTERNAL;
+/* META keys of an attached agent (attach.c): attached_ns, first_attached_ns,
+ * attach_sessions; returns how many it wrote (0 when never attached). */
+uint32_t ms_attach_meta(ms_snap_writer *w) MS_INTERNAL;
 
 /* ===========================================================================
  * Walks of the loaded modules that fork() must not split (dl_guard.c).

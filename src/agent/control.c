@@ -46,6 +46,11 @@ static struct {
     uint64_t trigger_at;   /* live_total >= this wakes the thread (UINT64_MAX = disarmed) */
     int bytes_fired, rss_fired;
     uint32_t tid;          /* the control thread's id */
+    uint32_t gen;          /* bumped when the thread is told to end (detach) */
+    uint64_t deadline_ns;  /* mono_ns at which deadline_req is raised (0 = none) */
+    unsigned deadline_req;
+    struct sigaction old_sa; /* the program's disposition of the request signal */
+    int have_old_sa;
 } ctl;
 
 /* Per-stack live counters and their values at the last peak. A slot whose epoch is not
@@ -484,6 +489,7 @@ static void *ctl_main(void *arg)
     pthread_sigmask(SIG_SETMASK, &all, NULL);
     __atomic_store_n(&ctl.state, CTL_RUNNING, __ATOMIC_RELEASE);
 
+    const uint32_t gen = __atomic_load_n(&ctl.gen, __ATOMIC_ACQUIRE);
     const uint64_t interval = ctl.cfg.interval_ms * 1000000ull;
     uint64_t now = mono_ns();
     uint64_t next_interval = interval ? now + interval : UINT64_MAX;
@@ -491,6 +497,11 @@ static void *ctl_main(void *arg)
     uint64_t next_rearm = UINT64_MAX;
     for (;;) {
         uint32_t seen = __atomic_load_n(&ctl.word, __ATOMIC_ACQUIRE);
+        uint64_t dl = __atomic_load_n(&ctl.deadline_ns, __ATOMIC_ACQUIRE);
+        if (dl && mono_ns() >= dl) { /* e.g. attach --duration: detach now */
+            __atomic_store_n(&ctl.deadline_ns, 0, __ATOMIC_RELEASE);
+            __atomic_fetch_or(&ctl.pending, 1u << ctl.deadline_req, __ATOMIC_RELEASE);
+        }
         uint32_t pend = __atomic_exchange_n(&ctl.pending, 0, __ATOMIC_ACQ_REL);
         for (unsigned r = 1; r < MS_CTL_REQ_MAX; r++) {
             if (!(pend & (1u << r)))
@@ -504,6 +515,8 @@ static void *ctl_main(void *arg)
             else if (r == MS_CTL_REQ_LEAKS)
                 ctl_leak_scan();
         }
+        if (__atomic_load_n(&ctl.gen, __ATOMIC_ACQUIRE) != gen)
+            return NULL; /* told to end (detach): a later attach starts a new thread */
         now = mono_ns();
         if (now >= next_interval) {
             ctl_snapshot("interval");
@@ -539,6 +552,9 @@ static void *ctl_main(void *arg)
             next_rss = now + RSS_POLL_NS;
         }
         uint64_t next = next_interval;
+        dl = __atomic_load_n(&ctl.deadline_ns, __ATOMIC_ACQUIRE);
+        if (dl && dl < next)
+            next = dl;
         if (next_rss < next)
             next = next_rss;
         if (next_rearm < next)
@@ -603,6 +619,25 @@ int ms_control_start_now(void)
 /* ====================================================================================
  * Set-up, main() detection, fork
  * ================================================================================== */
+/* The request handler (the program's disposition kept for a detach), then the thread
+ * may start. */
+static int ctl_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = ctl_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(ctl.signo, &sa, &ctl.old_sa) != 0) {
+        ctl.cfg.enabled = 0;
+        return -errno;
+    }
+    ctl.have_old_sa = 1;
+    __atomic_store_n(&ctl.state, CTL_WAIT_MAIN, __ATOMIC_RELEASE);
+    __atomic_store_n(&ms_ctl_need_start, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
 int ms_control_init(const ms_control_config *c)
 {
     ctl.cfg = *c;
@@ -628,18 +663,43 @@ int ms_control_init(const ms_control_config *c)
         ctl.cfg.enabled = 0;
         return -EINVAL;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = ctl_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(ctl.signo, &sa, NULL) != 0) {
-        ctl.cfg.enabled = 0;
-        return -errno;
+    return ctl_install();
+}
+
+/* ====================================================================================
+ * Detach and attach again (attach.c): the thread ends, the program's disposition of the
+ * request signal comes back; a later attach installs both again.
+ * ================================================================================== */
+void ms_control_end(void)
+{
+    __atomic_store_n(&ms_ctl_need_start, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ctl.deadline_ns, 0, __ATOMIC_RELEASE);
+    if (ctl.cfg.enabled && ctl.have_old_sa) {
+        sigaction(ctl.signo, &ctl.old_sa, NULL);
+        ctl.have_old_sa = 0;
     }
-    __atomic_store_n(&ctl.state, CTL_WAIT_MAIN, __ATOMIC_RELEASE);
-    __atomic_store_n(&ms_ctl_need_start, 1, __ATOMIC_RELEASE);
-    return 0;
+    __atomic_store_n(&ctl.state, CTL_OFF, __ATOMIC_RELEASE);
+    __atomic_store_n(&ctl.tid, 0, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&ctl.gen, 1, __ATOMIC_ACQ_REL); /* the running thread returns */
+}
+
+int ms_control_again(uint64_t interval_ms)
+{
+    ctl.cfg.interval_ms = interval_ms;
+    if (!ctl.cfg.enabled)
+        return -ENOTSUP;
+    return ctl_install();
+}
+
+void ms_control_set_deadline(uint64_t after_ms, unsigned request)
+{
+    if (!after_ms || request == 0 || request >= MS_CTL_REQ_MAX) {
+        __atomic_store_n(&ctl.deadline_ns, 0, __ATOMIC_RELEASE);
+        return;
+    }
+    ctl.deadline_req = request;
+    __atomic_store_n(&ctl.deadline_ns, mono_ns() + after_ms * 1000000ull, __ATOMIC_RELEASE);
+    ctl_wake();
 }
 
 void ms_control_fork_child(int keep)

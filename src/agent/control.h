@@ -12,6 +12,7 @@
 enum ms_ctl_request {
     MS_CTL_REQ_DUMP = 1,  /* write <out>/memsight-<pid>-<NNNN>-signal.msnap */
     MS_CTL_REQ_LEAKS = 2, /* run the reachability scan (handler registered by leak_*.c) */
+    MS_CTL_REQ_DETACH = 3, /* memsight detach: final snapshot, hooks off (attach.c) */
     MS_CTL_REQ_MAX = 8
 };
 
@@ -58,6 +59,15 @@ static inline void ms_control_maybe_start(void)
 }
 /* Starts the thread now (for memsight_start() called by the program itself). */
 int ms_control_start_now(void);
+
+/* Detach (called on the control thread): the thread returns after its current request,
+ * the program's own disposition of the request signal is put back. */
+void ms_control_end(void);
+/* Attach again: the request handler again, interval= as given; the thread starts with
+ * ms_control_start_now(). 0 or a negative errno (-ENOTSUP with control=0). */
+int ms_control_again(uint64_t interval_ms);
+/* Raises `request` on the control thread after_ms from now (0: cancels). */
+void ms_control_set_deadline(uint64_t after_ms, unsigned request);
 
 /* In the forked child (from the agent's atfork child handler): forget the parent's
  * thread; with `keep` the child's first allocation starts its own thread. */

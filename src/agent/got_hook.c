@@ -47,6 +47,21 @@ static struct {
 static ms_got_stats ms_got_st;
 static int ms_got_prepared;
 
+/* Definitions redirected (st_value as the loader found it), so that a detach can put
+ * back those of the names that hand out memory. Only the defining modules (libc, a
+ * linked allocator) have them: a few dozen. Written under the loader's lock (the walk). */
+#define MS_GOT_DEFLOG_MAX 512
+static struct {
+    ElfW(Addr) *at;
+    ElfW(Addr) old;
+    int idx;
+} ms_got_deflog[MS_GOT_DEFLOG_MAX];
+static size_t ms_got_ndeflog;
+static uint64_t ms_got_deflog_lost; /* redirected but not logged: cannot be put back */
+
+/* Real functions for the restore of each name (filled by ms_got_unhook_gives). */
+static void *ms_got_real_of[32];
+
 /* The agent's own load base (dladdr of one of its functions). */
 static void *ms_got_self_base(Dl_info *info)
 {
@@ -194,6 +209,8 @@ void ms_got_get_stats(ms_got_stats *out)
     out->rejected = __atomic_load_n(&ms_got_st.rejected, __ATOMIC_RELAXED);
     out->dlopens = __atomic_load_n(&ms_got_st.dlopens, __ATOMIC_RELAXED);
     out->symbols = __atomic_load_n(&ms_got_st.symbols, __ATOMIC_RELAXED);
+    out->restored = __atomic_load_n(&ms_got_st.restored, __ATOMIC_RELAXED);
+    out->deflog_lost = __atomic_load_n(&ms_got_deflog_lost, __ATOMIC_RELAXED);
 }
 
 /* ===========================================================================
@@ -318,7 +335,7 @@ static int ms_got_name_index(const char *s, size_t room)
 
 /* Walks one relocation table; returns the number of slots patched. */
 static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz, uintptr_t symtab,
-                              uintptr_t strtab, size_t strsz, int self, int takes)
+                              uintptr_t strtab, size_t strsz, int self, int takes, int restore)
 {
     uint64_t n = 0;
     for (size_t off = 0; off + sizeof(ElfW(Rela)) <= relsz; off += sizeof(ElfW(Rela))) {
@@ -341,6 +358,12 @@ static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz,
         uintptr_t slot = m->base + r->r_offset;
         if (slot < m->base || (slot & (sizeof(void *) - 1)) || !ms_mod_has(m, slot, sizeof(void *)))
             continue;
+        if (restore) { /* only slots that hold the agent's function: the rest are the program's */
+            void *real = ms_got_real_of[idx];
+            if (real && __atomic_load_n((void **)slot, __ATOMIC_RELAXED) == ms_got_table[idx].own)
+                n += (uint64_t)ms_got_write(m, slot, real);
+            continue;
+        }
         n += (uint64_t)ms_got_write(m, slot, ms_got_table[idx].own);
     }
     return n;
@@ -394,17 +417,33 @@ static ElfW(Sym) *ms_sym_named(const ms_mod_view *m, const ms_mod_syms *y, uint3
     return sym;
 }
 
+/* Stores `val` into a symbol's st_value (made writable for the store, read-only again). */
+static void ms_got_store_def(ElfW(Addr) *field, ElfW(Addr) val)
+{
+    uintptr_t at = (uintptr_t)field;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t page = at & ~(pg - 1);
+    size_t len = ((at + sizeof(ElfW(Addr)) + pg - 1) & ~(pg - 1)) - page;
+    int opened = ms_page_writable(at) == 1;
+    if (!opened && ms_sys_mprotect_raw(page, len, PROT_READ | PROT_WRITE) != 0)
+        return;
+    __atomic_store_n(field, val, __ATOMIC_RELEASE);
+    if (!opened)
+        ms_sys_mprotect_raw(page, len, PROT_READ);
+}
+
 /* Points one defined function symbol at `own`; 1 if written. Only where the entry's page
  * belongs to one read-only, non-executable segment alone (a page shared with code or
  * data would change protection under the program's feet): made writable for the store,
  * then read-only again. */
-static int ms_got_define(const ms_mod_view *m, ElfW(Sym) *sym, void *own)
+static int ms_got_define(const ms_mod_view *m, ElfW(Sym) *sym, void *own, int idx)
 {
     if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || !sym->st_value ||
         ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
         return 0;
     ElfW(Addr) want = (ElfW(Addr))((uintptr_t)own - m->base);
-    if (__atomic_load_n(&sym->st_value, __ATOMIC_RELAXED) == want)
+    ElfW(Addr) old = __atomic_load_n(&sym->st_value, __ATOMIC_RELAXED);
+    if (old == want)
         return 0;
     uintptr_t at = (uintptr_t)&sym->st_value;
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -431,14 +470,23 @@ static int ms_got_define(const ms_mod_view *m, ElfW(Sym) *sym, void *own)
     __atomic_store_n(&sym->st_value, want, __ATOMIC_RELEASE);
     if (!opened)
         ms_sys_mprotect_raw(page, len, PROT_READ);
+    if (ms_got_ndeflog < MS_GOT_DEFLOG_MAX) {
+        ms_got_deflog[ms_got_ndeflog].at = &sym->st_value;
+        ms_got_deflog[ms_got_ndeflog].old = old;
+        ms_got_deflog[ms_got_ndeflog].idx = idx;
+        ms_got_ndeflog++;
+    } else {
+        ms_got_deflog_lost++;
+    }
     return 1;
 }
 
 /* Redirects every definition of `name` in the module (each symbol version); returns how
  * many were written. The hash tables are bounds-checked like the rest. */
-static uint64_t ms_got_redirect(const ms_mod_view *m, const ms_mod_syms *y, const char *name,
-                                void *own)
+static uint64_t ms_got_redirect(const ms_mod_view *m, const ms_mod_syms *y, int idx)
 {
+    const char *name = ms_got_table[idx].name;
+    void *own = ms_got_table[idx].own;
     uint64_t n = 0;
     if (y->gnuhash && ms_mod_has(m, y->gnuhash, 16)) {
         const uint32_t *h = (const uint32_t *)y->gnuhash;
@@ -459,7 +507,7 @@ static uint64_t ms_got_redirect(const ms_mod_view *m, const ms_mod_syms *y, cons
             uint32_t cv = *(const uint32_t *)cp;
             ElfW(Sym) *sym = (cv | 1) == (hv | 1) ? ms_sym_named(m, y, idx, name) : NULL;
             if (sym)
-                n += (uint64_t)ms_got_define(m, sym, own);
+                n += (uint64_t)ms_got_define(m, sym, own, idx);
             if (cv & 1)
                 break;
         }
@@ -474,7 +522,7 @@ static uint64_t ms_got_redirect(const ms_mod_view *m, const ms_mod_syms *y, cons
         for (uint32_t k = 0; i && i < nc && k < nc; k++, i = h[2 + nb + i]) {
             ElfW(Sym) *sym = ms_sym_named(m, y, i, name);
             if (sym)
-                n += (uint64_t)ms_got_define(m, sym, own);
+                n += (uint64_t)ms_got_define(m, sym, own, idx);
         }
     }
     return n;
@@ -483,6 +531,7 @@ static uint64_t ms_got_redirect(const ms_mod_view *m, const ms_mod_syms *y, cons
 #define MS_GOT_SEEN_MAX 512
 typedef struct ms_got_pass {
     int takes;      /* which half of the table this pass patches */
+    int restore;    /* put the real functions back instead (detach) */
     uint64_t slots; /* patched in this pass */
     /* modules patched by the first pass (load bias), so the second counts each once */
     uintptr_t *seen;
@@ -559,6 +608,15 @@ static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
             __atomic_fetch_add(&ms_got_st.rejected, 1, __ATOMIC_RELAXED);
         return 0;
     }
+    if (pass->restore) {
+        uint64_t n = 0;
+        if (jmprel)
+            n += ms_got_relocs(&m, jmprel, pltrelsz, symtab, strtab, strsz, self, 0, 1);
+        if (rela)
+            n += ms_got_relocs(&m, rela, relasz, symtab, strtab, strsz, self, 0, 1);
+        pass->slots += n;
+        return 0;
+    }
     if (!self) {
         /* definitions first: a module loaded from now on is bound to the agent */
         ms_mod_syms y = {.symtab = symtab, .strtab = strtab, .strsz = strsz,
@@ -567,15 +625,15 @@ static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
         uint64_t defs = 0;
         for (size_t i = 0; i < MS_GOT_DLOPEN; i++) /* dlopen: see ms_got_dlopen */
             if (ms_got_table[i].takes == pass->takes)
-                defs += ms_got_redirect(&m, &y, ms_got_table[i].name, ms_got_table[i].own);
+                defs += ms_got_redirect(&m, &y, (int)i);
         if (defs)
             __atomic_fetch_add(&ms_got_st.symbols, defs, __ATOMIC_RELAXED);
     }
     uint64_t n = 0;
     if (jmprel)
-        n += ms_got_relocs(&m, jmprel, pltrelsz, symtab, strtab, strsz, self, pass->takes);
+        n += ms_got_relocs(&m, jmprel, pltrelsz, symtab, strtab, strsz, self, pass->takes, 0);
     if (rela)
-        n += ms_got_relocs(&m, rela, relasz, symtab, strtab, strsz, self, pass->takes);
+        n += ms_got_relocs(&m, rela, relasz, symtab, strtab, strsz, self, pass->takes, 0);
     if (n)
         __atomic_fetch_add(&ms_got_st.slots, n, __ATOMIC_RELAXED);
     pass->slots += n;
@@ -611,6 +669,42 @@ uint64_t ms_got_hook_all(void)
     ms_dl_iterate(ms_got_module, &gives);
     ms_leave();
     return takes.slots + gives.slots;
+}
+
+/* Detach: the names that hand out memory (malloc, mmap, pthread_create, dlopen...) get
+ * their definitions and every slot that holds the agent's function back; those that take
+ * memory back (free, realloc, munmap, joins...) stay with the agent: blocks recorded
+ * while attached carry a header and must be freed through it, whenever that happens. */
+uint64_t ms_got_unhook_gives(void)
+{
+    if (!__atomic_load_n(&ms_got_prepared, __ATOMIC_ACQUIRE))
+        return 0;
+    ms_enter();
+    /* definitions first: the real functions are then what the program's lookup finds */
+    size_t keep = 0;
+    for (size_t i = 0; i < ms_got_ndeflog; i++) {
+        int idx = ms_got_deflog[i].idx;
+        if (ms_got_table[idx].takes) {
+            ms_got_deflog[keep++] = ms_got_deflog[i];
+            continue;
+        }
+        ms_got_store_def(ms_got_deflog[i].at, ms_got_deflog[i].old);
+    }
+    ms_got_ndeflog = keep;
+    for (size_t i = 0; i < MS_GOT_N && i < sizeof ms_got_real_of / sizeof ms_got_real_of[0]; i++) {
+        void *r = NULL;
+        if (!ms_got_table[i].takes) {
+            r = ms_got_real_sym(ms_got_table[i].name);
+            if (r == ms_got_table[i].own) /* the lookup still ends in the agent: leave it */
+                r = NULL;
+        }
+        ms_got_real_of[i] = r;
+    }
+    ms_got_pass p = {.takes = 0, .restore = 1};
+    ms_dl_iterate(ms_got_module, &p);
+    __atomic_fetch_add(&ms_got_st.restored, p.slots, __ATOMIC_RELAXED);
+    ms_leave();
+    return p.slots;
 }
 
 /* The hooked dlopen: the real one, then the new modules (and their dependencies) are

@@ -14,6 +14,8 @@ typedef struct ms_got_stats {
     uint64_t rejected; /* modules whose dynamic section failed a bounds check */
     uint64_t dlopens;  /* dlopen calls seen through the hook */
     uint64_t symbols;  /* definitions redirected in the defining modules' symbol tables */
+    uint64_t restored; /* slots given back to the real functions by detaches */
+    uint64_t deflog_lost; /* definitions redirected that a detach could not put back */
 } ms_got_stats;
 
 /* Resolves the agent's own functions for the hooked names; 0 or a negative errno. */
@@ -32,5 +34,10 @@ int ms_got_default_is_own(const char *name) MS_INTERNAL;
  * malloc (libc, or an allocator the program links), never a PLT stub, never the agent. */
 void *ms_got_real_sym(const char *name) MS_INTERNAL;
 void ms_got_get_stats(ms_got_stats *out) MS_INTERNAL;
+/* Detach: gives the names that hand out memory (the malloc family's allocating half,
+ * mmap, pthread_create, _exit, dlopen) their real functions back in every slot and
+ * definition the agent holds; the names that take memory back stay hooked (blocks
+ * recorded while attached carry a header). Returns the slots restored. */
+uint64_t ms_got_unhook_gives(void) MS_INTERNAL;
 
 #endif

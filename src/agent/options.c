@@ -63,6 +63,8 @@ const ms_option_def ms_option_table[] = {
      "answer snapshot requests and run the control thread"},
     {"labels", MS_OPT_STR, OFF(labels), sizeof(((ms_options *)0)->labels), "", NULL,
      "user labels written into every snapshot: key=value;key=value (docs/fleet.md)"},
+    {"detach_after", MS_OPT_U64, OFF(detach_after_ms), 8, "0", NULL,
+     "attached (memsight attach): detach by itself after this many milliseconds (0 = never)"},
 };
 const size_t ms_option_count = sizeof ms_option_table / sizeof ms_option_table[0];
 

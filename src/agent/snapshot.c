@@ -164,6 +164,7 @@ static void write_meta(snap_ctx *c, const char *reason, uint32_t seq)
     ms_sw_kv(w, "agent", "memsight-agent 1"); n++;
     ms_sw_kv(w, "arch", MS_ARCH_NAME); n++;
     ms_sw_kv(w, "libc", ms_libc_name()); n++;
+    n += ms_attach_meta(w);
     ms_sw_patch_u32(w, at, n);
     ms_sw_end(w);
 }

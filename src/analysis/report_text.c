@@ -145,6 +145,18 @@ static void print_header(FILE *out, const ms_snapshot *s)
     const char *cmd = ms_snapshot_meta(s, "cmdline");
     if (cmd)
         fprintf(out, "command: %s\n", safe(cmd, b));
+    const char *att = ms_snapshot_meta(s, "attached_ns");
+    if (att) { /* memsight attach: nothing from before it was seen */
+        time_t t = (time_t)(strtoull(att, NULL, 10) / 1000000000ull);
+        struct tm tm;
+        char buf[64] = "?";
+        if (t > 0 && gmtime_r(&t, &tm))
+            strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+        const char *n = ms_snapshot_meta(s, "attach_sessions");
+        fprintf(out, "recorded: since memsight attach at %s (session %s); memory allocated "
+                     "before the attach, or between sessions, is not in this snapshot\n",
+                buf, n ? safe(n, b) : "1");
+    }
     if (s->flags & MS_SNAP_F_SAMPLED) {
         const char *iv = ms_snapshot_meta(s, "sample_interval");
         fprintf(out, "sampled: counts are estimates (mean interval %s bytes)\n",

@@ -18,6 +18,8 @@
 
 #include "cli_common.h"
 #include "core/fileio.h"
+#include "memsight/attach.h"
+#include "remote_elf.h"
 
 /* What we learn about the target before asking it. */
 typedef struct agent_target {
@@ -66,8 +68,6 @@ static int option_value(const char *opts, const char *key, char *buf, size_t cap
     return 0;
 }
 
-/* Fills t from /proc/PID: the agent must be mapped; options come from the environment
- * the process started with (MEMSIGHT_OPTIONS) when it can be read. */
 /* A permission error reading another process's /proc files says whose it is likely to be. */
 static const char *perm_hint(const char *e)
 {
@@ -76,57 +76,11 @@ static const char *perm_hint(const char *e)
                : "";
 }
 
-static int inspect_target(agent_target *t, char *err, size_t errlen)
+/* The rest of the checks, once options are known: the handler, the directory. */
+static int finish_target(agent_target *t, char *err, size_t errlen)
 {
     char path[64], e2[256];
     size_t len;
-    snprintf(path, sizeof path, "/proc/%d/maps", t->pid);
-    char *maps = ms_read_file(path, &len, e2, sizeof e2);
-    if (!maps) {
-        if (kill(t->pid, 0) != 0 && errno == ESRCH)
-            set_err(err, errlen, "no process with pid %d", t->pid);
-        else
-            set_err(err, errlen, "pid %d: %s%s", t->pid, e2, perm_hint(e2));
-        return -1;
-    }
-    int has_agent = strstr(maps, "/libmemsight.so") != NULL;
-    free(maps);
-    if (!has_agent) {
-        set_err(err, errlen,
-                "process %d has no memsight agent (libmemsight.so is not loaded); "
-                "start it with 'memsight run -- CMD' to be able to ask it for snapshots",
-                t->pid);
-        return -1;
-    }
-
-    snprintf(t->out, sizeof t->out, ".");
-    t->control = 1;
-    snprintf(path, sizeof path, "/proc/%d/environ", t->pid);
-    char *env = ms_read_file(path, &len, e2, sizeof e2);
-    if (env) {
-        for (size_t i = 0; i < len;) {
-            const char *var = env + i;
-            size_t n = strnlen(var, len - i);
-            if (n > 17 && !strncmp(var, "MEMSIGHT_OPTIONS=", 17)) {
-                char *opts = strndup(var + 17, n - 17);
-                char v[PATH_MAX];
-                long x;
-                if (opts && option_value(opts, "out", v, sizeof v) && v[0]) {
-                    snprintf(t->out, sizeof t->out, "%s", v);
-                    t->out_from_env = 1;
-                }
-                if (opts && t->signo == 0 && option_value(opts, "dump_signal", v, sizeof v) &&
-                    ms_cli_parse_long(v, 0, 64, &x) == 0)
-                    t->signo = (int)x;
-                if (opts && option_value(opts, "control", v, sizeof v) &&
-                    (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false")))
-                    t->control = 0;
-                free(opts);
-            }
-            i += n + 1;
-        }
-        free(env);
-    }
     if (!t->control) {
         set_err(err, errlen, "process %d runs the agent with control=0: it does not take requests",
                 t->pid);
@@ -181,6 +135,79 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
         snprintf(t->out, sizeof t->out, "%s", joined);
     }
     return 0;
+}
+
+/* Fills t from /proc/PID: the agent must be mapped; options come from the environment
+ * the process started with (MEMSIGHT_OPTIONS), or from an attached agent's memory. */
+static int inspect_target(agent_target *t, char *err, size_t errlen)
+{
+    char path[64], e2[256];
+    size_t len;
+    snprintf(path, sizeof path, "/proc/%d/maps", t->pid);
+    char *maps = ms_read_file(path, &len, e2, sizeof e2);
+    if (!maps) {
+        if (kill(t->pid, 0) != 0 && errno == ESRCH)
+            set_err(err, errlen, "no process with pid %d", t->pid);
+        else
+            set_err(err, errlen, "pid %d: %s%s", t->pid, e2, perm_hint(e2));
+        return -1;
+    }
+    int has_agent = strstr(maps, "/libmemsight.so") != NULL;
+    free(maps);
+    if (!has_agent) {
+        set_err(err, errlen,
+                "process %d has no memsight agent (libmemsight.so is not loaded); "
+                "start it with 'memsight run -- CMD', or 'memsight attach %d', to be able to "
+                "ask it for snapshots",
+                t->pid, t->pid);
+        return -1;
+    }
+    /* attached (memsight attach): its options are in its memory, not its environment */
+    memsight_attach_state ast;
+    int ar = ms_rattach_state(t->pid, &ast, e2, sizeof e2);
+    if (ar == 1 && ast.state == MEMSIGHT_ATTACH_DETACHED) {
+        set_err(err, errlen, "memsight was detached from process %d: it records nothing now; "
+                "'memsight attach %d' to start again", t->pid, t->pid);
+        return -1;
+    }
+    if (ar == 1 && ast.state == MEMSIGHT_ATTACH_RECORDING) {
+        snprintf(t->out, sizeof t->out, "%s", ast.out[0] ? ast.out : ".");
+        t->out_from_env = 1;
+        t->control = ast.signo != 0;
+        if (t->signo == 0)
+            t->signo = ast.signo;
+        return finish_target(t, err, errlen);
+    }
+
+    snprintf(t->out, sizeof t->out, ".");
+    t->control = 1;
+    snprintf(path, sizeof path, "/proc/%d/environ", t->pid);
+    char *env = ms_read_file(path, &len, e2, sizeof e2);
+    if (env) {
+        for (size_t i = 0; i < len;) {
+            const char *var = env + i;
+            size_t n = strnlen(var, len - i);
+            if (n > 17 && !strncmp(var, "MEMSIGHT_OPTIONS=", 17)) {
+                char *opts = strndup(var + 17, n - 17);
+                char v[PATH_MAX];
+                long x;
+                if (opts && option_value(opts, "out", v, sizeof v) && v[0]) {
+                    snprintf(t->out, sizeof t->out, "%s", v);
+                    t->out_from_env = 1;
+                }
+                if (opts && t->signo == 0 && option_value(opts, "dump_signal", v, sizeof v) &&
+                    ms_cli_parse_long(v, 0, 64, &x) == 0)
+                    t->signo = (int)x;
+                if (opts && option_value(opts, "control", v, sizeof v) &&
+                    (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false")))
+                    t->control = 0;
+                free(opts);
+            }
+            i += n + 1;
+        }
+        free(env);
+    }
+    return finish_target(t, err, errlen);
 }
 
 /* Highest sequence number of memsight-<pid>-<NNNN>-<reason>.msnap in dir (-1 if none);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,4 +132,12 @@ int ms_cli_add_label(const char *cmd, char *labels, const char *arg)
     }
     memcpy(labels, joined, strlen(joined) + 1);
     return 0;
+}
+
+void ms_cli_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
 }

@@ -9,6 +9,10 @@
 #include "analysis/stack_agg.h"
 #include "core/fileio.h"
 
+/* Formats a message into err (at most errlen bytes), for helpers that return -1 and let
+ * the command print. */
+void ms_cli_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* A decimal integer in [lo, hi], the whole string. Returns 0, or -1 (nothing printed). */
 int ms_cli_parse_long(const char *s, long lo, long hi, long *out);
 

@@ -204,6 +204,40 @@ static const run_opt run_opts[] = {
 };
 #define NRUN_OPTS (sizeof run_opts / sizeof run_opts[0])
 
+/* For `memsight attach`, which takes the same agent options as run: the row of an option
+ * that only sets agent options (not run's own -o, -q, -n, --watch...), by long name or
+ * short letter; NULL if none. */
+const run_opt *ms_run_agent_row(const char *name, char short_name, int *takes_value)
+{
+    for (size_t k = 0; k < NRUN_OPTS; k++) {
+        const run_opt *o = &run_opts[k];
+        if (!o->agent_key && o->handler != opt_agent && o->handler != opt_leak_check)
+            continue;
+        if ((name && !strcmp(o->name, name)) || (short_name && o->short_name == short_name)) {
+            *takes_value = o->arg != NULL;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* Applies such a row to an agent option string (comma-separated, at most cap bytes). */
+int ms_run_agent_apply(const run_opt *o, const char *val, char *opts, size_t cap)
+{
+    run_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return -1;
+    snprintf(ctx->agent_opts, sizeof ctx->agent_opts, "%s", opts);
+    ctx->agent_opts_len = strlen(ctx->agent_opts);
+    int rc = o->handler ? o->handler(ctx, val) : add_agent_opt(ctx, o->agent_key, o->arg ? val : NULL);
+    if (rc == 0 && ctx->agent_opts_len < cap)
+        memcpy(opts, ctx->agent_opts, ctx->agent_opts_len + 1);
+    else if (rc == 0)
+        rc = -1;
+    free(ctx);
+    return rc;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out, "usage: memsight run [options] [--] PROGRAM [ARGS...]\n\n"
@@ -293,7 +327,8 @@ static int usable_file(const char *p)
     return p && access(p, R_OK) == 0;
 }
 
-static int find_agent(char *out, size_t len)
+/* Also used by `memsight attach` (commands.h). */
+int ms_run_find_agent(char *out, size_t len)
 {
     const char *env = getenv("MEMSIGHT_AGENT");
     if (env && *env) {
@@ -415,8 +450,9 @@ static const char *why_unobservable(const char *file, int depth, char *why, size
     return NULL;
 }
 
-/* Creates the output directory (0700) if needed and returns its absolute path. */
-static int prepare_out_dir(const char *dir, char *out, size_t len)
+/* Creates the output directory (0700) if needed and returns its absolute path (also for
+ * `memsight attach`). */
+int ms_run_prepare_out_dir(const char *dir, char *out, size_t len)
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         fprintf(stderr, "memsight run: cannot create %s: %s\n", dir, strerror(errno));
@@ -729,10 +765,10 @@ int ms_cmd_run(int argc, char **argv)
     char **cmd = argv + first;
 
     char dir[PATH_MAX];
-    if (prepare_out_dir(ctx.out_dir ? ctx.out_dir : ".", dir, sizeof dir) != 0)
+    if (ms_run_prepare_out_dir(ctx.out_dir ? ctx.out_dir : ".", dir, sizeof dir) != 0)
         return 2;
     char agent[PATH_MAX];
-    if (find_agent(agent, sizeof agent) != 0)
+    if (ms_run_find_agent(agent, sizeof agent) != 0)
         return 2;
     if (strpbrk(agent, ": ")) {
         fprintf(stderr, "memsight run: the agent path %s contains ':' or ' ', which LD_PRELOAD "

@@ -18,5 +18,16 @@ int ms_cmd_hprof(int argc, char **argv);
 int ms_cmd_push(int argc, char **argv);
 int ms_cmd_symbolize(int argc, char **argv);
 int ms_cmd_fleet(int argc, char **argv);
+int ms_cmd_attach(int argc, char **argv);
+int ms_cmd_detach(int argc, char **argv);
+
+/* Shared with `memsight attach` (cmd_run.c): finding libmemsight.so, and run's options
+ * that set agent options, so that both commands take them with the same checks. */
+#include <stddef.h>
+struct run_opt;
+int ms_run_find_agent(char *out, size_t len);
+int ms_run_prepare_out_dir(const char *dir, char *out, size_t len);
+const struct run_opt *ms_run_agent_row(const char *name, char short_name, int *takes_value);
+int ms_run_agent_apply(const struct run_opt *o, const char *val, char *opts, size_t cap);
 
 #endif

@@ -21,6 +21,8 @@
 #pragma weak ms_cmd_push
 #pragma weak ms_cmd_symbolize
 #pragma weak ms_cmd_fleet
+#pragma weak ms_cmd_attach
+#pragma weak ms_cmd_detach
 
 struct command {
     const char *name;
@@ -31,6 +33,8 @@ struct command {
 static const struct command commands[] = {
     {"run", ms_cmd_run, "run a program with the agent and summarise its memory at exit"},
     {"report", ms_cmd_report, "read a snapshot: totals, top stacks, leaks (text, json, pprof...)"},
+    {"attach", ms_cmd_attach, "start recording in a running process (ptrace), leave it as it was"},
+    {"detach", ms_cmd_detach, "stop recording in an attached process: last snapshot, hooks off"},
     {"dump", ms_cmd_dump, "ask a running agent for a snapshot now"},
     {"leaks", ms_cmd_leaks, "ask a running agent for a reachability leak scan"},
     {"diff", ms_cmd_diff, "compare two snapshots, per stack"},

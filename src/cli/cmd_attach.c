@@ -1,0 +1,486 @@
+/* `memsight attach PID` and `memsight detach PID`: start the agent in a running process
+ * (injected through ptrace, inject.c) and stop it again. Refuses, with the reason, and
+ * without touching the process, whatever it cannot do safely. Only the CLI prints. */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/watch.h"
+#include "cli_common.h"
+#include "commands.h"
+#include "inject.h"
+#include "inject_arch.h"
+#include "memsight/attach.h"
+#include "remote_elf.h"
+
+#define OPTS_MAX 2048
+#define MS_REQ_DETACH 3 /* src/agent/control.h */
+
+static void when_text(uint64_t ns, char *buf, size_t cap)
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    if (!ns || !gmtime_r(&t, &tm) || !strftime(buf, cap, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(buf, cap, "(unknown time)");
+}
+
+/* The process's one-letter state from /proc/PID/stat ('?' if unreadable). */
+static char proc_state(int pid)
+{
+    char path[64], e2[128];
+    size_t len;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    char *s = ms_read_file(path, &len, e2, sizeof e2);
+    if (!s)
+        return '?';
+    char *r = strrchr(s, ')');
+    char c = r && r[1] == ' ' && r[2] ? r[2] : '?';
+    free(s);
+    return c;
+}
+
+static long proc_uid(int pid)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", pid);
+    return stat(path, &st) == 0 ? (long)st.st_uid : -1;
+}
+
+/* 1 if both files hold the same bytes. */
+static int same_file_content(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fa ? fopen(b, "rb") : NULL;
+    int same = fa && fb;
+    while (same) {
+        char x[16384], y[16384];
+        size_t na = fread(x, 1, sizeof x, fa), nb = fread(y, 1, sizeof y, fb);
+        same = na == nb && !memcmp(x, y, na);
+        if (na < sizeof x)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* ===========================================================================
+ * Checks before touching anything
+ * ========================================================================= */
+static int check_target(int pid, char *lib_in_target, size_t cap, const char *agent,
+                        memsight_attach_state *st, int *have_st)
+{
+    char err[1024], path[64];
+    snprintf(path, sizeof path, "/proc/%d", pid);
+    if (access(path, F_OK) != 0) {
+        fprintf(stderr, "memsight attach: no process with pid %d\n", pid);
+        return -1;
+    }
+    if (pid == getpid()) {
+        fprintf(stderr, "memsight attach: %d is this memsight process itself\n", pid);
+        return -1;
+    }
+    char state = proc_state(pid);
+    if (state == 'Z' || state == 'X') {
+        fprintf(stderr, "memsight attach: process %d has exited (a zombie)\n", pid);
+        return -1;
+    }
+    if (state == 'T' || state == 't') {
+        fprintf(stderr, "memsight attach: process %d is stopped (%s); it must run to load the "
+                "agent: continue it first (kill -CONT %d)\n", pid,
+                state == 'T' ? "by a signal" : "by a debugger", pid);
+        return -1;
+    }
+    /* the architecture: of its executable, as the kernel runs it */
+    int mach = 0, cls = 0;
+    snprintf(path, sizeof path, "/proc/%d/exe", pid);
+    if (ms_relf_ident(path, &mach, &cls, err, sizeof err) != 0) {
+        char why[512];
+        if (errno == EACCES || errno == EPERM)
+            fprintf(stderr, "memsight attach: cannot trace process %d: %s\n", pid,
+                    ms_inject_why_eperm(pid, why, sizeof why));
+        else
+            fprintf(stderr, "memsight attach: process %d: %s (a kernel thread?)\n", pid, err);
+        return -1;
+    }
+    if (mach != ms_inj_arch_machine() || cls != ELFCLASS64) {
+        fprintf(stderr, "memsight attach: architecture mismatch: process %d runs a %s ELF for "
+                "machine %d; this memsight attaches to %s processes (machine %d)\n", pid,
+                cls == ELFCLASS32 ? "32-bit" : "64-bit", mach, ms_inj_arch_name(),
+                ms_inj_arch_machine());
+        return -1;
+    }
+    ms_rmaps maps;
+    if (ms_rmaps_read(pid, &maps, err, sizeof err) != 0) {
+        fprintf(stderr, "memsight attach: %s\n", err);
+        return -1;
+    }
+    int rc = 0;
+    if (ms_rmaps_module(&maps, "ld-musl")) {
+        fprintf(stderr, "memsight attach: process %d uses musl, not glibc: attaching needs "
+                "glibc's dynamic loader\n", pid);
+        rc = -1;
+    } else if (!ms_rmaps_module(&maps, "ld-linux") && !ms_rmaps_module(&maps, "ld-2.")) {
+        fprintf(stderr, "memsight attach: process %d is statically linked (no dynamic loader "
+                "mapped): there is nothing to load the agent with\n", pid);
+        rc = -1;
+    }
+    const ms_rmap *ld = ms_rmaps_module(&maps, "ld-linux");
+    if (!ld)
+        ld = ms_rmaps_module(&maps, "ld-2.");
+    ms_relf le;
+    if (rc == 0 && ld) { /* an emulated program (qemu-user) maps a loader of its own CPU */
+        char ldpath[4096];
+        snprintf(ldpath, sizeof ldpath, "%s", ld->path);
+        if (ms_relf_open(pid, &maps, ldpath, &le, err, sizeof err) != 0) {
+            fprintf(stderr, "memsight attach: %s\n", err);
+            rc = -1;
+        } else if (le.machine != ms_inj_arch_machine()) {
+            fprintf(stderr, "memsight attach: architecture mismatch: the dynamic loader of "
+                    "process %d (%s) is for machine %d, not %s (an emulated program?)\n", pid,
+                    ldpath, le.machine, ms_inj_arch_name());
+            rc = -1;
+        }
+    }
+    const ms_rmap *mine = rc == 0 ? ms_rmaps_module(&maps, "libmemsight.so") : NULL;
+    if (mine)
+        snprintf(lib_in_target, cap, "%s", mine->path);
+    ms_rmaps_free(&maps);
+    if (rc != 0)
+        return -1;
+    *have_st = 0;
+    if (mine) {
+        int r = ms_rattach_state(pid, st, err, sizeof err);
+        if (r < 0) {
+            fprintf(stderr, "memsight attach: %s\n", err);
+            return -1;
+        }
+        *have_st = r == 1;
+        char when[64];
+        if (r == 1 && st->state == MEMSIGHT_ATTACH_RECORDING) {
+            when_text(st->attach_ns, when, sizeof when);
+            fprintf(stderr, "memsight attach: process %d is already attached (recording since "
+                    "%s into %s); 'memsight detach %d' first\n", pid, when, st->out, pid);
+            return -1;
+        }
+        if (r != 1 || st->state != MEMSIGHT_ATTACH_DETACHED) {
+            fprintf(stderr, "memsight attach: the agent already runs in process %d (started by "
+                    "'memsight run' or by the program itself): ask it with 'memsight dump %d'\n",
+                    pid, pid);
+            return -1;
+        }
+        return 0; /* attach again: the same library, already loaded */
+    }
+    /* the library must be reachable under the same path in the process's mount namespace */
+    char there[PATH_MAX + 64];
+    struct stat a, b;
+    ms_rpath(pid, agent, there, sizeof there);
+    if (stat(agent, &a) != 0) {
+        fprintf(stderr, "memsight attach: %s: %s\n", agent, strerror(errno));
+        return -1;
+    }
+    if (stat(there, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        snprintf(lib_in_target, cap, "%s", agent);
+        return 0;
+    }
+    /* another mount namespace (a container): copy it into the process's /tmp */
+    char name[128], dst[PATH_MAX + 160], tmp[PATH_MAX + 200];
+    /* under its own name (the commands find the agent by it), in a directory of its own */
+    snprintf(name, sizeof name, "/tmp/memsight-agent-%lx-%lx", (unsigned long)a.st_ino,
+             (unsigned long)a.st_size);
+    ms_rpath(pid, name, dst, sizeof dst);
+    if (mkdir(dst, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "memsight attach: %s does not exist in the mount namespace of process "
+                "%d, and %s cannot be made there: %s\n", agent, pid, name, strerror(errno));
+        return -1;
+    }
+    strcat(name, "/libmemsight.so");
+    ms_rpath(pid, name, dst, sizeof dst);
+    if (same_file_content(agent, dst)) {
+        snprintf(lib_in_target, cap, "%s", name);
+        fprintf(stderr, "memsight attach: process %d is in another mount namespace: using the "
+                "agent's copy at %s there\n", pid, name);
+        return 0;
+    }
+    snprintf(tmp, sizeof tmp, "%s.%d", dst, (int)getpid());
+    int in = open(agent, O_RDONLY | O_CLOEXEC);
+    int outfd = in >= 0 ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755) : -1;
+    int ok = in >= 0 && outfd >= 0;
+    char buf[65536];
+    ssize_t n;
+    while (ok && (n = read(in, buf, sizeof buf)) > 0)
+        ok = write(outfd, buf, (size_t)n) == n;
+    if (in >= 0)
+        close(in);
+    if (outfd >= 0 && close(outfd) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, dst) != 0) {
+        int e = errno;
+        unlink(tmp);
+        fprintf(stderr, "memsight attach: %s does not exist in the mount namespace of process "
+                "%d, and it could not be copied to %s there: %s\n", agent, pid, name, strerror(e));
+        return -1;
+    }
+    snprintf(lib_in_target, cap, "%s", name);
+    fprintf(stderr, "memsight attach: process %d is in another mount namespace: the agent was "
+            "copied to %s there\n", pid, name);
+    return 0;
+}
+
+/* ===========================================================================
+ * memsight attach
+ * ========================================================================= */
+static void attach_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: memsight attach [options] PID\n\n"
+            "Loads the memsight agent into the running process PID (ptrace; it needs the same\n"
+            "user, or CAP_SYS_PTRACE) and starts recording every allocation from now on, as\n"
+            "'memsight run' would; memsight dump, leaks and detach then work on PID. The\n"
+            "process is not stopped: one of its threads makes the loader call and goes on.\n\n"
+            "options:\n"
+            "  -o, --output DIR          directory for snapshots (created 0700; default: current)\n"
+            "  --duration DUR            detach by itself after DUR (500ms, 30s, 10m, 1h)\n"
+            "  --timeout SECONDS         wait at most this long for the loader (default 30)\n"
+            "  --sample BYTES, --min-size BYTES, --interval MS, --leak-check signal,\n"
+            "  -O K=V and the other agent options of 'memsight run' (memsight run --help)\n"
+            "  -h, --help                this help\n");
+}
+
+int ms_cmd_attach(int argc, char **argv)
+{
+    char opts[OPTS_MAX] = "";
+    const char *out_dir = ".";
+    uint64_t duration_ms = 0;
+    double timeout = 30;
+    int pid = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            attach_usage(stdout);
+            return 0;
+        }
+        if (a[0] != '-' || !a[1]) {
+            if (ms_cli_parse_pid_arg("attach", a, &pid) != 0 || pid == 0) {
+                if (!pid)
+                    fprintf(stderr, "memsight attach: '%s' is not a process id\n", a);
+                return 2;
+            }
+            continue;
+        }
+        /* NAME=VALUE, -XVALUE, or the value in the next argument */
+        char name[64] = "";
+        char shortc = 0;
+        if (a[1] == '-') {
+            const char *eq = strchr(a + 2, '=');
+            size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            if (nl >= sizeof name)
+                nl = sizeof name - 1;
+            memcpy(name, a + 2, nl);
+            name[nl] = 0;
+            val = eq ? eq + 1 : NULL;
+        } else {
+            shortc = a[1];
+            val = a[2] ? a + 2 : NULL;
+        }
+        int own = !strcmp(name, "output") || shortc == 'o' || !strcmp(name, "duration") ||
+                  !strcmp(name, "timeout");
+        int takes = 1;
+        const struct run_opt *row = own ? NULL : ms_run_agent_row(name[0] ? name : NULL, shortc, &takes);
+        if (!own && !row) {
+            fprintf(stderr, "memsight attach: unknown option '%s' (see memsight attach --help)\n", a);
+            return 2;
+        }
+        if (takes && !val) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "memsight attach: %s needs a value\n", a);
+                return 2;
+            }
+            val = argv[++i];
+        }
+        if (!strcmp(name, "output") || shortc == 'o') {
+            out_dir = val;
+        } else if (!strcmp(name, "duration")) {
+            if (ms_watch_parse_duration(val, &duration_ms) != 0 || !duration_ms) {
+                fprintf(stderr, "memsight attach: --duration: '%s' is not a duration (500ms, 30s, 10m)\n", val);
+                return 2;
+            }
+        } else if (!strcmp(name, "timeout")) {
+            if (ms_cli_parse_timeout(val, &timeout) != 0) {
+                fprintf(stderr, "memsight attach: --timeout: '%s' is not a number of seconds\n", val);
+                return 2;
+            }
+        } else if (ms_run_agent_apply(row, val, opts, sizeof opts) != 0) {
+            return 2;
+        }
+    }
+    if (!pid) {
+        attach_usage(stderr);
+        return 2;
+    }
+    char agent[PATH_MAX], lib[PATH_MAX + 64], dir[PATH_MAX];
+    memsight_attach_state st;
+    int have_st = 0;
+    if (ms_run_find_agent(agent, sizeof agent) != 0)
+        return 1;
+    if (check_target(pid, lib, sizeof lib, agent, &st, &have_st) != 0)
+        return 1;
+    if (ms_run_prepare_out_dir(out_dir, dir, sizeof dir) != 0)
+        return 1;
+    long uid = proc_uid(pid);
+    if (uid >= 0 && (uid_t)uid != geteuid() && geteuid() == 0 && chown(dir, (uid_t)uid, (gid_t)-1) != 0)
+        fprintf(stderr, "memsight attach: cannot give %s to uid %ld: %s\n", dir, uid, strerror(errno));
+    char full[OPTS_MAX + PATH_MAX + 64];
+    int n = snprintf(full, sizeof full, "out=%s%s%s", dir, opts[0] ? "," : "", opts);
+    if (duration_ms)
+        n += snprintf(full + n, sizeof full - (size_t)n, ",detach_after=%" PRIu64, duration_ms);
+    if ((size_t)n >= MS_INJ_OPTS_MAX) {
+        fprintf(stderr, "memsight attach: agent options too long\n");
+        return 2;
+    }
+
+    ms_inject_req q = {.pid = pid, .lib = lib, .entry = MEMSIGHT_ATTACH_ENTRY, .arg = full,
+                       .timeout = timeout};
+    ms_inject_result res;
+    char err[1024];
+    if (ms_inject(&q, &res, err, sizeof err) != 0) {
+        fprintf(stderr, "memsight attach: %s\n", err);
+        return 1;
+    }
+    if (res.rc != 0) {
+        const char *why = res.rc == -EALREADY ? "it is already attached"
+                          : res.rc == -EEXIST ? "the agent was started another way in it"
+                          : res.rc == -ENOMEM ? "the agent could not map its tables"
+                                              : strerror((int)-res.rc);
+        fprintf(stderr, "memsight attach: the agent loaded in process %d but did not start: %s "
+                "(%ld); its hooks are not in place, the process runs as before\n", pid, why, res.rc);
+        return 1;
+    }
+    if (ms_rattach_state(pid, &st, err, sizeof err) != 1 || st.state != MEMSIGHT_ATTACH_RECORDING) {
+        fprintf(stderr, "memsight attach: the agent started in process %d but shows no attached "
+                "state: %s\n", pid, err);
+        return 1;
+    }
+    char when[64];
+    when_text(st.attach_ns, when, sizeof when);
+    fprintf(stderr, "memsight: attached to process %d: recording since %s (session %u), "
+            "snapshots in %s\n", pid, when, st.sessions, st.out);
+    fprintf(stderr, "memsight: thread %d (%s) made the loader call: stopped %.1f ms, of which "
+            "dlopen and start %.1f ms; no other thread was stopped\n", res.tid, res.where,
+            res.stop_ms, res.call_ms);
+    if (duration_ms)
+        fprintf(stderr, "memsight: it detaches by itself in %.1f s\n", (double)duration_ms / 1000.0);
+    fprintf(stderr, "memsight: memsight dump %d | memsight leaks %d | memsight detach %d\n", pid,
+            pid, pid);
+    printf("%d %.3f %.3f\n", pid, res.stop_ms, res.call_ms);
+    return 0;
+}
+
+/* ===========================================================================
+ * memsight detach
+ * ========================================================================= */
+static void detach_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: memsight detach [--timeout SECONDS] PID\n\n"
+            "Stops the recording that 'memsight attach' started in PID: a last snapshot is\n"
+            "written, every hook of a function that hands out memory is given back, the\n"
+            "agent's thread ends. The library stays mapped; 'memsight attach' may start again.\n");
+}
+
+int ms_cmd_detach(int argc, char **argv)
+{
+    int pid = 0;
+    double timeout = 30;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            detach_usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+            if (ms_cli_parse_timeout(argv[++i], &timeout) != 0) {
+                fprintf(stderr, "memsight detach: --timeout: '%s' is not a number of seconds\n", argv[i]);
+                return 2;
+            }
+            continue;
+        }
+        if (argv[i][0] == '-' || ms_cli_parse_pid_arg("detach", argv[i], &pid) != 0 || !pid) {
+            fprintf(stderr, "memsight detach: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!pid) {
+        detach_usage(stderr);
+        return 2;
+    }
+    memsight_attach_state st;
+    char err[1024], when[64];
+    int r = ms_rattach_state(pid, &st, err, sizeof err);
+    if (r < 0) {
+        fprintf(stderr, "memsight detach: %s\n", err);
+        return 1;
+    }
+    if (r == 0) {
+        fprintf(stderr, "memsight detach: process %d has no memsight agent\n", pid);
+        return 1;
+    }
+    if (st.state == MEMSIGHT_ATTACH_DETACHED) {
+        when_text(st.detach_ns, when, sizeof when);
+        fprintf(stderr, "memsight detach: process %d is already detached (since %s)\n", pid, when);
+        return 1;
+    }
+    if (st.state != MEMSIGHT_ATTACH_RECORDING) {
+        fprintf(stderr, "memsight detach: process %d was not attached: its agent was started by "
+                "'memsight run' or by the program, and stays until it exits\n", pid);
+        return 1;
+    }
+    if (!st.signo) {
+        fprintf(stderr, "memsight detach: process %d runs the agent with control=0: it takes no "
+                "requests (attach with --duration to have it detach by itself)\n", pid);
+        return 1;
+    }
+    union sigval v = {.sival_int = MS_REQ_DETACH};
+    if (sigqueue(pid, st.signo, v) != 0) {
+        fprintf(stderr, "memsight detach: cannot signal process %d: %s\n", pid, strerror(errno));
+        return 1;
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        r = ms_rattach_state(pid, &st, err, sizeof err);
+        if (r == 1 && st.state == MEMSIGHT_ATTACH_DETACHED)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        double el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
+        if (r != 1 || el > timeout) {
+            fprintf(stderr, "memsight detach: process %d %s\n", pid,
+                    r != 1 ? "went away" : "did not detach in time (its control thread is busy?)");
+            return 1;
+        }
+        struct timespec nap = {0, 5 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    fprintf(stderr, "memsight: detached from process %d: final snapshot %s\n", pid,
+            st.last_snapshot[0] ? st.last_snapshot : "(could not be written)");
+    fprintf(stderr, "memsight: %" PRIu64 " GOT slots given back to the C library", st.restored_slots);
+    if (st.live_at_detach)
+        fprintf(stderr, "; %" PRIu64 " blocks recorded while attached are still live: free, "
+                "realloc and malloc_usable_size stay routed through the agent for them (every "
+                "other pointer goes straight on)", st.live_at_detach);
+    fprintf(stderr, "\n");
+    printf("%s\n", st.last_snapshot);
+    return 0;
+}
