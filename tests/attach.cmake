@@ -5,6 +5,6 @@
 ms_test_program(at_target SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/at_target.c
   FLAGS -O1 -g -fno-omit-frame-pointer LIBS Threads::Threads)
 add_dependencies(at_target memsight_agent)
-foreach(case threads kill refuse python sqlite)
+foreach(case threads kill signals refuse python sqlite)
   ms_integration_test(attach_${case} ${CMAKE_CURRENT_SOURCE_DIR}/integration/attach_check.py ${case})
 endforeach()

@@ -121,6 +121,12 @@ uint64_t ms_ticks_to_ns(uint64_t t) MS_INTERNAL;
 /* Raw syscalls for the agent's own memory (never recorded, never malloc). */
 void *ms_sys_mmap(size_t len) MS_INTERNAL;           /* MAP_NORESERVE anonymous */
 void ms_sys_munmap(void *p, size_t len) MS_INTERNAL;
+/* The agent's own live mappings made by ms_sys_mmap (at most cap; *lost: mappings that
+ * did not fit in the registry of MS_OWN_MAX and so cannot be told apart). */
+#define MS_OWN_MAX 4096
+size_t ms_own_ranges(uint64_t *lo, uint64_t *hi, size_t cap, uint64_t *lost) MS_INTERNAL;
+/* Attaches so far (memsight attach, attach.c): 0 when started any other way. */
+uint32_t ms_attach_sessions(void) MS_INTERNAL;
 
 /* The real functions behind our interposers. */
 typedef struct ms_real_fns {

@@ -120,6 +120,11 @@ __attribute__((visibility("default"))) int memsight_attach(const char *options)
     return rc;
 }
 
+uint32_t ms_attach_sessions(void)
+{
+    return __atomic_load_n(&ST.sessions, __ATOMIC_ACQUIRE);
+}
+
 uint32_t ms_attach_meta(ms_snap_writer *w)
 {
     if (!ST.sessions)

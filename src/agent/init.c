@@ -31,19 +31,63 @@ static int ms_exit_done;  /* the exit snapshot was written */
 /* ===========================================================================
  * Raw system calls and time
  * ========================================================================= */
+/* The agent's own mappings, so that a scan that roots anonymous memory it cannot
+ * enumerate (after memsight attach) leaves the agent's tables out. A slot is claimed by
+ * a CAS on lo; hi is stored after it (a reader skips a slot whose hi is still 0). */
+static struct {
+    uint64_t lo, hi;
+} ms_own[MS_OWN_MAX];
+static uint64_t ms_own_lost;
+
+static void ms_own_add(uint64_t lo, uint64_t hi)
+{
+    for (size_t i = 0; i < MS_OWN_MAX; i++) {
+        uint64_t z = 0;
+        if (__atomic_load_n(&ms_own[i].lo, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&ms_own[i].lo, &z, lo, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&ms_own[i].hi, hi, __ATOMIC_RELEASE);
+            return;
+        }
+    }
+    __atomic_fetch_add(&ms_own_lost, 1, __ATOMIC_RELAXED);
+}
+
+size_t ms_own_ranges(uint64_t *lo, uint64_t *hi, size_t cap, uint64_t *lost)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < MS_OWN_MAX && n < cap; i++) {
+        uint64_t h = __atomic_load_n(&ms_own[i].hi, __ATOMIC_ACQUIRE);
+        uint64_t l = __atomic_load_n(&ms_own[i].lo, __ATOMIC_RELAXED);
+        if (l && h > l) {
+            lo[n] = l;
+            hi[n++] = h;
+        }
+    }
+    *lost = __atomic_load_n(&ms_own_lost, __ATOMIC_RELAXED);
+    return n;
+}
+
 void *ms_sys_mmap(size_t len)
 {
     long r = syscall(SYS_mmap, 0, len, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (r < 0 && r > -4096)
         return NULL;
+    ms_own_add((uint64_t)r, (uint64_t)r + ((len + 4095) & ~(size_t)4095));
     return (void *)r;
 }
 
 void ms_sys_munmap(void *p, size_t len)
 {
-    if (p)
-        syscall(SYS_munmap, p, len);
+    if (!p)
+        return;
+    syscall(SYS_munmap, p, len);
+    for (size_t i = 0; i < MS_OWN_MAX; i++)
+        if (__atomic_load_n(&ms_own[i].lo, __ATOMIC_RELAXED) == (uint64_t)(uintptr_t)p) {
+            __atomic_store_n(&ms_own[i].hi, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&ms_own[i].lo, 0, __ATOMIC_RELEASE);
+            break;
+        }
 }
 
 uint32_t ms_gettid(void)

@@ -74,6 +74,10 @@ int ms_lk_maps_parse_line(const char *s, size_t len, ms_lk_map *out)
         f |= MS_LKM_SKIP;
     if (starts(path, plen, "[stack]"))
         f |= MS_LKM_STACK;
+    while (plen && (path[plen - 1] == '\n' || path[plen - 1] == ' '))
+        plen--;
+    if (plen == 0 || starts(path, plen, "[heap]") || starts(path, plen, "[anon"))
+        f |= MS_LKM_ANON;
     out->lo = lo;
     out->hi = hi;
     out->flags = f;

@@ -13,6 +13,7 @@ enum {
     MS_LKM_X = 0x4,
     MS_LKM_SKIP = 0x8, /* readable but never read: devices, [vvar], [vsyscall] */
     MS_LKM_STACK = 0x10, /* the main thread's [stack] */
+    MS_LKM_ANON = 0x20,  /* anonymous memory, or the [heap] */
 };
 
 typedef struct ms_lk_map {

@@ -32,6 +32,7 @@ const char *const ms_leak_stat_names[MS_LKS_COUNT] = {
     "faults",        "module_segments", "mmap_regions",  "stop_ns",
     "fork_ns",       "records_dropped", "loader_blocks", "collect_ns",
     "sort_ns",       "roots_ns",        "mark_ns",       "classify_ns",
+    "untracked_maps",
 };
 
 #define LK_MAX_THREADS 8192
@@ -132,6 +133,7 @@ typedef struct lk_child {
     uint64_t root_bytes;
     uint64_t regions;
     uint64_t loader_blocks;
+    uint64_t untracked; /* mappings rooted as memory from before an attach */
     /* the agent's TLS block of every thread: its caches hold copies of program
      * pointers, and it lies inside static TLS and pthread stacks, which are roots */
     uint64_t *hole_lo, *hole_hi;
@@ -233,6 +235,82 @@ static int root_region(const ms_live_entry *e, unsigned kind, void *arg)
     root_range(c, e->addr, e->addr + e->size, ms_lk_maps_view_w);
     c->regions++;
     return 0;
+}
+
+/* After memsight attach: the program's blocks from before are not enumerable, but they
+ * hold pointers to recorded blocks (a list made before, filled after). Every anonymous
+ * writable mapping and the [heap] are roots, minus the recorded blocks themselves (marked
+ * through as usual), the agent's own mappings and the threads' stacks (rooted from sp
+ * above). Conservative: free chunks count as roots too. */
+static int cmp_addr_sorted(const ms_lk_block *x, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (x[i].addr < x[i - 1].addr)
+            return 0;
+    return 1;
+}
+
+static void root_untracked(lk_child *c, lk_state *st, uint64_t self_sp)
+{
+    size_t nown_max = MS_OWN_MAX, nthr = st->world.n + 2;
+    size_t nx = c->nblocks + nown_max + nthr + c->maps.nown;
+    ms_lk_block *x = child_mmap(nx * sizeof *x);
+    ms_lk_block *tmp = child_mmap(nx * sizeof *x);
+    uint64_t *olo = child_mmap(nown_max * sizeof(uint64_t));
+    uint64_t *ohi = child_mmap(nown_max * sizeof(uint64_t));
+    if (!x || !tmp || !olo || !ohi)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < c->nblocks; i++) {
+        x[n].addr = c->blocks[i].addr;
+        x[n++].size = c->blocks[i].size;
+    }
+    uint64_t lost = 0;
+    size_t no = ms_own_ranges(olo, ohi, nown_max, &lost);
+    if (lost) /* agent memory that cannot be told apart: rooting it would hide every leak */
+        return;
+    for (size_t i = 0; i < no; i++) {
+        x[n].addr = olo[i];
+        x[n++].size = ohi[i] - olo[i];
+    }
+    for (size_t i = 0; i < c->maps.nown; i++) {
+        x[n].addr = c->maps.own_lo[i];
+        x[n++].size = c->maps.own_hi[i] - c->maps.own_lo[i];
+    }
+    for (size_t i = 0; i <= st->world.n; i++) {
+        uint64_t sp = i < st->world.n ? st->world.t[i].sp : self_sp;
+        const ms_lk_map *m = sp ? ms_lk_maps_find(&c->maps, sp) : NULL;
+        if (m) {
+            x[n].addr = m->lo;
+            x[n++].size = m->hi - m->lo;
+        }
+    }
+    if (!cmp_addr_sorted(x, n))
+        ms_lk_sort(x, n, tmp);
+    size_t k = 0;
+    for (size_t i = 0; i < c->maps.n; i++) {
+        const ms_lk_map *m = &c->maps.m[i];
+        uint32_t need = MS_LKM_R | MS_LKM_W | MS_LKM_ANON;
+        if ((m->flags & need) != need || (m->flags & (MS_LKM_SKIP | MS_LKM_STACK | MS_LKM_X)))
+            continue;
+        uint64_t cur = m->lo;
+        while (k < n && x[k].addr + x[k].size <= cur)
+            k++;
+        for (size_t j = k; cur < m->hi;) {
+            while (j < n && x[j].addr + x[j].size <= cur)
+                j++;
+            if (j >= n || x[j].addr >= m->hi) {
+                root_range(c, cur, m->hi, ms_lk_maps_view_w);
+                break;
+            }
+            if (x[j].addr > cur)
+                root_range(c, cur, x[j].addr, ms_lk_maps_view_w);
+            if (x[j].addr + x[j].size > cur)
+                cur = x[j].addr + x[j].size;
+            j++;
+        }
+        c->untracked++;
+    }
 }
 
 /* The top of the stack holding sp: the end of its mapping, or of the tracked block
@@ -512,6 +590,11 @@ static void child_main(lk_state *st, int wfd)
     ms_threads_foreach_used(root_slot, c);
     /* roots 5: mmap regions the program made itself */
     ms_regions_foreach(root_region, c, MS_ITER_NOLOCK);
+    /* roots 5, after memsight attach: memory the program had before (root_untracked) */
+    if (ms_attach_sessions()) {
+        uint64_t here = (uint64_t)(uintptr_t)&here;
+        root_untracked(c, st, here);
+    }
 
     uint64_t tm = ms_lk_mono_ns();
     ms_lk_mark(&c->scan);
@@ -536,6 +619,7 @@ static void child_main(lk_state *st, int wfd)
     wire.stat[MS_LKS_FAULTS] = c->faults;
     wire.stat[MS_LKS_REGIONS] = c->regions;
     wire.stat[MS_LKS_LOADER_BLOCKS] = c->loader_blocks;
+    wire.stat[MS_LKS_UNTRACKED_MAPS] = c->untracked;
     wire.sum.scan_ns = ms_lk_mono_ns() - t0;
     wire.stat[MS_LKS_CLASSIFY_NS] = ms_lk_mono_ns() - tk;
     if (write_all(wfd, &wire, sizeof wire) || write_all(wfd, rec, (size_t)nrec * sizeof *rec))

@@ -33,6 +33,7 @@ enum {
     MS_LKS_ROOTS_NS,        /* child: scanning the roots */
     MS_LKS_MARK_NS,         /* child: marking through the blocks */
     MS_LKS_CLASSIFY_NS,     /* child: cliques, folding and records */
+    MS_LKS_UNTRACKED_MAPS,  /* after memsight attach: mappings rooted as memory from before */
     MS_LKS_COUNT
 };
 extern const char *const ms_leak_stat_names[MS_LKS_COUNT];

@@ -158,3 +158,12 @@ double ms_report_peak_after_start(const ms_snapshot *s)
         return -1;
     return (double)(s->peak_ns - st) / 1e9;
 }
+
+const char *ms_leak_attach_note(const ms_snapshot *s)
+{
+    if (!ms_snapshot_meta(s, "attached_ns"))
+        return NULL;
+    return "after memsight attach: covers the blocks recorded since the attach; the memory the "
+           "program had before (its blocks cannot be enumerated) was read as roots, so a block "
+           "it points to is reachable, and stale pointers in freed memory may hide a leak";
+}

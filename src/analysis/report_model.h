@@ -45,5 +45,8 @@ double ms_report_peak_after_start(const ms_snapshot *s);
 
 const char *ms_kind_name(unsigned kind);
 const char *ms_leak_class_name(unsigned cls);
+/* For a snapshot of an agent started by memsight attach: one line saying what its leak
+ * scan covers (docs/leaks.md, "After memsight attach"); NULL otherwise. */
+const char *ms_leak_attach_note(const ms_snapshot *s);
 
 #endif

@@ -259,6 +259,8 @@ static void print_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, int
 {
     char a[32];
     fprintf(out, "\nLeak scan:\n");
+    if (ms_leak_attach_note(s))
+        fprintf(out, "  (%s)\n", ms_leak_attach_note(s));
     for (unsigned c = 0; c < MS_LEAK_CLASS_COUNT; c++)
         fprintf(out, "  %-16s %12s in %" PRIu64 " blocks\n", ms_leak_class_name(c),
                 human(s->leak_summary.bytes[c], a, sizeof a), s->leak_summary.blocks[c]);

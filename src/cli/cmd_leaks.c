@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agent_request.h"
+#include "analysis/report_model.h"
 #include "analysis/symbolize.h"
 #include "cli_common.h"
 #include "commands.h"
@@ -201,6 +202,8 @@ static int print_leaks(const char *path, int top, int max_frames)
                "were scanned whole, without registers\n");
     if (sum->flags & MS_LEAK_F_TRUNCATED)
         printf("  note: more leak records than the agent keeps; the smallest were dropped\n");
+    if (ms_leak_attach_note(s))
+        printf("  note: %s\n", ms_leak_attach_note(s));
 
     stack_sum *sums = calloc(s->nleaks ? s->nleaks : 1, sizeof *sums);
     if (!sums) {

@@ -42,12 +42,17 @@ static void nap_us(long us)
 }
 
 /* Fault injection for the tests: MEMSIGHT_ATTACH_DIE_AT=<step> kills this process with
- * SIGKILL at that step, to show that the target survives whatever the moment. */
+ * SIGKILL at that step (the target must survive whatever the moment);
+ * MEMSIGHT_ATTACH_STOP_AT=<step> stops it there (SIGSTOP), holding the target's thread,
+ * so that a test can send the thread signals that must be delivered afterwards. */
 static void step(const char *name)
 {
     const char *d = getenv("MEMSIGHT_ATTACH_DIE_AT");
     if (d && !strcmp(d, name))
         kill(getpid(), SIGKILL);
+    const char *s = getenv("MEMSIGHT_ATTACH_STOP_AT");
+    if (s && !strcmp(s, name))
+        kill(getpid(), SIGSTOP);
 }
 
 const char *ms_inject_why_eperm(int pid, char *msg, size_t cap)

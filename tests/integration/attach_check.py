@@ -7,13 +7,15 @@ compared with a run of the same commands without memsight.
             detach, attach again on the same process, detach again
   kill      memsight attach killed (SIGKILL) at each step of the injection: the target
             runs on, its output unchanged; the attach either never happened or completed
+  signals   memsight stopped at a step while it holds the target's thread; a signal sent
+            to that thread then is delivered once, afterwards
   refuse    refusals leave the target untouched: no process, stopped, already traced,
             another user, already attached, under memsight run, static, 32-bit or
             another CPU (when a compiler for it is installed); another mount namespace
             without the library's path is attached through a copy
   python    python3 building a list, attached in the middle
   sqlite    sqlite3 in the middle of a long script
-usage: attach_check.py threads|kill|refuse|python|sqlite"""
+usage: attach_check.py threads|kill|signals|refuse|python|sqlite"""
 import json
 import os
 import re
@@ -130,8 +132,8 @@ def dump(pid):
 
 # ---------------------------------------------------------------------------------------
 SITES = ('at_thread_site', 'at_main_site', 'at_freed_site', 'at_realloc_site',
-         'at_again_site', 'worker_work')
-SCRIPT = ['prep 300', 'work', 'again', 'release']
+         'at_again_site', 'worker_work', 'at_leak_site')
+SCRIPT = ['prep 300', 'work', 'leak', 'again', 'release']
 
 
 def baseline():
@@ -147,7 +149,7 @@ def case_threads():
     out = tempfile.mkdtemp(prefix='ms-attach-')
     t = Target([TARGET])
     t.cmd('prep 300')  # 300 blocks in each of 3 threads, before any agent
-    r = attach(t.pid, out)
+    r = attach(t.pid, out, '--leak-check', 'signal')
     if not check(r.returncode == 0, 'attach failed: %s' % r.stderr):
         t.finish('quit')
         return
@@ -173,6 +175,25 @@ def case_threads():
         meta = rep.get('meta', {})
         check(int(meta.get('attached_ns', 0)) > 0 and meta.get('attach_sessions') == '1',
               'meta does not say from when it recorded: %r' % meta)
+    # a leak scan: the blocks made after the attach whose pointers live in arrays made
+    # before it (the workers' pre-attach pointer arrays) are reachable; the 10 blocks
+    # dropped by at_leak_site are the only ones lost
+    t.cmd('leak')
+    lk = memsight('leaks', str(t.pid))
+    check(lk.returncode == 0, 'leaks: %s' % lk.stderr)
+    m = re.search(r'snapshot: (\S+)', lk.stdout)
+    rep = report(m.group(1)) if m else None
+    if rep:
+        lost = {}
+        for rec in rep.get('leak_records', []):
+            fn = next((f.get('function') for f in rec['frames'] if f.get('function') in SITES),
+                      None)
+            if rec['class'] != 'still_reachable':
+                lost[(fn, rec['class'])] = lost.get((fn, rec['class']), 0) + rec['blocks']
+        print('leak scan after attach:', rep.get('leaks'), lost)
+        check(lost == {('at_leak_site', 'definitely_lost'): 10},
+              'leak scan after attach: expected exactly the 10 blocks of at_leak_site lost, '
+              'got %r' % lost)
     r = detach(t.pid)
     check(r.returncode == 0, 'detach failed')
     snap = r.stdout.strip()
@@ -235,12 +256,50 @@ def case_kill():
             check(detach(t.pid).returncode == 0, '%s: detach failed' % stepname)
         # a later attach works whatever was left behind
         check(attach(t.pid, out).returncode == 0, '%s: attach after the kill failed' % stepname)
+        t.cmd('leak')
         t.cmd('again')
         t.cmd('release')
         check(detach(t.pid).returncode == 0, '%s: final detach failed' % stepname)
         text, rc, err = t.finish('quit')
         check(rc == base_rc and text == base_out,
               '%s: output or status changed (%d):\n%s' % (stepname, rc, text))
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def tgkill(pid, tid, sig):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(234, pid, tid, sig)  # SYS_tgkill on x86-64
+
+
+def case_signals():
+    for stepname in ('seized', 'entry', 'done'):
+        out = tempfile.mkdtemp(prefix='ms-attach-sig-')
+        t = Target([TARGET])
+        t.cmd('prep 50')
+        env = clean_env()
+        env['MEMSIGHT_ATTACH_STOP_AT'] = stepname
+        m = subprocess.Popen([MEMSIGHT, 'attach', '-o', out, str(t.pid)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # memsight stops itself at the step, with the target's main thread held
+        while True:
+            with open('/proc/%d/stat' % m.pid) as f:
+                if f.read().rsplit(')', 1)[1].split()[0] == 'T':
+                    break
+            os.sched_yield()
+        with open('/proc/%d/task/%d/stat' % (t.pid, t.pid)) as f:
+            held = f.read().rsplit(')', 1)[1].split()[0]
+        check(held == 't', '%s: the main thread is not held (state %s)' % (stepname, held))
+        check(tgkill(t.pid, t.pid, signal.SIGUSR1) == 0, '%s: tgkill failed' % stepname)
+        os.kill(m.pid, signal.SIGCONT)
+        o, e = m.communicate(timeout=120)
+        check(m.returncode == 0, '%s: attach failed: %s' % (stepname, e))
+        r = t.cmd('sigs')
+        check(r.strip() == 'ok sigs 1', '%s: the signal sent while held: %r' % (stepname, r))
+        t.cmd('work')
+        check(detach(t.pid).returncode == 0, '%s: detach failed' % stepname)
+        text, rc, _ = t.finish('quit')
+        check(rc == 3, '%s: exit status %d' % (stepname, rc))
         shutil.rmtree(out, ignore_errors=True)
 
 
@@ -294,7 +353,7 @@ def case_refuse():
     refused(attach(t.pid, out), 'twice', 'already attached')
     check(detach(t.pid).returncode == 0, 'detach failed')
     refused(memsight('detach', str(t.pid)), 'detach twice', 'already detached')
-    for c in ('work', 'again', 'release'):
+    for c in SCRIPT[1:]:
         t.cmd(c)
     text, rc, _ = t.finish('quit')
     check(rc == base_rc and text == base_out, 'refusals changed the output:\n%s' % text)
@@ -454,7 +513,8 @@ def case_sqlite():
     shutil.rmtree(out, ignore_errors=True)
 
 
-CASES = {'threads': case_threads, 'kill': case_kill, 'refuse': case_refuse,
+CASES = {'threads': case_threads, 'kill': case_kill, 'signals': case_signals,
+         'refuse': case_refuse,
          'python': case_python, 'sqlite': case_sqlite}
 
 if __name__ == '__main__':

@@ -7,12 +7,15 @@
  *            frees those, reallocs its own pre blocks to 80 bytes (at_realloc_site) and
  *            prints the checksum of every pre block's contents
  *   again    main allocates 70 x 24 bytes from at_again_site
+ *   leak     main allocates 10 x 56 bytes from at_leak_site and drops every pointer
  *   release  everything still held is freed
+ *   sigs     prints how many SIGUSR1 the program has handled
  *   quit     exit status 3 (so a test sees it unchanged)
  * The workers wait in read() on pipes between commands; the output is the same with or
  * without an agent attached at any point. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +40,13 @@ static size_t main_npre;
 static void *main_blocks[200], *again_blocks[70];
 static size_t nagain;
 
+static volatile sig_atomic_t usr1_count;
+static void on_usr1(int sig)
+{
+    (void)sig;
+    usr1_count++;
+}
+
 static void fill(char *p, size_t n, unsigned seed)
 {
     for (size_t i = 0; i < n; i++)
@@ -56,6 +66,12 @@ NOINLINE static void *at_main_site(size_t n) { return malloc(n); }
 NOINLINE static void *at_freed_site(size_t n) { return calloc(1, n); }
 NOINLINE static void *at_realloc_site(void *p, size_t n) { return realloc(p, n); }
 NOINLINE static void *at_again_site(size_t n) { return malloc(n); }
+NOINLINE static void at_leak_site(size_t n)
+{
+    void *volatile p = malloc(n);
+    memset(p, 0, n);
+    p = NULL; /* lost: no copy left anywhere */
+}
 
 static void worker_work(worker *w)
 {
@@ -122,6 +138,11 @@ static void to_workers(char c)
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, NULL);
     for (int i = 0; i < 2; i++) {
         if (pipe(W[i].cmd) || pipe(W[i].done))
             return 1;
@@ -159,6 +180,10 @@ int main(void)
             for (; nagain < 70; nagain++)
                 again_blocks[nagain] = at_again_site(24);
             printf("ok again\n");
+        } else if (!strcmp(line, "leak\n")) {
+            for (int i = 0; i < 10; i++)
+                at_leak_site(56);
+            printf("ok leak\n");
         } else if (!strcmp(line, "release\n")) {
             to_workers('r');
             for (int i = 0; i < 200; i++) {
@@ -173,6 +198,8 @@ int main(void)
                 main_pre[i] = NULL;
             }
             printf("ok release\n");
+        } else if (!strcmp(line, "sigs\n")) {
+            printf("ok sigs %d\n", (int)usr1_count);
         } else if (!strcmp(line, "quit\n")) {
             printf("bye\n");
             return 3;

@@ -24,12 +24,17 @@ static void test_parse_lines(void **state)
     assert_int_equal(parse("7f00000000-7f00001000 rw-p 00000000 00:00 0 ", &m), 1);
     assert_int_equal(m.lo, 0x7f00000000ull);
     assert_int_equal(m.hi, 0x7f00001000ull);
-    assert_int_equal(m.flags, MS_LKM_R | MS_LKM_W);
+    assert_int_equal(m.flags, MS_LKM_R | MS_LKM_W | MS_LKM_ANON); /* anonymous */
     assert_int_equal(parse("55d0c0de0000-55d0c0de1000 r-xp 00001000 fe:00 1234   /usr/bin/x", &m),
                      1);
     assert_int_equal(m.flags, MS_LKM_R | MS_LKM_X);
+    assert_int_equal(parse("55d0c0e00000-55d0c0e21000 rw-p 00000000 00:00 0   [heap]", &m), 1);
+    assert_int_equal(m.flags, MS_LKM_R | MS_LKM_W | MS_LKM_ANON);
+    assert_int_equal(parse("7f0000000000-7f0000001000 rw-p 00000000 00:00 0   [anon:arena]", &m), 1);
+    assert_true(m.flags & MS_LKM_ANON);
     assert_int_equal(parse("7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0  [stack]", &m), 1);
     assert_true(m.flags & MS_LKM_STACK);
+    assert_false(m.flags & MS_LKM_ANON);
     assert_int_equal(parse("7ffd00100000-7ffd00104000 r--p 00000000 00:00 0  [vvar]", &m), 1);
     assert_true(m.flags & MS_LKM_SKIP);
     assert_int_equal(parse("7f0000000000-7f0000100000 rw-s 00000000 00:05 9  /dev/dri/card0", &m),
