@@ -46,6 +46,7 @@ static struct {
 
 static ms_got_stats ms_got_st;
 static int ms_got_prepared;
+static int ms_got_off; /* detached (memsight detach): the dlopen hook hooks nothing */
 
 /* Definitions redirected (st_value as the loader found it), so that a detach can put
  * back those of the names that hand out memory. Only the defining modules (libc, a
@@ -660,6 +661,7 @@ uint64_t ms_got_hook_all(void)
     uintptr_t seen[MS_GOT_SEEN_MAX]; /* 4 KiB of stack: no allocation here */
     ms_got_pass takes = {.takes = 1, .seen = seen}, gives = {.takes = 0};
     ms_enter();
+    __atomic_store_n(&ms_got_off, 0, __ATOMIC_RELEASE);
     /* glibc's dl_iterate_phdr holds the loader's write lock during the walk: two threads
      * hooking at once (two dlopens) patch one after the other, never the same RELRO page
      * at the same time */
@@ -671,16 +673,13 @@ uint64_t ms_got_hook_all(void)
     return takes.slots + gives.slots;
 }
 
-/* Detach: the names that hand out memory (malloc, mmap, pthread_create, dlopen...) get
- * their definitions and every slot that holds the agent's function back; those that take
- * memory back (free, realloc, munmap, joins...) stay with the agent: blocks recorded
- * while attached carry a header and must be freed through it, whenever that happens. */
-uint64_t ms_got_unhook_gives(void)
+/* Runs once, inside the module walk (the loader's lock held: no walk that writes the log
+ * runs meanwhile). No loader call in here. */
+static int ms_got_restore_defs(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    if (!__atomic_load_n(&ms_got_prepared, __ATOMIC_ACQUIRE))
-        return 0;
-    ms_enter();
-    /* definitions first: the real functions are then what the program's lookup finds */
+    (void)info;
+    (void)size;
+    (void)arg;
     size_t keep = 0;
     for (size_t i = 0; i < ms_got_ndeflog; i++) {
         int idx = ms_got_deflog[i].idx;
@@ -691,6 +690,24 @@ uint64_t ms_got_unhook_gives(void)
         ms_got_store_def(ms_got_deflog[i].at, ms_got_deflog[i].old);
     }
     ms_got_ndeflog = keep;
+    return 1;
+}
+
+/* Detach: the names that hand out memory (malloc, mmap, pthread_create, dlopen...) get
+ * their definitions and every slot that holds the agent's function back; those that take
+ * memory back (free, realloc, munmap, joins...) stay with the agent: blocks recorded
+ * while attached carry a header and must be freed through it, whenever that happens. */
+uint64_t ms_got_unhook_gives(void)
+{
+    if (!__atomic_load_n(&ms_got_prepared, __ATOMIC_ACQUIRE))
+        return 0;
+    ms_enter();
+    /* no more hooking from the dlopen hook (a call already inside it, or one through a
+     * pointer the program took while hooked, passes through) */
+    __atomic_store_n(&ms_got_off, 1, __ATOMIC_RELEASE);
+    /* definitions first, under the loader's lock as every write of the log: the real
+     * functions are then what the program's lookup finds */
+    ms_dl_iterate(ms_got_restore_defs, NULL);
     for (size_t i = 0; i < MS_GOT_N && i < sizeof ms_got_real_of / sizeof ms_got_real_of[0]; i++) {
         void *r = NULL;
         if (!ms_got_table[i].takes) {
@@ -714,7 +731,8 @@ uint64_t ms_got_unhook_gives(void)
 static void *ms_got_dlopen(const char *name, int flags)
 {
     void *h = dlopen(name, flags);
-    if (h && __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_READY) {
+    if (h && __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_READY &&
+        !__atomic_load_n(&ms_got_off, __ATOMIC_ACQUIRE)) {
         int saved = errno;
         __atomic_fetch_add(&ms_got_st.dlopens, 1, __ATOMIC_RELAXED);
         ms_got_hook_all();

@@ -8,12 +8,14 @@ compared with a run of the same commands without memsight.
   kill      memsight attach killed (SIGKILL) at each step of the injection: the target
             runs on, its output unchanged; the attach either never happened or completed
   signals   memsight stopped at a step while it holds the target's thread; a signal sent
-            to that thread then is delivered once, afterwards
+            to that thread then is delivered once, afterwards; then --duration (it
+            detaches by itself) and an exit while attached (the exit snapshot)
   refuse    refusals leave the target untouched: no process, stopped, already traced,
             another user, already attached, under memsight run, static, 32-bit or
             another CPU (when a compiler for it is installed); another mount namespace
             without the library's path is attached through a copy
-  python    python3 building a list, attached in the middle
+  python    python3 building a list, attached in the middle; a module it loads after the
+            attach (sqlite3) is recorded too
   sqlite    sqlite3 in the middle of a long script
 usage: attach_check.py threads|kill|signals|refuse|python|sqlite"""
 import json
@@ -298,8 +300,24 @@ def case_signals():
         check(r.strip() == 'ok sigs 1', '%s: the signal sent while held: %r' % (stepname, r))
         t.cmd('work')
         check(detach(t.pid).returncode == 0, '%s: detach failed' % stepname)
+        if stepname == 'done':
+            # --duration: it detaches by itself (the test waits for that, whatever it takes)
+            r = attach(t.pid, out, '--duration', '200ms')
+            check(r.returncode == 0 and 'detaches by itself' in r.stderr, 'duration: attach')
+            while memsight('dump', str(t.pid)).returncode == 0:
+                pass
+            d = memsight('dump', str(t.pid))
+            check('detached' in d.stderr, 'duration: %s' % d.stderr)
+            snaps = sorted(f for f in os.listdir(out) if f.endswith('-detach.msnap'))
+            check(len(snaps) == 2, 'duration: detach snapshots %r' % snaps)
+            # attached when the process exits: the exit snapshot, as under memsight run
+            check(attach(t.pid, out).returncode == 0, 'exit: attach')
         text, rc, _ = t.finish('quit')
         check(rc == 3, '%s: exit status %d' % (stepname, rc))
+        if stepname == 'done':
+            ex = [f for f in os.listdir(out) if f.endswith('-exit.msnap')]
+            check(len(ex) == 1, 'no exit snapshot of a process that exited attached: %r'
+                  % os.listdir(out))
         shutil.rmtree(out, ignore_errors=True)
 
 
@@ -418,7 +436,7 @@ def case_refuse():
 
 PYSCRIPT = r'''
 import sys
-data = []
+data, dbs = [], []
 def build(n, tag):
     for i in range(n):
         data.append('%s-%d-' % (tag, i) * 3)
@@ -430,6 +448,13 @@ for line in sys.stdin:
     elif w[0] == 'drop':
         del data[:int(w[1])]
         print('dropped', len(data), flush=True)
+    elif w[0] == 'sql':  # _sqlite3 and libsqlite3 are loaded now, after the attach
+        import sqlite3
+        db = sqlite3.connect(':memory:')
+        db.execute('create table t(a, b)')
+        db.executemany('insert into t values(?, ?)', ((i, 'x' * 50) for i in range(int(w[1]))))
+        dbs.append(db)
+        print('sql', db.execute('select count(*) from t').fetchone()[0], flush=True)
 '''
 
 
@@ -437,7 +462,7 @@ def case_python():
     py = '/usr/bin/python3'
     env = clean_env()
     env['PYTHONMALLOC'] = 'malloc'  # every object a malloc block: countable
-    script = ['build 2000 a', 'build 30000 b', 'drop 10000', 'build 5000 c']
+    script = ['build 2000 a', 'build 30000 b', 'sql 20000', 'drop 10000', 'build 5000 c']
 
     def start():
         return Target([py, '-c', PYSCRIPT], env=env)
@@ -456,8 +481,15 @@ def case_python():
         print('python: %d live heap blocks recorded' % heap)
         check(30000 <= heap < 60000, 'python: %d live heap blocks, expected 30000 strings'
               ' and their list' % heap)
+    t.cmd(script[2])  # modules loaded after the attach: their allocations are recorded
+    rep = report(dump(t.pid))
+    if rep:
+        lib = sum(s['live_bytes'] for s in rep['stacks'] if s['kind'] == 'heap' and any(
+            os.path.basename(f.get('module') or '').startswith('libsqlite3') for f in s['frames']))
+        print('python: %d live bytes allocated through libsqlite3, loaded after the attach' % lib)
+        check(lib > 20000 * 50, 'python: only %d live bytes from libsqlite3' % lib)
     check(detach(t.pid).returncode == 0, 'python: detach failed')
-    for c in script[2:]:
+    for c in script[3:]:
         t.cmd(c)
     text, rc, err = t.finish()
     check(rc == base_rc and text == base_out, 'python: output changed:\n%s\n---\n%s' % (text, base_out))
