@@ -204,6 +204,16 @@ def case_threads():
           'detach gave no slot back: %s' % r.stderr)
     d = memsight('dump', str(t.pid))
     check(d.returncode != 0 and 'detached' in d.stderr, 'dump after detach: %r' % d.stderr)
+    # the control thread has ended, and the request signal is the program's again
+    comms = []
+    for tid in os.listdir('/proc/%d/task' % t.pid):
+        with open('/proc/%d/task/%s/comm' % (t.pid, tid)) as f:
+            comms.append(f.read().strip())
+    check('memsight-ctl' not in comms and len(comms) == 3,
+          'threads after detach: %r (expected the program\'s 3)' % comms)
+    cgt = int(proc_status(t.pid)['SigCgt'], 16)
+    check(not cgt & (1 << (signal.SIGRTMIN + 13 - 1)),
+          'the request signal still has the agent\'s handler after detach')
     t.cmd('again')  # while detached: not recorded
     r = attach(t.pid, out)
     check(r.returncode == 0 and 'session 2' in r.stderr, 'second attach failed: %s' % r.stderr)
