@@ -66,3 +66,10 @@ ms_integration_test(leaks_requests ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks
 
 # fatal_snapshot=1: the last snapshot, with the leak scan, from a SIGSEGV or SIGABRT.
 ms_integration_test(leaks_fatal ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_fatal.py)
+# Only the C library's sleep and poll calls are resumed after an agent signal: a stale
+# restart block (a poll restarted by SIGSTOP/SIGCONT) is never replayed into epoll_wait.
+ms_test_program(rq_stale SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/rq_stale.c FLAGS -O2 -g LIBS pthread)
+add_test(NAME leaks_requests_stale COMMAND sh -c "mkdir -p \"$1\" && exec env LD_PRELOAD=\"$2\" MEMSIGHT_OPTIONS=out=\"$1\" \"$3\""
+  rq_stale ${CMAKE_CURRENT_BINARY_DIR}/rq_stale_out ${PROJECT_BINARY_DIR}/lib/libmemsight.so
+  ${MS_TEST_BIN}/programs/rq_stale)
+set_tests_properties(leaks_requests_stale PROPERTIES TIMEOUT 120)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/sig_resume.h"
 #include "agent/libc/libc.h"
 #include "agent/got_hook.h"
 #include "agent/leak_scan.h"
@@ -288,6 +289,7 @@ static int ms_init_slow(void)
     }
     ms_enter();
     ms_resolve();
+    ms_sig_resume_init();
     const uint64_t *rnd = (const uint64_t *)getauxval(AT_RANDOM);
     ms_hdr_secret = (rnd ? rnd[0] ^ rnd[1] : 0) ^ (uint64_t)(uintptr_t)&expected ^
                     ((uint64_t)getpid() << 32) ^ 0x6d656d7369676874ull;

@@ -2,18 +2,76 @@
  * -ERESTART_RESTARTBLOCK into EINTR when a handler runs and forgets its restart block
  * at sigreturn; until then restart_syscall continues the call with its original
  * deadline. Runs in signal handlers: raw system calls, no lock, no allocation. What
- * differs per CPU (registers, the instruction) is in the arch layer. */
+ * differs per CPU (registers, the instruction) is in the arch layer.
+ *
+ * restart_syscall runs whatever restart block the thread holds, and a block is only
+ * forgotten at a handler's return: a poll or sleep restarted earlier without a handler
+ * (after SIGSTOP, a ptrace stop) leaves a stale one. Run for a call that set none (an
+ * epoll_wait, a read), it would poll stale descriptors through a dead frame or sleep to
+ * an old deadline. So a call is resumed only when the thread stopped inside one of the
+ * C library's functions whose system call always leaves a fresh block when a handler
+ * cuts it short: poll, and relative clock_nanosleep/nanosleep. An absolute
+ * clock_nanosleep leaves none; it is issued again with the same arguments. */
 #define _GNU_SOURCE
 #include "agent/sig_resume.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/arch/arch.h"
+#include "agent/libc/libc.h"
+
+enum { RS_SLEEP, RS_POLL, RS_KINDS };
+static const char *const rs_names[][2] = {
+    [RS_SLEEP] = {"clock_nanosleep", "nanosleep"},
+    [RS_POLL] = {"poll", "ppoll"},
+};
+static struct {
+    uintptr_t lo, hi;
+    int kind;
+} rs_funcs[4];
+static int rs_nfuncs;
+
+void ms_sig_resume_init(void)
+{
+    if (rs_nfuncs)
+        return;
+    int n = 0;
+    for (int k = 0; k < RS_KINDS; k++)
+        for (int j = 0; j < 2; j++) {
+            const char *name = rs_names[k][j];
+            /* ppoll restarts through no block (EINTR, or ERESTARTNOHAND): left alone */
+            if (k == RS_POLL && j == 1)
+                continue;
+            void *p = dlsym(RTLD_DEFAULT, name);
+            Dl_info di;
+            if (!p || !dladdr(p, &di) || !di.dli_fname || !ms_libc_is_libc_path(di.dli_fname))
+                continue; /* only the C library's own wrapper is known to be what it says */
+            size_t sz = ms_libc_func_size(p);
+            if (!sz)
+                continue;
+            rs_funcs[n].lo = (uintptr_t)p;
+            rs_funcs[n].hi = (uintptr_t)p + sz;
+            rs_funcs[n].kind = k;
+            n++;
+        }
+    __atomic_store_n(&rs_nfuncs, n, __ATOMIC_RELEASE);
+}
+
+static int rs_kind_at(uintptr_t pc)
+{
+    int n = __atomic_load_n(&rs_nfuncs, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if (pc > rs_funcs[i].lo && pc <= rs_funcs[i].hi)
+            return rs_funcs[i].kind;
+    return -1;
+}
 
 /* 1 when the instruction before pc is the system-call instruction: the thread was
  * stopped on return from a system call, not somewhere its result register merely held
@@ -27,19 +85,48 @@ static int after_syscall_insn(uintptr_t pc)
     return n == (long)sizeof b && ms_arch_is_syscall_insn(b);
 }
 
+/* What this thread's handler is resuming now (RS_RESTART, RS_REISSUE), 0 when nothing:
+ * a second agent signal may cut the resumed call short in turn, inside the handler of
+ * the first (the thread's own mask is in force meanwhile), and is resumed the same way.
+ * volatile: the nested handler reads it, which the compiler cannot see. */
+enum { RS_RESTART = 1, RS_REISSUE = 2 };
+static __thread volatile int rs_resuming __attribute__((tls_model("initial-exec")));
+
 void ms_sig_resume_interrupted(void *ucv)
 {
-    if (ms_arch_context_ret(ucv) != -EINTR || !after_syscall_insn(ms_arch_context_pc(ucv)))
+    if (ms_arch_context_ret(ucv) != -EINTR)
         return;
-    int saved = errno;
+    uintptr_t pc = ms_arch_context_pc(ucv);
+    int mode = rs_resuming;
+    if (!mode) {
+        int kind = rs_kind_at(pc);
+        if (kind < 0)
+            return;
+        long flags = 0;
+        /* clock_nanosleep(clock, flags, request, remain) */
+        if (kind == RS_SLEEP && !ms_arch_context_sysarg(ucv, 1, &flags))
+            return;
+        mode = kind == RS_SLEEP && (flags & TIMER_ABSTIME) ? RS_REISSUE : RS_RESTART;
+    }
+    if (!after_syscall_insn(pc))
+        return;
+    long a[4] = {0};
+    if (mode == RS_REISSUE)
+        for (int i = 0; i < 4; i++)
+            if (!ms_arch_context_sysarg(ucv, i, &a[i]))
+                return;
+    int saved = errno, outer = rs_resuming;
     sigset_t all;
     sigfillset(&all);
+    rs_resuming = mode;
     /* the thread's own mask while it sleeps on; every signal blocked again after */
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &((ucontext_t *)ucv)->uc_sigmask, NULL, 8);
-    long r = syscall(SYS_restart_syscall);
+    long r = mode == RS_REISSUE ? syscall(SYS_clock_nanosleep, a[0], a[1], a[2], a[3])
+                                : syscall(SYS_restart_syscall);
     long res = r == -1 ? -(long)errno : r;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, 8);
-    /* -EINTR: nothing to resume (no restart block), or a program signal ended it */
+    rs_resuming = outer;
+    /* -EINTR: a program signal ended it, as it would have */
     if (res != -EINTR)
         ms_arch_context_set_ret(ucv, res);
     errno = saved;

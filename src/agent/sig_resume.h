@@ -4,12 +4,16 @@
 #ifndef MS_AGENT_SIG_RESUME_H
 #define MS_AGENT_SIG_RESUME_H
 
-/* Called last in an agent signal handler with its ucontext. When the signal cut a
- * system call that the kernel restarts through its restart block (nanosleep,
- * clock_nanosleep, poll, futex waits with a timeout: turned into EINTR only because a
+/* Learns where the C library's sleep and poll functions lie (dlsym, dladdr: outside any
+ * signal handler, before the handlers are installed). Without it nothing is resumed. */
+void ms_sig_resume_init(void);
+
+/* Called last in an agent signal handler with its ucontext. When the signal cut short
+ * the C library's poll, nanosleep or clock_nanosleep (turned into EINTR only because a
  * handler ran), resumes it with the thread's own signal mask (a program signal that
  * comes meanwhile runs its handler and ends the call with EINTR, as it would have) and
- * puts the result into the interrupted context. Does nothing otherwise. */
+ * puts the result into the interrupted context. Does nothing otherwise: other calls
+ * (epoll_wait, select, pause, timed futex waits) return EINTR as after any handler. */
 void ms_sig_resume_interrupted(void *ucontext);
 
 #endif

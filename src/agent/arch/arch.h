@@ -50,6 +50,10 @@ uintptr_t ms_arch_context_pc(const void *ucontext) __attribute__((visibility("hi
  * stopped on return from one), read and written. */
 long ms_arch_context_ret(const void *ucontext) __attribute__((visibility("hidden")));
 void ms_arch_context_set_ret(void *ucontext, long v) __attribute__((visibility("hidden")));
+/* Argument i (0-5) of the system call a context stopped on return from, into *v.
+ * Returns 0 when the CPU's convention overwrote it with the result (AArch64's x0). */
+int ms_arch_context_sysarg(const void *ucontext, int i, long *v)
+    __attribute__((visibility("hidden")));
 /* 1 when the MS_ARCH_SYSCALL_INSN_LEN bytes at insn are the system-call instruction. */
 int ms_arch_is_syscall_insn(const unsigned char *insn) __attribute__((visibility("hidden")));
 

@@ -51,6 +51,15 @@ void ms_arch_context_set_ret(void *ucv, long v)
     ((ucontext_t *)ucv)->uc_mcontext.regs[0] = (unsigned long long)v;
 }
 
+int ms_arch_context_sysarg(const void *ucv, int i, long *v)
+{
+    /* x0 carries the result back: the first argument is gone */
+    if (i < 1 || i > 5)
+        return 0;
+    *v = (long)((const ucontext_t *)ucv)->uc_mcontext.regs[i];
+    return 1;
+}
+
 int ms_arch_is_syscall_insn(const unsigned char *insn)
 {
     return insn[0] == 0x01 && insn[1] == 0x00 && insn[2] == 0x00 && insn[3] == 0xd4;

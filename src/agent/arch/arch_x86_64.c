@@ -43,6 +43,16 @@ void ms_arch_context_set_ret(void *ucv, long v)
     ((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RAX] = v;
 }
 
+int ms_arch_context_sysarg(const void *ucv, int i, long *v)
+{
+    /* the kernel keeps the argument registers; only rax, rcx and r11 change */
+    static const int reg[6] = {REG_RDI, REG_RSI, REG_RDX, REG_R10, REG_R8, REG_R9};
+    if (i < 0 || i > 5)
+        return 0;
+    *v = (long)((const ucontext_t *)ucv)->uc_mcontext.gregs[reg[i]];
+    return 1;
+}
+
 int ms_arch_is_syscall_insn(const unsigned char *insn)
 {
     return insn[0] == 0x0f && insn[1] == 0x05;

@@ -42,6 +42,10 @@ int ms_libc_is_loader_path(const char *path) MS_INTERNAL_LIBC;
  * a definition with *di filled, 0 otherwise. */
 int ms_libc_dladdr_def(const void *p, Dl_info *di) MS_INTERNAL_LIBC;
 
+/* The size in bytes of the function that begins at p (its dynamic symbol's st_size),
+ * 0 when the C library cannot tell. */
+size_t ms_libc_func_size(const void *p) MS_INTERNAL_LIBC;
+
 /* The thread's DTV as the scan should see it, from its thread pointer: *slot gets the
  * address of the DTV pointer in the TCB and *bias how far into its block that pointer
  * points. Returns 0 when the layout is not known (TLS is then scanned as memory). */

@@ -41,6 +41,16 @@ int ms_libc_dladdr_def(const void *p, Dl_info *di)
     return sym->st_shndx != SHN_UNDEF;
 }
 
+size_t ms_libc_func_size(const void *p)
+{
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+        (uintptr_t)di.dli_saddr != (uintptr_t)p)
+        return 0;
+    return (size_t)sym->st_size;
+}
+
 int ms_libc_dtv(uintptr_t tp, uintptr_t *slot, uintptr_t *bias)
 {
     /* tcbhead_t: x86-64 { void *tcb; dtv_t *dtv; ... } at tp; AArch64 { dtv_t *dtv;

@@ -41,6 +41,12 @@ int ms_libc_dladdr_def(const void *p, Dl_info *di)
     return p && dladdr(p, di) != 0;
 }
 
+size_t ms_libc_func_size(const void *p)
+{
+    (void)p; /* no dladdr1: sleeps an agent signal cuts short are not resumed */
+    return 0;
+}
+
 int ms_libc_dtv(uintptr_t tp, uintptr_t *slot, uintptr_t *bias)
 {
     (void)tp;
