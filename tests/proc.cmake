@@ -26,7 +26,7 @@ set(MS_FUZZ_PROC ${MS_TEST_BIN}/fuzz/fuzz_proc)
 set(MS_FUZZ_PROC_SRCS ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_proc.c
   ${PROJECT_SOURCE_DIR}/src/core/proc_read.c ${PROJECT_SOURCE_DIR}/src/core/proc_smaps.c
   ${PROJECT_SOURCE_DIR}/src/core/proc_status.c ${PROJECT_SOURCE_DIR}/src/core/proc_task.c
-  ${PROJECT_SOURCE_DIR}/src/core/fileio.c ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c
+  ${PROJECT_SOURCE_DIR}/src/core/fileio.c ${PROJECT_SOURCE_DIR}/src/core/safe_file.c ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c
   ${PROJECT_SOURCE_DIR}/src/analysis/accounting.c ${PROJECT_SOURCE_DIR}/src/analysis/watch.c
   ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c)
 if(MS_CLANG_FUZZER)

@@ -17,7 +17,7 @@ ms_integration_test(report_demo ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_d
 set(MS_FUZZ_SNAPSHOT_SRCS
   ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_snapshot.c
   ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c ${PROJECT_SOURCE_DIR}/src/core/fileio.c
-  ${PROJECT_SOURCE_DIR}/src/core/labels.c
+  ${PROJECT_SOURCE_DIR}/src/core/safe_file.c ${PROJECT_SOURCE_DIR}/src/core/labels.c
   ${PROJECT_SOURCE_DIR}/src/analysis/report_json.c ${PROJECT_SOURCE_DIR}/src/analysis/report_text.c
   ${PROJECT_SOURCE_DIR}/src/analysis/report_model.c ${PROJECT_SOURCE_DIR}/src/analysis/json_writer.c
   ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c ${PROJECT_SOURCE_DIR}/src/analysis/stack_agg.c)

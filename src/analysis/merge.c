@@ -4,12 +4,14 @@
 #define _GNU_SOURCE
 #include "analysis/merge.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/stack_agg.h"
+#include "core/fileio.h"
 #include "core/labels.h"
 #include "core/snapshot_write.h"
 
@@ -791,21 +793,26 @@ static void write_leaks(ms_snap_writer *w, const ms_snapshot *s)
     ms_sw_end(w);
 }
 
-/* Through the snapshot writer the agent uses, so the format has one encoder: it creates
- * the file 0600 with O_EXCL|O_NOFOLLOW under a temporary name and renames it. */
+/* Through the snapshot writer the agent uses, so the format has one encoder, into the
+ * output file of every tool (ms_outfile: a new file renamed into place, or written through
+ * into a device or FIFO). The writer patches and re-reads what it wrote, so output that
+ * cannot seek is first written to a scratch file and then copied. */
 int ms_merge_write(const ms_snapshot *s, const char *path, char *err, size_t errlen)
 {
+    ms_outfile of;
+    if (ms_outfile_open(&of, path, err, errlen) != 0)
+        return -1;
+    FILE *scratch = of.through ? tmpfile() : NULL;
     ms_snap_writer *w = malloc(sizeof *w);
-    if (!w) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = ms_sw_open(w, path, s->flags);
-    if (rc != 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(-rc));
+    if (!w || (of.through && !scratch)) {
+        snprintf(err, errlen, "%s: %s", path, w ? "cannot create a scratch file" : "out of memory");
         free(w);
+        if (scratch)
+            fclose(scratch);
+        ms_outfile_abort(&of);
         return -1;
     }
+    int rc = ms_sw_open_fd(w, scratch ? fileno(scratch) : of.fd, s->flags);
     ms_sw_begin(w, MS_CHUNK_META, 0);
     ms_sw_u32(w, (uint32_t)s->nmeta);
     for (size_t i = 0; i < s->nmeta; i++)
@@ -864,11 +871,25 @@ int ms_merge_write(const ms_snapshot *s, const char *path, char *err, size_t err
         write_named(w, MS_CHUNK_ACCT, s->acct, s->nacct);
     if (s->nhealth)
         write_named(w, MS_CHUNK_HLTH, s->health, s->nhealth);
-    rc = ms_sw_commit(w);
+    if (rc == 0)
+        rc = ms_sw_finish(w);
     free(w);
+    if (rc == 0 && scratch) {
+        char buf[65536];
+        size_t n;
+        rewind(scratch);
+        while ((n = fread(buf, 1, sizeof buf, scratch)) > 0)
+            if (fwrite(buf, 1, n, of.fp) != n)
+                break;
+        if (ferror(scratch) || ferror(of.fp))
+            rc = -(errno ? errno : EIO);
+    }
+    if (scratch)
+        fclose(scratch);
     if (rc != 0) {
         snprintf(err, errlen, "%s: write failed: %s", path, strerror(-rc));
+        ms_outfile_abort(&of);
         return -1;
     }
-    return 0;
+    return ms_outfile_commit(&of, err, errlen);
 }

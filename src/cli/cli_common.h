@@ -1,5 +1,6 @@
 /* Plumbing the `memsight` subcommands share: number options, --by, and the output that
- * is a file created safely (0600, temporary name, rename) or stdout. Only the CLI prints:
+ * is stdout or the file of -o (ms_outfile: a new file renamed into place, or written
+ * through into a device, FIFO or /dev/stdout). Only the CLI prints:
  * these helpers write their messages as "memsight <cmd>: ..." on stderr. */
 #ifndef MS_CLI_CLI_COMMON_H
 #define MS_CLI_CLI_COMMON_H

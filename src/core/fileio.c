@@ -1,86 +1,328 @@
-/* Safe output files and whole-file reads for the tools (see fileio.h). */
+/* Output files, safe directory walks, awaited files and whole-file reads for the tools
+ * (see fileio.h). The allocation-free parts shared with the agent are in safe_file.c. */
+#define _GNU_SOURCE
 #include "core/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/safe_file.h"
+
+/* ===========================================================================
+ * Directories: followed through symlinks only when ms_sf_trusted.
+ * ========================================================================= */
+int ms_open_dir_safe(const char *dir, char *err, size_t errlen)
+{
+    char work[2 * PATH_MAX], walked[2 * PATH_MAX];
+    if (strlen(dir) >= sizeof work) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
+        return -1;
+    }
+    snprintf(work, sizeof work, "%s", dir);
+    snprintf(walked, sizeof walked, "%s", dir[0] == '/' ? "/" : "");
+    int fd = open(dir[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char *p = work;
+    int hops = 0;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        size_t cl = strcspn(p, "/");
+        char comp[NAME_MAX + 1];
+        if (cl > NAME_MAX) {
+            snprintf(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
+            close(fd);
+            return -1;
+        }
+        memcpy(comp, p, cl);
+        comp[cl] = 0;
+        p += cl;
+        if (!strcmp(comp, "."))
+            continue;
+        size_t wl = strlen(walked);
+        snprintf(walked + wl, sizeof walked - wl, "%s%s", wl && walked[wl - 1] != '/' ? "/" : "",
+                 comp);
+        int nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st, dst;
+        if (nfd < 0 || fstat(nfd, &st) != 0) {
+            snprintf(err, errlen, "%s: %s: %s", dir, walked, strerror(errno));
+            if (nfd >= 0)
+                close(nfd);
+            close(fd);
+            return -1;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            if (fstat(fd, &dst) != 0 || !ms_sf_trusted(&dst, st.st_uid)) {
+                snprintf(err, errlen,
+                         "%s: %s is a symlink that belongs to uid %u in a shared directory "
+                         "(sticky, writable by all): not following it",
+                         dir, walked, (unsigned)st.st_uid);
+                close(nfd);
+                close(fd);
+                return -1;
+            }
+            char target[PATH_MAX];
+            ssize_t n = ++hops > 40 ? -1 : readlinkat(nfd, "", target, sizeof target - 1);
+            int e = hops > 40 ? ELOOP : errno;
+            close(nfd);
+            char rest[2 * PATH_MAX];
+            if (n <= 0 || (size_t)n + strlen(p) >= sizeof rest) {
+                snprintf(err, errlen, "%s: %s: %s", dir, walked, strerror(n < 0 ? e : ENAMETOOLONG));
+                close(fd);
+                return -1;
+            }
+            target[n] = 0;
+            snprintf(rest, sizeof rest, "%s%s", target, p);
+            snprintf(work, sizeof work, "%s", rest);
+            p = work;
+            /* the link's directory is the start of a relative target */
+            walked[wl] = 0;
+            if (target[0] == '/') {
+                close(fd);
+                snprintf(walked, sizeof walked, "/");
+                fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0) {
+                    snprintf(err, errlen, "%s: /: %s", dir, strerror(errno));
+                    return -1;
+                }
+            }
+            continue;
+        }
+        close(fd);
+        fd = nfd;
+        if (!S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "%s: %s: %s", dir, walked, strerror(ENOTDIR));
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+/* ===========================================================================
+ * Output files (-o).
+ * ========================================================================= */
+static void outfile_release(ms_outfile *of)
+{
+    if (of->fp)
+        fclose(of->fp);
+    else if (of->fd >= 0)
+        close(of->fd);
+    if (of->dirfd >= 0) {
+        if (of->tmp)
+            ms_sf_discard(of->dirfd, of->tmp);
+        close(of->dirfd);
+    }
+    free(of->final_path);
+    free(of->base);
+    free(of->tmp);
+    memset(of, 0, sizeof *of);
+    of->fd = of->dirfd = -1;
+}
+
+static int same_file(int fd, const struct stat *st)
+{
+    struct stat o;
+    return fstat(fd, &o) == 0 && o.st_dev == st->st_dev && o.st_ino == st->st_ino;
+}
+
+/* What to write through into, when `base` in dirfd is not a regular file or a new name:
+ * returns fd, -2 for "create a new file", or -1 with a message. */
+static int open_existing(ms_outfile *of, const char *path, char *err, size_t errlen)
+{
+    struct stat st, dst, got;
+    if (fstatat(of->dirfd, of->base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT)
+            return -2;
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (S_ISREG(st.st_mode))
+        return -2;
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory", path);
+        return -1;
+    }
+    if (fstat(of->dirfd, &dst) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int trusted = ms_sf_trusted(&dst, st.st_uid);
+    int fd;
+    if (S_ISLNK(st.st_mode)) {
+        if (!trusted)
+            return -2; /* replaced by the rename, never followed */
+        fd = openat(of->dirfd, of->base, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            return -2; /* a dangling link of yours: replaced */
+    } else {
+        if (!trusted) {
+            snprintf(err, errlen,
+                     "%s: a %s that belongs to uid %u in a shared directory (sticky, writable "
+                     "by all): not writing into it",
+                     path, ms_sf_kind(st.st_mode), (unsigned)st.st_uid);
+            return -1;
+        }
+        /* Blocks on a FIFO until a reader comes, as any writer does. */
+        fd = openat(of->dirfd, of->base, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    }
+    if (fd < 0 || fstat(fd, &got) != 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (S_ISDIR(got.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory", path);
+        close(fd);
+        return -1;
+    }
+    if (S_ISREG(got.st_mode)) {
+        if (!S_ISLNK(st.st_mode)) {
+            snprintf(err, errlen, "%s: changed while being opened", path);
+            close(fd);
+            return -1;
+        }
+        /* A link to our own stdout or stderr (/dev/stdout with stdout redirected to a file)
+         * continues that descriptor: its offset and append mode. */
+        int std = same_file(1, &got) ? 1 : same_file(2, &got) ? 2 : -1;
+        if (std >= 0) {
+            close(fd);
+            fd = fcntl(std, F_DUPFD_CLOEXEC, 3);
+        } else if (ftruncate(fd, 0) != 0) {
+            snprintf(err, errlen, "%s: cannot truncate: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+    return fd;
+}
+
 int ms_outfile_open(ms_outfile *of, const char *path, char *err, size_t errlen)
 {
     memset(of, 0, sizeof *of);
-    size_t n = strlen(path) + 32;
-    of->final_path = strdup(path);
-    of->tmp_path = malloc(n);
-    if (!of->final_path || !of->tmp_path) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        ms_outfile_abort(of);
+    of->fd = of->dirfd = -1;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+        snprintf(err, errlen, "%s: is a directory", *path ? path : "''");
         return -1;
     }
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(of->tmp_path, n, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
-        int fd = open(of->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == EEXIST)
-            continue;
-        if (fd < 0) {
-            snprintf(err, errlen, "%s: cannot create: %s", of->tmp_path, strerror(errno));
-            ms_outfile_abort(of);
-            return -1;
-        }
-        of->fp = fdopen(fd, "w");
-        if (!of->fp) {
-            snprintf(err, errlen, "%s: %s", of->tmp_path, strerror(errno));
-            close(fd);
-            unlink(of->tmp_path);
-            ms_outfile_abort(of);
-            return -1;
-        }
-        return 0;
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    of->final_path = strdup(path);
+    of->base = strdup(base);
+    of->tmpcap = strlen(base) + MS_SF_TMP_EXTRA;
+    of->tmp = calloc(1, of->tmpcap);
+    if (!dir || !of->final_path || !of->base || !of->tmp) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        free(dir);
+        outfile_release(of);
+        return -1;
     }
-    snprintf(err, errlen, "%s: cannot find a free temporary name", path);
-    ms_outfile_abort(of);
-    return -1;
+    of->dirfd = ms_open_dir_safe(dir, err, errlen);
+    free(dir);
+    if (of->dirfd < 0) {
+        outfile_release(of);
+        return -1;
+    }
+    int fd = open_existing(of, path, err, errlen);
+    if (fd == -1) {
+        outfile_release(of);
+        return -1;
+    }
+    if (fd >= 0) {
+        of->through = 1;
+    } else {
+        fd = ms_sf_create(of->dirfd, of->base, of->tmp, of->tmpcap);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: cannot create: %s", path, strerror(-fd));
+            outfile_release(of);
+            return -1;
+        }
+    }
+    of->fd = fd;
+    of->fp = fdopen(fd, "w");
+    if (!of->fp) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        outfile_release(of);
+        return -1;
+    }
+    return 0;
 }
 
 int ms_outfile_commit(ms_outfile *of, char *err, size_t errlen)
 {
     int rc = 0;
-    if (fflush(of->fp) != 0 || ferror(of->fp) || fsync(fileno(of->fp)) != 0) {
-        snprintf(err, errlen, "%s: write failed: %s", of->final_path, strerror(errno));
+    const char *path = of->final_path;
+    if (fflush(of->fp) != 0 || ferror(of->fp)) {
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
         rc = -1;
     }
-    if (fclose(of->fp) != 0 && rc == 0) {
-        snprintf(err, errlen, "%s: close failed: %s", of->final_path, strerror(errno));
+    if (rc == 0 && !of->through && fsync(of->fd) != 0) {
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
         rc = -1;
     }
+    if (rc == 0 && !of->through) {
+        int r = ms_sf_place(of->dirfd, of->fd, of->base, of->tmp, of->tmpcap);
+        if (r != 0) {
+            snprintf(err, errlen, "%s: cannot rename into place: %s%s", path, strerror(-r),
+                     ms_sf_name_taken(-r) ? " (the name is taken by something this user may "
+                                            "not replace)"
+                                          : "");
+            rc = -1;
+        }
+    }
+    int cr = fclose(of->fp);
     of->fp = NULL;
-    /* rename() replaces a symlink at the final path rather than following it. */
-    if (rc == 0 && rename(of->tmp_path, of->final_path) != 0) {
-        snprintf(err, errlen, "%s: cannot rename into place: %s", of->final_path, strerror(errno));
+    of->fd = -1;
+    if (cr != 0 && rc == 0) {
+        snprintf(err, errlen, "%s: close failed: %s", path, strerror(errno));
         rc = -1;
     }
-    if (rc != 0)
-        unlink(of->tmp_path);
-    free(of->final_path);
-    free(of->tmp_path);
-    of->final_path = of->tmp_path = NULL;
+    outfile_release(of);
     return rc;
 }
 
-void ms_outfile_abort(ms_outfile *of)
+void ms_outfile_abort(ms_outfile *of) { outfile_release(of); }
+
+/* ===========================================================================
+ * Reading.
+ * ========================================================================= */
+int ms_open_awaited(const char *path, uid_t owner, char *err, size_t errlen)
 {
-    if (of->fp) {
-        fclose(of->fp);
-        of->fp = NULL;
-    }
-    if (of->tmp_path)
-        unlink(of->tmp_path);
-    free(of->final_path);
-    free(of->tmp_path);
-    of->final_path = of->tmp_path = NULL;
+    struct stat st;
+    int fd = ms_sf_open_regular(AT_FDCWD, path, owner, &st);
+    if (fd >= 0)
+        return fd;
+    if (fd == -ELOOP)
+        snprintf(err, errlen, "%s: is a symlink (owner uid %u), not a file an agent wrote: "
+                              "not following it",
+                 path, (unsigned)st.st_uid);
+    else if (fd == -EINVAL)
+        snprintf(err, errlen, "%s: is a %s (owner uid %u), not a snapshot file: not reading it",
+                 path, ms_sf_kind(st.st_mode), (unsigned)st.st_uid);
+    else if (fd == -EPERM)
+        snprintf(err, errlen, "%s: belongs to uid %u, not to uid %u whose process writes it: "
+                              "not reading it",
+                 path, (unsigned)st.st_uid, (unsigned)owner);
+    else
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-fd));
+    return -1;
 }
 
 char *ms_read_file(const char *path, size_t *len, char *err, size_t errlen)
@@ -90,6 +332,11 @@ char *ms_read_file(const char *path, size_t *len, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return NULL;
     }
+    return ms_read_fd(fd, path, len, err, errlen);
+}
+
+char *ms_read_fd(int fd, const char *path, size_t *len, char *err, size_t errlen)
+{
     size_t cap = 65536, n = 0;
     struct stat st;
     if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX - 1)

@@ -1,29 +1,55 @@
-/* Safe file creation for everything memsight writes (snapshots, reports, exports):
- * files hold the program's data, so they are created 0600 under a temporary name with
- * O_EXCL|O_NOFOLLOW and renamed into place, never following a planted symlink.
- * Tools only (allocates); the agent has its own allocation-free writer. */
+/* Output files and whole-file reads for the tools. `-o FILE` either replaces a regular
+ * file (or creates a new name) atomically, 0600, never following a planted symlink, or
+ * writes through into what FILE already is when that is not a regular file (a device, a
+ * FIFO, /dev/stdout). Readers of files the tools wait for open them only as regular files
+ * of the expected owner. Tools only (allocates); the agent uses safe_file.h directly. */
 #ifndef MS_CORE_FILEIO_H
 #define MS_CORE_FILEIO_H
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 typedef struct ms_outfile {
-    FILE *fp;        /* write here */
-    char *final_path;
-    char *tmp_path;
+    FILE *fp;         /* write here */
+    int fd;           /* fileno(fp) */
+    int through;      /* writing into an existing device, FIFO or terminal: no rename */
+    int dirfd;        /* directory of the final name (atomic mode), else -1 */
+    char *final_path; /* as given, for messages */
+    char *base;       /* final name in dirfd */
+    char *tmp;        /* temporary name in dirfd, "" while unnamed */
+    size_t tmpcap;
 } ms_outfile;
 
-/* Opens a temporary file beside `path`. Returns 0, or -1 with a message in err. */
+/* Opens `path` for writing. What it names decides how:
+ * - nothing, or a regular file: a new file (0600) is written beside it and renamed over it
+ *   by ms_outfile_commit; a symlink you do not own in a shared (sticky, world-writable)
+ *   directory is replaced the same way, never followed;
+ * - a device, a FIFO, or a symlink you own leading to one (/dev/stdout): written in place;
+ *   one that another user owns in a shared directory is refused;
+ * - a directory: refused.
+ * Directories on the way are followed only when ms_sf_trusted: a symlink another user
+ * planted in /tmp is refused with its owner named. Returns 0, or -1 with a message. */
 int ms_outfile_open(ms_outfile *of, const char *path, char *err, size_t errlen);
-/* Flushes, fsyncs and renames into place; on any error removes the temporary file.
- * Returns 0 or -1 with a message. */
+/* Flushes; for a new file fsyncs and renames it into place. On any error removes the
+ * temporary file. Returns 0 or -1 with a message. */
 int ms_outfile_commit(ms_outfile *of, char *err, size_t errlen);
-/* Abandons the file (removes the temporary). */
+/* Abandons the file (removes the temporary; what was written through stays written). */
 void ms_outfile_abort(ms_outfile *of);
+
+/* Opens a directory for *at() calls, following symlinks on the way only when
+ * ms_sf_trusted. Returns an O_PATH descriptor, or -1 with a message. */
+int ms_open_dir_safe(const char *dir, char *err, size_t errlen);
+
+/* Opens a file memsight waits for (a snapshot an agent writes) only if it is a regular
+ * file owned by `owner` ((uid_t)-1: anyone): never follows a symlink at the name, never
+ * blocks on a FIFO. Returns fd, or -1 with a message that names what the file is. */
+int ms_open_awaited(const char *path, uid_t owner, char *err, size_t errlen);
 
 /* Reads a whole file into a malloc'ed buffer (NUL-terminated for convenience).
  * Works for /proc files whose size is reported as 0. Returns NULL with a message. */
 char *ms_read_file(const char *path, size_t *len, char *err, size_t errlen);
+/* The same from an open descriptor (closed by the call); `name` is for messages. */
+char *ms_read_fd(int fd, const char *name, size_t *len, char *err, size_t errlen);
 
 #endif

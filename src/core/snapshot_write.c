@@ -1,11 +1,14 @@
-/* Allocation-free snapshot writer (see snapshot_write.h): buffered write() into a
- * temporary file, chunk headers patched with pwrite(), CRC computed by re-reading each
- * finished chunk. Runs inside the target: no malloc, no stdio, no locks. */
+/* Allocation-free snapshot writer (see snapshot_write.h): buffered write() into a file
+ * created by safe_file.c (unnamed until finished), chunk headers patched with pwrite(), CRC
+ * computed by re-reading each finished chunk. Runs inside the target: no malloc, no stdio,
+ * no locks. */
+#define _GNU_SOURCE
 #include "core/snapshot_write.h"
+
+#include "core/safe_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h> /* rename() only */
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -90,50 +93,84 @@ static size_t sw_strlen(const char *s)
     return n;
 }
 
-int ms_sw_open(ms_snap_writer *w, const char *final_path, uint64_t flags)
+static void sw_reset(ms_snap_writer *w)
 {
     w->fd = -1;
+    w->dirfd = -1;
+    w->owns_fd = 0;
     w->err = 0;
     w->file_off = 0;
     w->buflen = 0;
     w->in_chunk = 0;
     w->nchunks = 0;
+    w->tmp_name[0] = 0;
+    w->final_path[0] = 0;
+}
+
+static void sw_header(ms_snap_writer *w, uint64_t flags)
+{
+    ms_snap_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, MS_SNAP_MAGIC, 8);
+    h.version_major = MS_SNAP_VERSION_MAJOR;
+    h.version_minor = MS_SNAP_VERSION_MINOR;
+    h.header_size = sizeof h;
+    h.flags = flags;
+    sw_raw(w, &h, sizeof h);
+}
+
+/* Index of the first character of path's last component. */
+static size_t sw_base(const char *path)
+{
+    size_t n = sw_strlen(path);
+    while (n > 0 && path[n - 1] != '/')
+        n--;
+    return n;
+}
+
+int ms_sw_open(ms_snap_writer *w, const char *final_path, uint64_t flags)
+{
+    sw_reset(w);
     size_t n = sw_strlen(final_path);
-    /* tmp name: "<dir>/.<base>.tmp<k>", k = 0..99 */
-    if (n + 16 >= MS_SW_PATH_MAX)
+    if (n + MS_SF_TMP_EXTRA >= MS_SW_PATH_MAX)
         return -ENAMETOOLONG;
+    size_t slash = sw_base(final_path);
+    if (slash == n)
+        return -EISDIR;
     memcpy(w->final_path, final_path, n + 1);
-    size_t slash = n;
-    while (slash > 0 && final_path[slash - 1] != '/')
-        slash--;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        char *t = w->tmp_path;
-        memcpy(t, final_path, slash);
-        t += slash;
-        *t++ = '.';
-        memcpy(t, final_path + slash, n - slash);
-        t += n - slash;
-        memcpy(t, ".tmp", 4);
-        t += 4;
-        t += ms_fmt_u64(t, (uint64_t)attempt);
-        *t = 0;
-        int fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == EEXIST)
-            continue;
-        if (fd < 0)
-            return -errno;
-        w->fd = fd;
-        ms_snap_header h;
-        memset(&h, 0, sizeof h);
-        memcpy(h.magic, MS_SNAP_MAGIC, 8);
-        h.version_major = MS_SNAP_VERSION_MAJOR;
-        h.version_minor = MS_SNAP_VERSION_MINOR;
-        h.header_size = sizeof h;
-        h.flags = flags;
-        sw_raw(w, &h, sizeof h);
-        return 0;
+    /* The directory, opened once: the file is created and named relative to it. */
+    char dir[MS_SW_PATH_MAX];
+    if (slash == 0) {
+        dir[0] = '.';
+        dir[1] = 0;
+    } else {
+        size_t dl = slash > 1 ? slash - 1 : 1;
+        memcpy(dir, final_path, dl);
+        dir[dl] = 0;
     }
-    return -EEXIST;
+    w->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (w->dirfd < 0)
+        return -errno;
+    int fd = ms_sf_create(w->dirfd, final_path + slash, w->tmp_name, sizeof w->tmp_name);
+    if (fd < 0) {
+        close(w->dirfd);
+        w->dirfd = -1;
+        return fd;
+    }
+    w->fd = fd;
+    w->owns_fd = 1;
+    sw_header(w, flags);
+    return 0;
+}
+
+int ms_sw_open_fd(ms_snap_writer *w, int fd, uint64_t flags)
+{
+    sw_reset(w);
+    if (fd < 0)
+        return -EBADF;
+    w->fd = fd;
+    sw_header(w, flags);
+    return 0;
 }
 
 void ms_sw_begin(ms_snap_writer *w, uint32_t type, uint32_t flags)
@@ -266,16 +303,7 @@ void ms_sw_end(ms_snap_writer *w)
         w->nchunks++;
 }
 
-void ms_sw_abort(ms_snap_writer *w)
-{
-    if (w->fd >= 0) {
-        close(w->fd);
-        unlink(w->tmp_path);
-    }
-    w->fd = -1;
-}
-
-int ms_sw_commit(ms_snap_writer *w)
+int ms_sw_finish(ms_snap_writer *w)
 {
     if (w->fd < 0)
         return -EBADF;
@@ -285,16 +313,49 @@ int ms_sw_commit(ms_snap_writer *w)
     ms_sw_begin(w, MS_CHUNK_END, MS_CHUNKF_REQUIRED);
     ms_sw_u32(w, n);
     ms_sw_end(w);
-    if (!w->err && fsync(w->fd) != 0 && errno != EINVAL)
+    if (w->owns_fd && !w->err && fsync(w->fd) != 0 && errno != EINVAL)
         sw_fail(w, errno);
-    if (close(w->fd) != 0 && !w->err && errno != EINTR)
-        sw_fail(w, errno);
-    w->fd = -1;
-    if (!w->err && rename(w->tmp_path, w->final_path) != 0)
-        sw_fail(w, errno);
-    if (w->err) {
-        unlink(w->tmp_path);
+    return w->err ? -w->err : 0;
+}
+
+int ms_sw_place(ms_snap_writer *w, const char *path)
+{
+    if (w->fd < 0 || !w->owns_fd)
+        return -EBADF;
+    if (w->err)
         return -w->err;
+    if (path && path != w->final_path) {
+        size_t n = sw_strlen(path);
+        if (n >= MS_SW_PATH_MAX)
+            return -ENAMETOOLONG;
+        memcpy(w->final_path, path, n + 1);
     }
-    return 0;
+    const char *base = w->final_path + sw_base(w->final_path);
+    return ms_sf_place(w->dirfd, w->fd, base, w->tmp_name, sizeof w->tmp_name);
+}
+
+void ms_sw_close(ms_snap_writer *w)
+{
+    if (w->owns_fd) {
+        if (w->fd >= 0)
+            close(w->fd);
+        if (w->dirfd >= 0) {
+            ms_sf_discard(w->dirfd, w->tmp_name);
+            close(w->dirfd);
+        }
+    }
+    w->fd = -1;
+    w->dirfd = -1;
+    w->owns_fd = 0;
+}
+
+void ms_sw_abort(ms_snap_writer *w) { ms_sw_close(w); }
+
+int ms_sw_commit(ms_snap_writer *w)
+{
+    int rc = ms_sw_finish(w);
+    if (rc == 0 && w->owns_fd)
+        rc = ms_sw_place(w, NULL);
+    ms_sw_close(w);
+    return rc;
 }

@@ -16,6 +16,8 @@
  * they own (the agent uses an mmap'ed area), not on a small thread stack. */
 typedef struct ms_snap_writer {
     int fd;
+    int dirfd;             /* directory of final_path; -1 when writing into a caller's fd */
+    int owns_fd;           /* ms_sw_open created fd (closed and named by the writer) */
     int err;               /* first errno seen; once set, every call is a no-op */
     uint64_t file_off;     /* offset of buf[0] in the file */
     size_t buflen;
@@ -25,14 +27,17 @@ typedef struct ms_snap_writer {
     uint32_t chunk_type, chunk_flags;
     uint32_t crc;
     uint32_t nchunks;
-    char tmp_path[MS_SW_PATH_MAX];
+    char tmp_name[MS_SW_PATH_MAX]; /* temporary name in dirfd, "" while unnamed (O_TMPFILE) */
     char final_path[MS_SW_PATH_MAX];
     unsigned char buf[MS_SW_BUF_SIZE];
 } ms_snap_writer;
 
-/* Creates `final_path`'s temporary sibling (O_EXCL|O_NOFOLLOW, 0600) and writes the
- * file header. Returns 0 or a negative errno (ENAMETOOLONG, EEXIST after retries...). */
+/* Creates the file that becomes `final_path` (ms_sf_create: unnamed, or a random
+ * temporary name, 0600) and writes the file header. Returns 0 or a negative errno. */
 int ms_sw_open(ms_snap_writer *w, const char *final_path, uint64_t flags);
+/* Writes into `fd`, which must be seekable (pwrite/pread patch and check chunks), from its
+ * current start; the caller keeps and closes it. For output that is not a file of its own. */
+int ms_sw_open_fd(ms_snap_writer *w, int fd, uint64_t flags);
 
 /* Chunks: begin, any number of puts, end. Only one chunk is open at a time. */
 void ms_sw_begin(ms_snap_writer *w, uint32_t type, uint32_t flags);
@@ -53,10 +58,19 @@ void ms_sw_patch_u64(ms_snap_writer *w, uint64_t at, uint64_t v);
 uint64_t ms_sw_chunk_pos(const ms_snap_writer *w); /* payload bytes written so far */
 void ms_sw_end(ms_snap_writer *w);
 
-/* Writes END, flushes, fsyncs and renames into place. Returns 0 or a negative errno;
- * on error the temporary file is removed. */
+/* Writes END, flushes and (for its own file) fsyncs. Returns 0 or the first negative
+ * errno any write met (ENOSPC, EFBIG, EDQUOT...). */
+int ms_sw_finish(ms_snap_writer *w);
+/* Names the finished file `path` (NULL: the final_path given to ms_sw_open; another path
+ * must be in the same directory), replacing what is there. Returns 0 or a negative errno;
+ * ms_sf_name_taken() tells whether another name may succeed. */
+int ms_sw_place(ms_snap_writer *w, const char *path);
+/* ms_sw_finish, then ms_sw_place(w, NULL) for its own file, then ms_sw_close. Returns 0 or
+ * a negative errno; on error nothing is left under any name. */
 int ms_sw_commit(ms_snap_writer *w);
-void ms_sw_abort(ms_snap_writer *w);
+/* Closes its own file; a file not yet placed is removed. Safe to call twice. */
+void ms_sw_close(ms_snap_writer *w);
+void ms_sw_abort(ms_snap_writer *w); /* ms_sw_close */
 
 /* Formats v in decimal into buf (at least 21 bytes); returns the length. */
 size_t ms_fmt_u64(char *buf, uint64_t v);

@@ -2,6 +2,7 @@
  * back through the tools' reader (CRCs, END, patched counts, chunks larger than the
  * buffer), it must create files 0600 under a temporary name and never follow a link,
  * and a failed or abandoned write must leave nothing behind. */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "core/safe_file.h"
 #include "core/snapshot.h"
 #include "core/snapshot_write.h"
 
@@ -156,20 +158,41 @@ static void test_truncated_file_is_refused(void **state)
     assert_non_null(strstr(err, path));
 }
 
+/* Entries of the test directory whose name starts with `prefix`. */
+static int count_named(const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += !strncmp(e->d_name, prefix, strlen(prefix));
+    if (d)
+        closedir(d);
+    return n;
+}
+
 static void test_refuses_symlink_and_existing_tmp(void **state)
 {
     (void)state;
     char path[300], tmp[320], target[300];
     path_of(path, sizeof path, "memsight-1-0002-api.msnap");
     path_of(target, sizeof target, "target");
-    /* a planted link at the first temporary name is not followed: the writer moves on */
-    snprintf(tmp, sizeof tmp, "%s/.memsight-1-0002-api.msnap.tmp0", dir);
-    assert_int_equal(symlink(target, tmp), 0);
+    /* A neighbour plants links at every temporary name the writer used to try (.tmp0 to
+     * .tmp99) and at the final name: the temporary is unnamed or random, so it still
+     * writes, and the link at the final name is replaced, not followed. */
+    for (int k = 0; k < 100; k++) {
+        snprintf(tmp, sizeof tmp, "%s/.memsight-1-0002-api.msnap.tmp%d", dir, k);
+        assert_int_equal(symlink(target, tmp), 0);
+    }
+    assert_int_equal(symlink(target, path), 0);
     assert_int_equal(ms_sw_open(w, path, 0), 0);
-    assert_string_not_equal(w->tmp_path, tmp);
     assert_int_equal(ms_sw_commit(w), 0);
     assert_int_equal(access(target, F_OK), -1);
-    unlink(tmp);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(count_named(".memsight-1-0002-api.msnap.tmp"), 100);
 }
 
 static void test_abort_leaves_nothing(void **state)
@@ -178,13 +201,38 @@ static void test_abort_leaves_nothing(void **state)
     char path[300];
     path_of(path, sizeof path, "memsight-1-0003-api.msnap");
     assert_int_equal(ms_sw_open(w, path, 0), 0);
-    char tmp[MS_SW_PATH_MAX];
-    memcpy(tmp, w->tmp_path, sizeof tmp);
     ms_sw_begin(w, MS_CHUNK_META, 0);
     ms_sw_u32(w, 0);
     ms_sw_abort(w);
-    assert_int_equal(access(tmp, F_OK), -1);
+    assert_int_equal(count_named(".memsight-1-0003"), 0);
     assert_int_equal(access(path, F_OK), -1);
+}
+
+/* A finished file can be named again under another name in the same directory when the
+ * first is taken (the agent's answer to a name it may not replace). */
+static void test_place_under_another_name(void **state)
+{
+    (void)state;
+    char path[300], other[300];
+    path_of(path, sizeof path, "memsight-1-0004-api.msnap");
+    path_of(other, sizeof other, "memsight-1-0005-api.msnap");
+    assert_int_equal(mkdir(path, 0700), 0);
+    char inside[320];
+    snprintf(inside, sizeof inside, "%s/x", path);
+    assert_int_equal(mkdir(inside, 0700), 0); /* a non-empty directory: rename must fail */
+    assert_int_equal(ms_sw_open(w, path, 0), 0);
+    assert_int_equal(ms_sw_finish(w), 0);
+    int rc = ms_sw_place(w, NULL);
+    assert_true(rc < 0);
+    assert_true(ms_sf_name_taken(-rc));
+    assert_int_equal(ms_sw_place(w, other), 0);
+    ms_sw_close(w);
+    char err[256];
+    ms_snapshot *s = ms_snapshot_read(other, err, sizeof err);
+    assert_non_null(s);
+    ms_snapshot_free(s);
+    assert_int_equal(count_named(".memsight-1-0004"), 0);
+    assert_int_equal(count_named(".memsight-1-0005"), 0);
 }
 
 static void test_bad_directory(void **state)
@@ -205,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_truncated_file_is_refused),
         cmocka_unit_test(test_refuses_symlink_and_existing_tmp),
         cmocka_unit_test(test_abort_leaves_nothing),
+        cmocka_unit_test(test_place_under_another_name),
         cmocka_unit_test(test_bad_directory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
