@@ -137,6 +137,13 @@ static int same_file(int fd, const struct stat *st)
     return fstat(fd, &o) == 0 && o.st_dev == st->st_dev && o.st_ino == st->st_ino;
 }
 
+/* Our stdout or stderr when st is the same file (/dev/stdout with stdout redirected to a
+ * file), else -1. */
+static int std_stream_of(const struct stat *st)
+{
+    return same_file(1, st) ? 1 : same_file(2, st) ? 2 : -1;
+}
+
 /* What to write through into, when `base` in dirfd is not a regular file or a new name:
  * returns fd, -2 for "create a new file", or -1 with a message. */
 static int open_existing(ms_outfile *of, const char *path, char *err, size_t errlen)
@@ -161,11 +168,28 @@ static int open_existing(ms_outfile *of, const char *path, char *err, size_t err
     int trusted = ms_sf_trusted(&dst, st.st_uid);
     int fd;
     if (S_ISLNK(st.st_mode)) {
-        if (!trusted)
-            return -2; /* replaced by the rename, never followed */
+        /* A link is followed only to what cannot be replaced by a rename (a device, a
+         * FIFO, a terminal or pipe behind /dev/stdout) or to our own stdout or stderr,
+         * and only when trusted; otherwise the link itself is replaced. */
+        struct stat tst;
+        if (!trusted || fstatat(of->dirfd, of->base, &tst, 0) != 0 || S_ISDIR(tst.st_mode))
+            return -2;
+        int std = std_stream_of(&tst);
+        if (S_ISREG(tst.st_mode) && std < 0)
+            return -2;
+        if (std >= 0) {
+            fd = fcntl(std, F_DUPFD_CLOEXEC, 3); /* continues its offset and append mode */
+            if (fd < 0)
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return fd < 0 ? -1 : fd;
+        }
         fd = openat(of->dirfd, of->base, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT)
-            return -2; /* a dangling link of yours: replaced */
+        if (fd >= 0 && (fstat(fd, &got) != 0 || got.st_ino != tst.st_ino ||
+                        got.st_dev != tst.st_dev)) {
+            snprintf(err, errlen, "%s: changed while being opened", path);
+            close(fd);
+            return -1;
+        }
     } else {
         if (!trusted) {
             snprintf(err, errlen,
@@ -183,32 +207,10 @@ static int open_existing(ms_outfile *of, const char *path, char *err, size_t err
             close(fd);
         return -1;
     }
-    if (S_ISDIR(got.st_mode)) {
-        snprintf(err, errlen, "%s: is a directory", path);
+    if (S_ISREG(got.st_mode) || S_ISDIR(got.st_mode)) {
+        snprintf(err, errlen, "%s: changed while being opened", path);
         close(fd);
         return -1;
-    }
-    if (S_ISREG(got.st_mode)) {
-        if (!S_ISLNK(st.st_mode)) {
-            snprintf(err, errlen, "%s: changed while being opened", path);
-            close(fd);
-            return -1;
-        }
-        /* A link to our own stdout or stderr (/dev/stdout with stdout redirected to a file)
-         * continues that descriptor: its offset and append mode. */
-        int std = same_file(1, &got) ? 1 : same_file(2, &got) ? 2 : -1;
-        if (std >= 0) {
-            close(fd);
-            fd = fcntl(std, F_DUPFD_CLOEXEC, 3);
-        } else if (ftruncate(fd, 0) != 0) {
-            snprintf(err, errlen, "%s: cannot truncate: %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (fd < 0) {
-            snprintf(err, errlen, "%s: %s", path, strerror(errno));
-            return -1;
-        }
     }
     return fd;
 }

@@ -22,11 +22,11 @@ typedef struct ms_outfile {
 } ms_outfile;
 
 /* Opens `path` for writing. What it names decides how:
- * - nothing, or a regular file: a new file (0600) is written beside it and renamed over it
- *   by ms_outfile_commit; a symlink you do not own in a shared (sticky, world-writable)
- *   directory is replaced the same way, never followed;
- * - a device, a FIFO, or a symlink you own leading to one (/dev/stdout): written in place;
- *   one that another user owns in a shared directory is refused;
+ * - nothing, a regular file, or a symlink to one: a new file (0600) is written beside it
+ *   and renamed over the name by ms_outfile_commit (a symlink is replaced, not followed);
+ * - a device, a FIFO, or a symlink leading to one or to our own stdout or stderr
+ *   (/dev/stdout): written in place, but in a shared (sticky, world-writable) directory
+ *   only when it belongs to us or the directory's owner (else refused, or a link replaced);
  * - a directory: refused.
  * Directories on the way are followed only when ms_sf_trusted: a symlink another user
  * planted in /tmp is refused with its owner named. Returns 0, or -1 with a message. */

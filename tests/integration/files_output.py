@@ -19,8 +19,8 @@ d = tmpdir("files-out")
 snaps = os.path.join(d, "snaps")
 
 
-def ms(*args, **kw):
-    return subprocess.run([MEMSIGHT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def ms(*args, stdout=subprocess.PIPE, **kw):
+    return subprocess.run([MEMSIGHT, *args], stdout=stdout, stderr=subprocess.PIPE,
                           timeout=60, **kw)
 
 
@@ -61,6 +61,16 @@ for name, args in commands.items():
         check(p.stdout == expected_report, "report through the link differs from stdout's")
     if name == "merge":
         check(p.stdout.startswith(b"MSIGSNAP"), "merge through the link: not a snapshot")
+# ... and with stdout a file opened for appending, the report is appended to it (the
+# descriptor continues), the file is not replaced.
+log = os.path.join(d, "log")
+with open(log, "w") as f:
+    f.write("before\n")
+with open(log, "a") as f:
+    p = ms("report", "-o", link, S[0], stdout=f)
+check(p.returncode == 0, f"report -o link-to-stdout >> log: {p.stderr.decode()}")
+check(open(log, "rb").read() == b"before\n" + expected_report,
+      "report through a link to stdout did not append to the file stdout is")
 no_temporaries(d, "link to stdout")
 
 # 2. A FIFO: a reader gets the whole output, the FIFO stays a FIFO.
