@@ -2,3 +2,9 @@
 # FIFOs and links, names planted by another user in a shared directory, full disks.
 # Names start with files_.
 ms_integration_test(files_output ${CMAKE_CURRENT_LIST_DIR}/integration/files_output.py)
+# A FIFO at the exit snapshot's name, planted temporary names, FIFOs at the names leaks,
+# smaps --explain and dump wait for: another name, no hang, only the owner's regular files.
+ms_integration_test(files_planted ${CMAKE_CURRENT_LIST_DIR}/integration/files_planted.py)
+set_tests_properties(files_planted PROPERTIES SKIP_RETURN_CODE 77)
+# ulimit -f and a full tmpfs: the program unharmed, the cause told; leftovers cleaned.
+ms_integration_test(files_full ${CMAKE_CURRENT_LIST_DIR}/integration/files_full.py)

@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include "agent/arch/arch.h"
 #include "agent/libc/libc.h"
 #include "agent/sampler.h"
+#include "core/safe_file.h"
 
 #define MS_MAX_HOOKS 8
 #define MS_SCRATCH 65536
@@ -363,6 +366,8 @@ static void write_hlth(snap_ctx *c)
     H(boot_allocs);
     H(bad_options);
     H(snapshot_errors);
+    H(snapshot_last_errno);
+    H(snapshot_renamed);
     H(agent_ns);
     H(module_refreshes);
     H(dlclose_calls);
@@ -414,6 +419,117 @@ static size_t build_path(char *buf, size_t cap, const char *reason, uint32_t seq
     return (size_t)(p - buf);
 }
 
+/* ===========================================================================
+ * When a snapshot cannot be written: a line on the program's stderr (never stdout), so
+ * that a missing file is explained where the program is watched, and the health
+ * counters of the next snapshot. strerror may allocate (locales): a table of our own.
+ * ========================================================================= */
+static const char *errno_text(int e)
+{
+    switch (e) {
+    case ENOSPC: return "no space left on device";
+    case EDQUOT: return "disk quota exceeded";
+    case EFBIG: return "file too large (the file size limit, ulimit -f)";
+    case ENOMEM: return "out of memory";
+    case EACCES: return "permission denied";
+    case EPERM: return "operation not permitted";
+    case EROFS: return "read-only file system";
+    case EIO: return "input/output error";
+    case ENOENT: return "no such directory";
+    case ENOTDIR: return "not a directory";
+    case ENAMETOOLONG: return "file name too long";
+    case EEXIST: return "no free temporary name";
+    case EMFILE: return "too many open files";
+    case ENFILE: return "too many open files in the system";
+    default: return NULL;
+    }
+}
+
+/* One line "memsight: pid N: " + the parts, written with one write(). */
+static void say(const char *const *parts, size_t nparts)
+{
+    char line[3 * MS_SW_PATH_MAX], pid[24];
+    ms_fmt_u64(pid, (uint64_t)getpid());
+    const char *head[] = {"memsight: pid ", pid, ": "};
+    size_t n = 0;
+    for (size_t i = 0; i < 3 + nparts; i++)
+        for (const char *s = i < 3 ? head[i] : parts[i - 3]; s && *s && n < sizeof line - 1; s++)
+            line[n++] = *s;
+    line[n++] = '\n';
+    (void)!write(2, line, n);
+}
+
+static int ms_snap_said_errno;
+
+static void say_failure(const char *reason, const char *path, int err)
+{
+    MS_HEALTH_INC(snapshot_errors);
+    __atomic_store_n(&ms_health.snapshot_last_errno, (uint64_t)err, __ATOMIC_RELAXED);
+    /* once per cause: a full disk must not turn interval snapshots into a flood */
+    if (__atomic_exchange_n(&ms_snap_said_errno, err, __ATOMIC_RELAXED) == err &&
+        strcmp(reason, "exit"))
+        return;
+    char num[32] = "errno ";
+    ms_fmt_u64(num + 6, (uint64_t)err);
+    const char *t = errno_text(err);
+    const char *parts[] = {"cannot write the ", reason, " snapshot ", path, ": ", t ? t : num};
+    say(parts, 6);
+}
+
+/* The rename failed because the name belongs to something this process may not replace
+ * (in a sticky directory, another user's file or FIFO planted at the name a reader
+ * waits for): the next numbers of the sequence are tried, and the change said. */
+static int place_snapshot(ms_snap_writer *w, char *final, size_t cap, const char *reason)
+{
+    int rc = ms_sw_place(w, final);
+    if (rc == 0 || !ms_sf_name_taken(-rc))
+        return rc;
+    char taken[MS_SW_PATH_MAX];
+    memcpy(taken, final, strlen(final) + 1);
+    for (int k = 0; k < 16 && rc != 0 && ms_sf_name_taken(-rc); k++) {
+        uint32_t seq = __atomic_fetch_add(&ms_snap_seq, 1, __ATOMIC_RELAXED);
+        if (!build_path(final, cap, reason, seq))
+            return -ENAMETOOLONG;
+        rc = ms_sw_place(w, final);
+    }
+    if (rc == 0) {
+        MS_HEALTH_INC(snapshot_renamed);
+        const char *parts[] = {taken, " is taken by a file this process may not replace; "
+                                      "the snapshot is ", final, " instead"};
+        say(parts, 4);
+    }
+    return rc;
+}
+
+/* A write past the file size limit raises SIGXFSZ, whose default action kills the
+ * program: blocked while the agent writes, and a signal the agent caused is taken back. */
+typedef struct xfsz_guard {
+    sigset_t old;
+    int was_pending;
+} xfsz_guard;
+
+static void xfsz_block(xfsz_guard *g)
+{
+    sigset_t s, p;
+    sigemptyset(&s);
+    sigaddset(&s, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &s, &g->old);
+    g->was_pending = sigpending(&p) == 0 && sigismember(&p, SIGXFSZ);
+}
+
+static void xfsz_restore(xfsz_guard *g)
+{
+    sigset_t s, p;
+    sigemptyset(&s);
+    sigaddset(&s, SIGXFSZ);
+    if (!g->was_pending && sigpending(&p) == 0 && sigismember(&p, SIGXFSZ)) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&s, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg, char *path,
                       size_t pathlen)
 {
@@ -425,19 +541,24 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
         sched_yield();
     __atomic_store_n(&ms_snap_owner, ms_gettid(), __ATOMIC_RELAXED);
     int rc;
+    uint32_t seq = __atomic_fetch_add(&ms_snap_seq, 1, __ATOMIC_RELAXED);
+    char final[MS_SW_PATH_MAX];
+    if (!build_path(final, sizeof final, reason, seq)) {
+        final[0] = 0;
+        say_failure(reason, ms_opt.out, ENAMETOOLONG);
+        rc = -ENAMETOOLONG;
+        goto out;
+    }
     size_t wsize = (sizeof(ms_snap_writer) + MS_SCRATCH + 4095) & ~(size_t)4095;
     ms_snap_writer *w = ms_sys_mmap(wsize);
     if (!w) {
+        say_failure(reason, final, ENOMEM);
         rc = -ENOMEM;
         goto out;
     }
     snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, ms_ticks(), ms_now_ns(), 0, {0}};
-    uint32_t seq = ms_snap_seq++;
-    char final[MS_SW_PATH_MAX];
-    if (!build_path(final, sizeof final, reason, seq)) {
-        rc = -ENAMETOOLONG;
-        goto out_unmap;
-    }
+    xfsz_guard xg;
+    xfsz_block(&xg);
     rc = ms_sw_open(w, final, ms_sampler_cfg.interval ? MS_SNAP_F_SAMPLED : 0);
     if (rc != 0)
         goto out_unmap;
@@ -458,7 +579,9 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
         extra(w, arg);
     MS_HEALTH_ADD(agent_ns, ms_now_ns() - t0);
     write_hlth(&c);
-    rc = ms_sw_commit(w);
+    rc = ms_sw_finish(w);
+    if (rc == 0)
+        rc = place_snapshot(w, final, sizeof final, reason);
     if (rc == 0 && path && pathlen) {
         size_t n = strlen(final);
         if (n >= pathlen)
@@ -467,10 +590,10 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
         path[n] = 0;
     }
 out_unmap:
-    if (rc != 0) {
-        ms_sw_abort(w);
-        MS_HEALTH_INC(snapshot_errors);
-    }
+    ms_sw_close(w);
+    xfsz_restore(&xg);
+    if (rc != 0)
+        say_failure(reason, final, -rc);
     ms_sys_munmap(w, wsize);
 out:
     __atomic_store_n(&ms_snap_owner, 0, __ATOMIC_RELAXED);

@@ -138,6 +138,17 @@ uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len)
             if (w > 0)
                 o += (size_t)w;
         }
+        /* why the last snapshot was not written (a Linux errno number) */
+        const char *why = NULL;
+        for (size_t j = 0; j < s->nhealth && !strcmp(h->name, "snapshot_errors"); j++)
+            if (!strcmp(s->health[j].name, "snapshot_last_errno") && s->health[j].value &&
+                s->health[j].value < 4096)
+                why = strerror((int)s->health[j].value);
+        if (why && o < len) {
+            int w = snprintf(buf + o, len - o, " (the last: %s)", why);
+            if (w > 0)
+                o += (size_t)w;
+        }
     }
     return sum;
 }

@@ -5,6 +5,7 @@
 #include "agent_request.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +30,7 @@ typedef struct agent_target {
     int control; /* 0 when control=0 in its options */
     char out[PATH_MAX];
     int out_from_env;
+    uid_t owner; /* its file-system uid: whose files its snapshots are */
 } agent_target;
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -68,6 +71,34 @@ static int option_value(const char *opts, const char *key, char *buf, size_t cap
     return 0;
 }
 
+/* The file-system uid (the 4th on the Uid: line) of a /proc/PID/status text. */
+static int status_owner(const char *status, uid_t *owner)
+{
+    const char *u = strstr(status, "\nUid:");
+    unsigned long r, e, s, fs;
+    if (!u || sscanf(u + 5, "%lu %lu %lu %lu", &r, &e, &s, &fs) != 4)
+        return -1;
+    *owner = (uid_t)fs;
+    return 0;
+}
+
+int ms_cli_agent_owner(int pid, uid_t *owner, char *err, size_t errlen)
+{
+    char path[64], e2[256];
+    size_t len;
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    char *status = ms_read_file(path, &len, e2, sizeof e2);
+    if (!status) {
+        set_err(err, errlen, "cannot read %s: %s", path, e2);
+        return -1;
+    }
+    int rc = status_owner(status, owner);
+    free(status);
+    if (rc != 0)
+        set_err(err, errlen, "%s: no Uid line", path);
+    return rc;
+}
+
 /* A permission error reading another process's /proc files says whose it is likely to be. */
 static const char *perm_hint(const char *e)
 {
@@ -100,7 +131,12 @@ static int finish_target(agent_target *t, char *err, size_t errlen)
     unsigned long long mask = 0;
     if (cgt)
         mask = strtoull(cgt + 8, NULL, 16);
+    int have_owner = status_owner(status, &t->owner) == 0;
     free(status);
+    if (!have_owner) {
+        set_err(err, errlen, "%s: no Uid line", path);
+        return -1;
+    }
     if (!cgt || !(mask & (1ull << (t->signo - 1)))) {
         set_err(err, errlen,
                 "process %d has the agent but no handler for signal %d (the agent is disabled, "
@@ -211,9 +247,11 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
 }
 
 /* Highest sequence number of memsight-<pid>-<NNNN>-<reason>.msnap in dir (-1 if none);
- * with `found` set, copies the name of that file. */
-static long latest_snapshot(const char *dir, int pid, const char *reason, char *found,
-                            size_t cap)
+ * with `found` set, copies the name of that file. Only regular files of `owner` count:
+ * in a shared directory another user may plant a FIFO or a file at the next name (the
+ * agent then writes under a later number). *planted counts the names passed over. */
+static long latest_snapshot(const char *dir, int pid, const char *reason, uid_t owner,
+                            char *found, size_t cap, int *planted)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -235,6 +273,13 @@ static long latest_snapshot(const char *dir, int pid, const char *reason, char *
             seq = seq * 10 + (n[i] - '0');
         if (i != len - sl || i == pl)
             continue;
+        struct stat st;
+        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != owner) {
+            if (planted)
+                (*planted)++;
+            continue;
+        }
         if (seq > best) {
             best = seq;
             if (found)
@@ -304,7 +349,7 @@ static double now_s(void)
 }
 
 int ms_cli_agent_request(int pid, int signo, int request, const char *reason, double timeout,
-                         char *path, size_t pathlen, char *err, size_t errlen)
+                         char *path, size_t pathlen, uid_t *owner, char *err, size_t errlen)
 {
     agent_target t;
     memset(&t, 0, sizeof t);
@@ -312,7 +357,7 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
     t.signo = signo;
     if (inspect_target(&t, err, errlen) != 0)
         return -1;
-    long before = latest_snapshot(t.out, pid, reason, NULL, 0);
+    long before = latest_snapshot(t.out, pid, reason, t.owner, NULL, 0, NULL);
     if (before == -2) {
         set_err(err, errlen, "cannot read snapshot directory %s of process %d: %s", t.out, pid,
                 strerror(errno));
@@ -324,9 +369,13 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
     }
     double deadline = now_s() + timeout;
     char name[NAME_MAX + 1];
+    int planted = 0;
     for (;;) {
-        long seq = latest_snapshot(t.out, pid, reason, name, sizeof name);
+        planted = 0;
+        long seq = latest_snapshot(t.out, pid, reason, t.owner, name, sizeof name, &planted);
         if (seq > before) {
+            if (owner)
+                *owner = t.owner;
             int n = snprintf(path, pathlen, "%s/%s", t.out, name);
             if (n < 0 || (size_t)n >= pathlen) {
                 set_err(err, errlen, "snapshot path too long");
@@ -343,10 +392,16 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    char also[160] = "";
+    if (planted)
+        snprintf(also, sizeof also,
+                 "; %d name(s) of its snapshots there are not regular files of uid %u and "
+                 "were passed over",
+                 planted, (unsigned)t.owner);
     set_err(err, errlen,
             "no new snapshot in %s within %.1f s (process %d may be stopped, or its agent "
-            "could not start its control thread or write there; its own messages are in the "
-            "HLTH counters of its next snapshot)",
-            t.out, timeout, pid);
+            "could not start its control thread or write there; it says why on its stderr "
+            "and in the HLTH counters of its next snapshot)%s",
+            t.out, timeout, pid, also);
     return -1;
 }

@@ -4,6 +4,7 @@
 #define MS_CLI_AGENT_REQUEST_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Kept in step with src/agent/control.h (the CLI does not include agent headers). */
 #define MS_REQ_DUMP 1
@@ -11,9 +12,13 @@
 #define MS_DEFAULT_SIGNAL_OFFSET 13
 
 /* Sends `request` to the agent in process `pid` (signal `signo`, 0: the agent's own or the
- * default) and waits up to `timeout` seconds for a new memsight-<pid>-<NNNN>-<reason>.msnap;
- * its path goes to `path`. Returns 0, or -1 with a message in err. */
+ * default) and waits up to `timeout` seconds for a new memsight-<pid>-<NNNN>-<reason>.msnap,
+ * a regular file of the process's uid (names planted by others are passed over); its path
+ * goes to `path`, its owner to *owner (may be NULL). Returns 0, or -1 with a message. */
 int ms_cli_agent_request(int pid, int signo, int request, const char *reason, double timeout,
-                         char *path, size_t pathlen, char *err, size_t errlen);
+                         char *path, size_t pathlen, uid_t *owner, char *err, size_t errlen);
+
+/* The uid whose files process `pid` creates (its file-system uid). 0 or -1 with a message. */
+int ms_cli_agent_owner(int pid, uid_t *owner, char *err, size_t errlen);
 
 #endif

@@ -73,7 +73,7 @@ int ms_cmd_dump(int argc, char **argv)
     }
     char path[PATH_MAX * 2], err[1024];
     if (ms_cli_agent_request(pid, (int)signo, MS_REQ_DUMP, "signal", timeout, path, sizeof path,
-                             err, sizeof err) != 0) {
+                             NULL, err, sizeof err) != 0) {
         fprintf(stderr, "memsight dump: %s\n", err);
         return 1;
     }

@@ -173,10 +173,10 @@ static void print_frames(const ms_snapshot *s, ms_symbolizer *sym, uint32_t stac
     }
 }
 
-static int print_leaks(const char *path, int top, int max_frames)
+static int print_leaks(const char *path, uid_t owner, int top, int max_frames)
 {
     char err[1024];
-    ms_snapshot *s = ms_snapshot_read(path, err, sizeof err);
+    ms_snapshot *s = ms_snapshot_read_awaited(path, owner, err, sizeof err);
     if (!s) {
         fprintf(stderr, "memsight leaks: %s\n", err);
         return 1;
@@ -330,10 +330,11 @@ int ms_cmd_leaks(int argc, char **argv)
         return 1;
     }
     char path[PATH_MAX * 2], err[1024];
+    uid_t owner;
     if (ms_cli_agent_request(pid, (int)signo, MS_REQ_LEAKS, "leakcheck", timeout, path,
-                             sizeof path, err, sizeof err) != 0) {
+                             sizeof path, &owner, err, sizeof err) != 0) {
         fprintf(stderr, "memsight leaks: %s\n", err);
         return 1;
     }
-    return print_leaks(path, (int)top, (int)frames);
+    return print_leaks(path, owner, (int)top, (int)frames);
 }

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,10 +25,9 @@
 #include "analysis/watch.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "core/fileio.h"
 #include "core/labels.h"
 #include "core/snapshot.h"
-
-#pragma weak ms_snapshot_load
 
 #define AGENT_NAME "libmemsight.so"
 #define OPTS_MAX 4096
@@ -481,6 +482,7 @@ int ms_run_prepare_out_dir(const char *dir, char *out, size_t len)
  * Running: fork, exec, forward signals, wait.
  * ========================================================================= */
 static volatile sig_atomic_t child_pid;
+static int child_killed_by; /* the signal that ended the child, 0 if it exited */
 
 static void forward_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -614,8 +616,10 @@ static int run_child(run_ctx *ctx, const char *dir, const char *agent, const cha
         sigaction(forwarded[i], &old[i], NULL);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
+    if (WIFSIGNALED(status)) {
+        child_killed_by = WTERMSIG(status);
         return 128 + WTERMSIG(status);
+    }
     return 1;
 }
 
@@ -639,14 +643,15 @@ static int count_descendants(const char *dir, pid_t pid, time_t since)
         size_t nl = strlen(nm);
         struct stat st;
         if (strncmp(nm, "memsight-", 9) || nl <= 11 || strcmp(nm + nl - 11, "-exit.msnap") ||
-            fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_mtime < since)
-            continue;
+            fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_mtime < since ||
+            !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            continue; /* a name planted by another user is neither counted nor opened */
         long p = strtol(nm + 9, NULL, 10);
         if (p == (long)pid)
             continue;
         char path[PATH_MAX + 64], err[256];
         snprintf(path, sizeof path, "%s/%s", dir, nm);
-        ms_snapshot *s = ms_snapshot_read(path, err, sizeof err);
+        ms_snapshot *s = ms_snapshot_read_awaited(path, geteuid(), err, sizeof err);
         if (!s)
             continue;
         const char *pp = ms_snapshot_meta(s, "ppid");
@@ -678,8 +683,10 @@ static int count_descendants(const char *dir, pid_t pid, time_t since)
     return count;
 }
 
-/* The exit snapshot of pid: memsight-<pid>-<NNNN>-exit.msnap with the largest NNNN.
- * *others counts the exit snapshots of pid's descendants written since `since`. */
+/* The exit snapshot of pid: memsight-<pid>-<NNNN>-exit.msnap with the largest NNNN, among
+ * regular files of ours (in a shared directory another user may plant a FIFO or a file at
+ * the name; the agent then writes under a later number). *others counts the exit
+ * snapshots of pid's descendants written since `since`. */
 static int find_exit_snapshot(const char *dir, pid_t pid, time_t since, char *out, size_t len,
                               int *others)
 {
@@ -696,7 +703,10 @@ static int find_exit_snapshot(const char *dir, pid_t pid, time_t since, char *ou
             continue;
         char *end;
         long seq = strtol(n + pl, &end, 10);
-        if (end == n + pl || strcmp(end, "-exit.msnap") != 0)
+        struct stat st;
+        if (end == n + pl || strcmp(end, "-exit.msnap") != 0 ||
+            fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid())
             continue;
         if (seq > best) {
             int w = snprintf(out, len, "%s/%s", dir, n);
@@ -709,6 +719,37 @@ static int find_exit_snapshot(const char *dir, pid_t pid, time_t since, char *ou
     return best >= 0 ? 0 : -1;
 }
 
+/* Why the exit snapshot is missing, as far as can be seen from outside: the signal that
+ * killed the program, else what stops a write into dir (full, or a file size limit).
+ * The agent itself says on stderr which write failed and why. */
+static void missing_snapshot_cause(const char *dir, char *why, size_t len)
+{
+    if (child_killed_by) {
+        snprintf(why, len, "the program was killed by signal %d (%s) before it could write one",
+                 child_killed_by, strsignal(child_killed_by));
+        return;
+    }
+    struct statvfs vf;
+    struct rlimit rl;
+    if (statvfs(dir, &vf) == 0 && (unsigned long long)vf.f_bavail * vf.f_frsize < (1u << 20))
+        snprintf(why, len,
+                 "the file system is full (%llu bytes free): the agent could not write it "
+                 "(its message above says which write failed)",
+                 (unsigned long long)vf.f_bavail * vf.f_frsize);
+    else if (statvfs(dir, &vf) == 0 && vf.f_favail == 0 && vf.f_files > 0)
+        snprintf(why, len, "the file system has no free inodes: the agent could not write it");
+    else if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(why, len,
+                 "the file size limit (ulimit -f) is %llu bytes: the agent could not write it "
+                 "(its message above says which write failed)",
+                 (unsigned long long)rl.rlim_cur);
+    else
+        snprintf(why, len,
+                 "the program exited without one (if the agent failed to write it, its message "
+                 "above says why; otherwise the program left by a raw exit system call or "
+                 "exec'ed another program: --follow-exec follows it)");
+}
+
 static void summarise(const char *dir, pid_t pid, time_t since, int top, int status,
                       ms_suppressions *supp)
 {
@@ -718,16 +759,13 @@ static void summarise(const char *dir, pid_t pid, time_t since, int top, int sta
     if (!found) {
         if (status == 126 || status == 127)
             return; /* the program did not start; the reason is already printed */
-        fprintf(stderr,
-                "memsight: no exit snapshot from pid %ld in %s (the program may have been "
-                "killed, or left through _exit, or exec'ed another program: --follow-exec "
-                "follows it)\n",
-                (long)pid, dir);
+        char why[512];
+        missing_snapshot_cause(dir, why, sizeof why);
+        fprintf(stderr, "memsight: no exit snapshot from pid %ld in %s: %s\n", (long)pid, dir, why);
         return;
     }
     char err[1024];
-    ms_snapshot *s = ms_snapshot_load ? ms_snapshot_load(path, err, sizeof err)
-                                      : ms_snapshot_read(path, err, sizeof err);
+    ms_snapshot *s = ms_snapshot_read_awaited(path, geteuid(), err, sizeof err);
     if (!s) {
         fprintf(stderr, "memsight: %s\n", err);
         return;
@@ -767,6 +805,11 @@ int ms_cmd_run(int argc, char **argv)
     char dir[PATH_MAX];
     if (ms_run_prepare_out_dir(ctx.out_dir ? ctx.out_dir : ".", dir, sizeof dir) != 0)
         return 2;
+    int stale = ms_remove_stale_snapshot_tmps(dir, geteuid());
+    if (stale && !ctx.quiet)
+        fprintf(stderr, "memsight: removed %d partial snapshot(s) in %s left by processes killed "
+                        "while writing them\n",
+                stale, dir);
     char agent[PATH_MAX];
     if (ms_run_find_agent(agent, sizeof agent) != 0)
         return 2;

@@ -12,6 +12,7 @@
 
 #include "analysis/accounting.h"
 #include "analysis/symbolize.h"
+#include "agent_request.h"
 #include "commands.h"
 #include "core/snapshot.h"
 #include "core/proc_read.h"
@@ -279,7 +280,12 @@ static int explain_main(int pid, const char *snapshot, int format)
     }
     ms_thread_sp *thr = NULL;
     long nt = ms_proc_thread_sps(pid, &thr, err, sizeof err);
-    ms_snapshot *s = ms_snapshot_read(path, err, sizeof err);
+    /* The snapshot just asked for is read only as a regular file of the process's uid. */
+    uid_t owner;
+    ms_snapshot *s = snapshot ? ms_snapshot_read(path, err, sizeof err)
+                     : ms_cli_agent_owner(pid, &owner, err, sizeof err) == 0
+                         ? ms_snapshot_read_awaited(path, owner, err, sizeof err)
+                         : NULL;
     if (!s) {
         fprintf(stderr, "memsight smaps: %s\n", err);
         free(thr);

@@ -3,7 +3,9 @@
 #define _GNU_SOURCE
 #include "core/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -301,6 +303,32 @@ int ms_outfile_commit(ms_outfile *of, char *err, size_t errlen)
 }
 
 void ms_outfile_abort(ms_outfile *of) { outfile_release(of); }
+
+int ms_remove_stale_snapshot_tmps(const char *dir, uid_t owner)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (strncmp(n, ".memsight-", 10) != 0 || !strstr(n, ".msnap.tmp"))
+            continue;
+        char *end;
+        long pid = strtol(n + 10, &end, 10);
+        struct stat st;
+        if (end == n + 10 || *end != '-' || pid <= 0 || pid > INT_MAX ||
+            fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != owner)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* still running (or not ours to ask): maybe writing it now */
+        removed += unlinkat(dirfd(d), n, 0) == 0;
+    }
+    closedir(d);
+    return removed;
+}
 
 /* ===========================================================================
  * Reading.

@@ -46,6 +46,11 @@ int ms_open_dir_safe(const char *dir, char *err, size_t errlen);
  * blocks on a FIFO. Returns fd, or -1 with a message that names what the file is. */
 int ms_open_awaited(const char *path, uid_t owner, char *err, size_t errlen);
 
+/* Removes what agents killed while writing a snapshot left in dir: temporary files
+ * ".memsight-<pid>-*.msnap.tmp*" (only where the file system has no O_TMPFILE), regular
+ * files of `owner` whose process is gone. Returns how many were removed. */
+int ms_remove_stale_snapshot_tmps(const char *dir, uid_t owner);
+
 /* Reads a whole file into a malloc'ed buffer (NUL-terminated for convenience).
  * Works for /proc files whose size is reported as 0. Returns NULL with a message. */
 char *ms_read_file(const char *path, size_t *len, char *err, size_t errlen);

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "memsight/snapshot_format.h"
 
@@ -102,6 +103,9 @@ typedef struct ms_snapshot {
 /* Reads a snapshot file. Returns NULL on error with a message naming the file and the
  * problem (offset, chunk type) in err. */
 ms_snapshot *ms_snapshot_read(const char *path, char *err, size_t errlen);
+/* A snapshot an agent was asked for and the tool waited for: read only if it is a regular
+ * file owned by `owner` (never a FIFO, device or symlink planted at the name). */
+ms_snapshot *ms_snapshot_read_awaited(const char *path, uid_t owner, char *err, size_t errlen);
 /* Same, from memory (for fuzzing); `name` is used in messages. */
 ms_snapshot *ms_snapshot_parse(const uint8_t *data, size_t len, const char *name, char *err,
                                size_t errlen);

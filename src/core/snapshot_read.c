@@ -653,13 +653,8 @@ ms_snapshot *ms_snapshot_parse(const uint8_t *data, size_t len, const char *name
     return ps.s;
 }
 
-ms_snapshot *ms_snapshot_read(const char *path, char *err, size_t errlen)
+static ms_snapshot *read_fd(int fd, const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -684,15 +679,30 @@ ms_snapshot *ms_snapshot_read(const char *path, char *err, size_t errlen)
         munmap(map, len);
         return s;
     }
-    close(fd);
     /* Pipes, /dev/stdin and empty files: read them whole. */
     size_t len = 0;
-    char *buf = ms_read_file(path, &len, err, errlen);
+    char *buf = ms_read_fd(fd, path, &len, err, errlen);
     if (!buf)
         return NULL;
     s = ms_snapshot_parse((const uint8_t *)buf, len, path, err, errlen);
     free(buf);
     return s;
+}
+
+ms_snapshot *ms_snapshot_read(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    return read_fd(fd, path, err, errlen);
+}
+
+ms_snapshot *ms_snapshot_read_awaited(const char *path, uid_t owner, char *err, size_t errlen)
+{
+    int fd = ms_open_awaited(path, owner, err, errlen);
+    return fd < 0 ? NULL : read_fd(fd, path, err, errlen);
 }
 
 void ms_snapshot_free(ms_snapshot *s)

@@ -208,6 +208,38 @@ static void test_abort_leaves_nothing(void **state)
     assert_int_equal(access(path, F_OK), -1);
 }
 
+/* While it is written, the file has no name at all where the file system has O_TMPFILE
+ * (tmpfs has): an agent killed mid-write leaves nothing behind. */
+static void test_unnamed_while_written(void **state)
+{
+    (void)state;
+    char shm[64], path[128];
+    snprintf(shm, sizeof shm, "/dev/shm/ms-sw-test-%d", (int)getpid());
+    if (mkdir(shm, 0700) != 0) {
+        skip();
+        return;
+    }
+    snprintf(path, sizeof path, "%s/memsight-1-0006-api.msnap", shm);
+    assert_int_equal(ms_sw_open(w, path, 0), 0);
+    ms_sw_begin(w, MS_CHUNK_META, 0);
+    ms_sw_u32(w, 1);
+    ms_sw_kv(w, "reason", "api");
+    ms_sw_end(w);
+    assert_int_equal(w->tmp_name[0], 0);
+    DIR *dd = opendir(shm);
+    int entries = 0;
+    struct dirent *e;
+    while (dd && (e = readdir(dd)))
+        entries += e->d_name[0] != '.' || strstr(e->d_name, "memsight") != NULL;
+    if (dd)
+        closedir(dd);
+    assert_int_equal(entries, 0);
+    assert_int_equal(ms_sw_commit(w), 0);
+    assert_int_equal(access(path, F_OK), 0);
+    unlink(path);
+    rmdir(shm);
+}
+
 /* A finished file can be named again under another name in the same directory when the
  * first is taken (the agent's answer to a name it may not replace). */
 static void test_place_under_another_name(void **state)
@@ -254,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_refuses_symlink_and_existing_tmp),
         cmocka_unit_test(test_abort_leaves_nothing),
         cmocka_unit_test(test_place_under_another_name),
+        cmocka_unit_test(test_unnamed_while_written),
         cmocka_unit_test(test_bad_directory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
