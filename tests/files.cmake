@@ -6,5 +6,7 @@ ms_integration_test(files_output ${CMAKE_CURRENT_LIST_DIR}/integration/files_out
 # smaps --explain and dump wait for: another name, no hang, only the owner's regular files.
 ms_integration_test(files_planted ${CMAKE_CURRENT_LIST_DIR}/integration/files_planted.py)
 set_tests_properties(files_planted PROPERTIES SKIP_RETURN_CODE 77)
-# ulimit -f and a full tmpfs: the program unharmed, the cause told; leftovers cleaned.
+# ulimit -f, a full tmpfs, no address space left: the program unharmed, the cause told;
+# leftovers cleaned.
+ms_test_program(fs_fill_as SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/fs_fill_as.c)
 ms_integration_test(files_full ${CMAKE_CURRENT_LIST_DIR}/integration/files_full.py)

@@ -743,6 +743,11 @@ static void missing_snapshot_cause(const char *dir, char *why, size_t len)
                  "the file size limit (ulimit -f) is %llu bytes: the agent could not write it "
                  "(its message above says which write failed)",
                  (unsigned long long)rl.rlim_cur);
+    else if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(why, len,
+                 "the address space limit (ulimit -v) is %llu bytes: the agent may have run out "
+                 "of memory for the writer (its message above says which write failed)",
+                 (unsigned long long)rl.rlim_cur);
     else
         snprintf(why, len,
                  "the program exited without one (if the agent failed to write it, its message "

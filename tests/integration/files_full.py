@@ -4,7 +4,8 @@ told: under a file size limit (ulimit -f) the program keeps its output and exit 
 (the write used to raise SIGXFSZ and kill it), on a full file system (a small tmpfs) the
 agent says which write failed and why on stderr, and `memsight run` names the cause
 instead of blaming a kill. Partial temporary files left by agents that were killed while
-writing are removed by the next `memsight run` in that directory, and only those."""
+writing are removed by the next `memsight run` in that directory, and only those. Without
+address space for the writer (ENOMEM) the agent says so too."""
 import os
 import resource
 import shutil
@@ -12,7 +13,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_common import MEMSIGHT, check, tmpdir  # noqa: E402
+from export_common import MEMSIGHT, PROGRAMS, check, tmpdir  # noqa: E402
 
 d = tmpdir("files-full")
 PROG = ["/bin/sh", "-c", "echo done; exit 3"]
@@ -99,7 +100,26 @@ check("removed 2 partial snapshot(s)" in p.stderr, f"not said: {p.stderr}")
 snaps = [n for n in left if n.endswith("-exit.msnap")]
 check(len(snaps) == 1, f"exit snapshot of the run: {sorted(left)}")
 
-# 4. A snapshot that fails is counted with its cause in the health of the next one, and
+# 4. No address space left for the writer's memory (ulimit -v, filled by the program).
+out = os.path.join(d, "nomem")
+
+
+def limit_as():
+    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+
+p = subprocess.run([MEMSIGHT, "run", "-o", out, "--", os.path.join(PROGRAMS, "fs_fill_as")],
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                   preexec_fn=limit_as)
+check(p.returncode == 0 and p.stdout.startswith("took "), f"fs_fill_as: {p.returncode} "
+      f"{p.stdout!r} {p.stderr}")
+check("cannot write the exit snapshot" in p.stderr and "out of memory" in p.stderr,
+      f"the agent did not say it had no memory: {p.stderr}")
+check("address space limit (ulimit -v)" in p.stderr and "killed" not in p.stderr,
+      f"run's message: {p.stderr}")
+check(os.listdir(out) == [], f"left: {os.listdir(out)}")
+
+# 5. A snapshot that fails is counted with its cause in the health of the next one, and
 #    the agent says so on stderr at once: a directory the program's user (uid 1000) may
 #    not write to while a snapshot is asked for, then writable again.
 if os.geteuid() == 0 and shutil.which("setpriv"):
