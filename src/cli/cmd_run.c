@@ -459,6 +459,15 @@ int ms_run_prepare_out_dir(const char *dir, char *out, size_t len)
         fprintf(stderr, "memsight run: cannot create %s: %s\n", dir, strerror(errno));
         return -1;
     }
+    /* Snapshots hold the program's data: never into a directory another user's symlink
+     * in a shared directory leads to (-o /tmp/snaps planted as a link). */
+    char err[PATH_MAX + 256];
+    int dfd = ms_open_dir_safe(dir, err, sizeof err);
+    if (dfd < 0) {
+        fprintf(stderr, "memsight run: %s\n", err);
+        return -1;
+    }
+    close(dfd);
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "memsight run: %s is not a directory\n", dir);

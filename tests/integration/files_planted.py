@@ -5,7 +5,8 @@ used to try; FIFOs at the names `memsight leaks`, `smaps --explain` and `dump` w
 The program runs as one user (uid 1000), the neighbour is another (nobody), the
 commands that ask a running process run as root, as an administrator would. Nothing may
 block past its timeout, the agent writes under another name and says so, and the tools
-only ever read a regular file of the process's owner. Needs root (skipped otherwise)."""
+only ever read a regular file of the process's owner. `memsight run -o` into a directory
+link the neighbour planted is refused. Needs root (skipped otherwise)."""
 import os
 import shutil
 import stat
@@ -115,4 +116,16 @@ check(path.endswith(f"memsight-{pid}-0004-signal.msnap") and regular_of_user(pat
 rc, out, err = finish(p)
 check(rc == 0 and out == "bye\n", f"second program: {rc} {out!r} {err}")
 
+# 3. `memsight run -o DIR` where DIR is a link the neighbour planted in the shared
+#    directory: refused, nothing runs, nothing lands where the link leads.
+victim = os.path.join(d, "victim")
+os.mkdir(victim)
+link = os.path.join(shared, "snaps")
+os.symlink(victim, link)
+os.lchown(link, NOBODY, NOBODY)
+r = subprocess.run([MEMSIGHT, "run", "-o", link, "--", "/bin/true"], stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, text=True, timeout=60)
+check(r.returncode == 2 and "not following it" in r.stderr and f"uid {NOBODY}" in r.stderr,
+      f"run -o planted link: {r.returncode} {r.stderr}")
+check(os.listdir(victim) == [], f"snapshots went where the planted link leads: {os.listdir(victim)}")
 print("ok")
