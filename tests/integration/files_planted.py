@@ -72,6 +72,8 @@ def regular_of_user(path):
 #    under the next number and says so, and the summary is of that file.
 p, pid = start()
 plant_fifo(f"memsight-{pid}-0000-exit.msnap")
+# and a FIFO at another process's exit name: counting child snapshots must not open it
+plant_fifo(f"memsight-{pid + 1}-0000-exit.msnap")
 for k in range(100):
     t = os.path.join(shared, f".memsight-{pid}-0000-exit.msnap.tmp{k}")
     os.symlink("/etc/passwd-memsight-test", t)
