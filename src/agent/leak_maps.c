@@ -167,6 +167,24 @@ static const void *view(const ms_lk_maps *maps, uint64_t addr, uint64_t len, uin
         if (maps->own_lo[i] > addr && maps->own_lo[i] - addr < len)
             len = maps->own_lo[i] - addr; /* stop before it */
     }
+    if (maps->nagent) {
+        /* the last agent range starting at or below addr, and the one after it */
+        size_t lo = 0, hi = maps->nagent;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (maps->agent_lo[mid] <= addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && addr < maps->agent_hi[lo - 1]) {
+            uint64_t n = maps->agent_hi[lo - 1] - addr;
+            *avail = n < len ? n : len;
+            return NULL;
+        }
+        if (lo < maps->nagent && maps->agent_lo[lo] - addr < len)
+            len = maps->agent_lo[lo] - addr; /* stop before it */
+    }
     const ms_lk_map *m = ms_lk_maps_find(maps, addr);
     if (m && (m->flags & need) == need && !(m->flags & MS_LKM_SKIP)) {
         uint64_t n = m->hi - addr;

@@ -22,7 +22,7 @@ typedef struct ms_lk_map {
     uint32_t reserved;
 } ms_lk_map;
 
-#define MS_LK_MAX_OWN 16
+#define MS_LK_MAX_OWN 32
 
 typedef struct ms_lk_maps {
     ms_lk_map *m; /* sorted by lo (the kernel lists them so) */
@@ -32,6 +32,11 @@ typedef struct ms_lk_maps {
      * in a hole the program left (or merge it with a neighbouring mapping) */
     uint64_t own_lo[MS_LK_MAX_OWN], own_hi[MS_LK_MAX_OWN];
     size_t nown;
+    /* the agent's mappings (its tables, and per-thread memory such as the last block
+     * a thread allocated), sorted by lo, never read either: a root range that runs
+     * past its mapping, as the TLS guess does, may reach one placed right next to it */
+    const uint64_t *agent_lo, *agent_hi;
+    size_t nagent;
 } ms_lk_maps;
 
 /* Declares [lo, hi) as the scanner's own memory. Returns 0, or -1 when full. */

@@ -489,6 +489,42 @@ static void child_records(lk_child *c, lk_wire *wire, ms_snap_leak_rec **out, ui
     *nout = (uint32_t)keep;
 }
 
+/* The agent's own mappings (ms_sys_mmap), sorted, for the view to leave out: its
+ * tables and per-thread memory hold addresses of the program's blocks (a thread's last
+ * allocation among them) and are never roots, wherever the kernel placed them. */
+static void agent_ranges(lk_child *c)
+{
+    size_t cap = MS_OWN_MAX;
+    uint64_t lost = 0;
+    /* one registered region for the result (the child's own list is short); the
+     * sorting space is unmapped before anything is read, so it needs no entry */
+    uint64_t *lo = child_mmap(2 * cap * sizeof(uint64_t));
+    if (!lo)
+        syscall(SYS_exit_group, 2);
+    uint64_t *hi = lo + cap;
+    size_t xbytes = 2 * cap * sizeof(ms_lk_block);
+    long r = syscall(SYS_mmap, 0, xbytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r < 0 && r > -4096)
+        syscall(SYS_exit_group, 2);
+    ms_lk_block *x = (ms_lk_block *)r, *tmp = x + cap;
+    size_t n = ms_own_ranges(lo, hi, cap, &lost);
+    for (size_t i = 0; i < n; i++) {
+        memset(&x[i], 0, sizeof x[i]);
+        x[i].addr = lo[i];
+        x[i].size = hi[i] - lo[i];
+    }
+    ms_lk_sort(x, n, tmp);
+    for (size_t i = 0; i < n; i++) {
+        lo[i] = x[i].addr;
+        hi[i] = x[i].addr + x[i].size;
+    }
+    syscall(SYS_munmap, x, xbytes);
+    c->maps.agent_lo = lo;
+    c->maps.agent_hi = hi;
+    c->maps.nagent = n;
+}
+
 static void child_main(lk_state *st, int wfd)
 {
     uint64_t t0 = ms_lk_mono_ns();
@@ -513,6 +549,7 @@ static void child_main(lk_state *st, int wfd)
     c->maps.m = child_mmap(c->maps.cap * sizeof(ms_lk_map));
     if (!c->maps.m || ms_lk_maps_read(&c->maps) != 0)
         syscall(SYS_exit_group, 2);
+    agent_ranges(c);
 
     /* blocks, sorted */
     c->cap = ms_live_count() + 1024;
