@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/arch/arch.h"
 #include "agent/control.h"
 #include "core/snapshot_write.h"
 #include "memsight/snapshot_format.h"
@@ -141,7 +142,8 @@ typedef struct ms_real_fns {
     void *(*pvalloc)(size_t);
     size_t (*malloc_usable_size)(void *);
     void *(*mmap)(void *, size_t, int, int, int, off_t);
-    void *(*mmap64)(void *, size_t, int, int, int, off_t);
+    /* musl's headers make mmap64 a macro of mmap: a name of its own here */
+    void *(*mmap_lfs64)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -192,6 +194,7 @@ typedef struct ms_health {
     uint64_t agent_ns;           /* time spent writing snapshots */
     uint64_t module_refreshes;
     uint64_t dlclose_calls;
+    uint64_t leak_sigchld_forks; /* scan children that had to signal SIGCHLD (qemu-user) */
 } ms_health_t;
 extern ms_health_t ms_health MS_INTERNAL;
 #define MS_HEALTH_INC(f) __atomic_fetch_add(&ms_health.f, 1, __ATOMIC_RELAXED)
@@ -425,9 +428,15 @@ typedef struct ms_hdr {
 #define MS_HDR_SIZE_MASK ((1ull << MS_HDR_SIZE_BITS) - 1)
 #define MS_HDR_MAX_STACK ((1u << 24) - 1)
 extern uint64_t ms_hdr_secret MS_INTERNAL;
+/* Pointers are compared and hashed without a top-byte tag (AArch64: Android's tagged
+ * heap pointers, MTE): a block freed through a tagged pointer is still the agent's. */
+static inline uint64_t ms_ptr_key(const void *p) { return ms_arch_untag((uintptr_t)p); }
+/* The pointer the C library's allocator gave, from one the program gives back: glibc's
+ * and musl's allocators hand out untagged memory, so a tag is the program's own. */
+static inline void *ms_real_ptr(void *p) { return (void *)ms_arch_untag((uintptr_t)p); }
 static inline uint32_t ms_hdr_check(const void *p, unsigned align_log2)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)p ^ ms_hdr_secret) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = (ms_ptr_key(p) ^ ms_hdr_secret) * 0x9E3779B97F4A7C15ull;
     return ((uint32_t)(h >> 32) & ~63u) | (align_log2 & 63u);
 }
 static inline ms_hdr *ms_hdr_of(const void *p)

@@ -82,7 +82,7 @@ static MS_NOINLINE void ms_free_any(void *p)
         void *base = ms_hdr_base(p); /* before forgetting: that wipes the header */
         ms_enter();
         ms_forget_heap(p);
-        ms_real.free(base);
+        ms_real.free(ms_real_ptr(base));
         ms_leave();
         return;
     }
@@ -97,7 +97,7 @@ static size_t ms_usable(void *p)
         return 0;
     if (ms_state == MS_STATE_READY && ms_hdr_valid(p)) {
         void *base = ms_hdr_base(p);
-        size_t u = ms_real.malloc_usable_size(base);
+        size_t u = ms_real.malloc_usable_size(ms_real_ptr(base));
         size_t off = (size_t)((char *)p - (char *)base);
         return u > off ? u - off : 0;
     }
@@ -165,7 +165,7 @@ static MS_NOINLINE void ms_free_checked(void *p)
     void *base = ms_hdr_base(p); /* before forgetting: that wipes the header */
     ms_enter();
     ms_forget_heap(p);
-    ms_real.free(base);
+    ms_real.free(ms_real_ptr(base));
     ms_leave();
 }
 
@@ -299,12 +299,12 @@ static void *ms_realloc_impl(void *old, size_t n)
     ms_rec_prep rp;
     ms_record_prepare(&rp, n);
     ms_forget_heap(old);
-    char *r = ms_real.realloc((char *)old - MS_HDR_SIZE, ms_real_size(n));
+    char *r = ms_real.realloc(ms_real_ptr((char *)old - MS_HDR_SIZE), ms_real_size(n));
     void *p = NULL;
     if (MS_UNLIKELY(r == NULL)) {
         /* the old block is intact: record it again (from this call site) */
         ms_record_abort(&rp, n);
-        ms_record_heap(old, asked, 0);
+        ms_record_heap(ms_real_ptr(old), asked, 0);
     } else {
         p = ms_record_commit(r + MS_HDR_SIZE, n, 0, &rp);
     }

@@ -761,7 +761,7 @@ int ms_hdr_confirm_needed;
 /* A second, independent 64-bit mark of p for headers that name no live entry. */
 uint64_t ms_hdr_mark(const void *p)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)p ^ ~ms_hdr_secret) * 0xD6E8FEB86659FD93ull;
+    uint64_t h = (ms_ptr_key(p) ^ ~ms_hdr_secret) * 0xD6E8FEB86659FD93ull;
     return (h ^ (h >> 29)) | 1;
 }
 
@@ -771,7 +771,7 @@ int ms_hdr_confirm(const void *p)
     if (!h->index)
         return h->meta == ms_hdr_mark(p);
     ms_live_entry e;
-    return ms_live_get(h->index, &e) && e.addr == (uint64_t)(uintptr_t)p;
+    return ms_live_get(h->index, &e) && ms_ptr_key((void *)(uintptr_t)e.addr) == ms_ptr_key(p);
 }
 
 void ms_production_init(void)

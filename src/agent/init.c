@@ -177,14 +177,14 @@ static void ms_resolve(void)
     R(free);
     R(calloc);
     R(realloc);
-    R(memalign);
+    *(void **)&ms_real.memalign = ms_sym(ms_libc_memalign_name());
     R(posix_memalign);
     R(aligned_alloc);
     R(valloc);
     R(pvalloc);
     R(malloc_usable_size);
     R(mmap);
-    R(mmap64);
+    *(void **)&ms_real.mmap_lfs64 = ms_sym("mmap64");
     R(munmap);
     R(mremap);
     R(pthread_create);

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "agent/arch/arch.h"
 #include "memsight/snapshot_format.h"
 
 /* ---------------------------------------------------------------------------
@@ -272,6 +273,7 @@ static void scan_words(ms_lk_scan *s, uint64_t lo, uint64_t hi, int phase, size_
         for (size_t k = 0; k < nw; k++) {
             uint64_t v;
             memcpy(&v, &w[k], 8);
+            v = ms_arch_untag(v); /* a tagged pointer (AArch64 TBI) refers all the same */
             if (v < lob || v >= hib)
                 continue;
             if (phase == PH_DEFINITE)
@@ -295,12 +297,12 @@ void ms_lk_root_range(ms_lk_scan *s, uint64_t lo, uint64_t hi)
 
 void ms_lk_root_value(ms_lk_scan *s, uint64_t v)
 {
-    hit_definite(s, v);
+    hit_definite(s, ms_arch_untag(v));
 }
 
 void ms_lk_root_start(ms_lk_scan *s, uint64_t v)
 {
-    long i = ms_lk_find(s, v);
+    long i = ms_lk_find(s, ms_arch_untag(v));
     if (i >= 0)
         hit_definite(s, s->b[i].addr);
 }

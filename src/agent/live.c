@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/arch/arch.h"
 
 static ms_live_entry *ms_entries; /* index 0 unused */
 static uint32_t ms_entries_cap;
@@ -27,7 +28,7 @@ static void pool_lock(void)
         if (spins > 64)
             sched_yield();
         else
-            __builtin_ia32_pause();
+            ms_arch_cpu_relax();
     }
 }
 

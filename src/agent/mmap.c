@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/arch/arch.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
 
@@ -39,7 +40,7 @@ static void regs_lock(void)
         if (spins > 64)
             sched_yield();
         else
-            __builtin_ia32_pause();
+            ms_arch_cpu_relax();
     }
 }
 
@@ -382,9 +383,12 @@ MS_EXPORT void *mmap(void *a, size_t len, int prot, int flags, int fd, off_t off
     return ms_mmap_common(a, len, prot, flags, fd, off, ms_real.mmap);
 }
 
-MS_EXPORT void *mmap64(void *a, size_t len, int prot, int flags, int fd, off_t off)
+/* Named by its symbol: musl's headers make mmap64 a macro of mmap. */
+MS_EXPORT void *ms_mmap_lfs64(void *a, size_t len, int prot, int flags, int fd, off_t off) __asm__("mmap64");
+MS_EXPORT void *ms_mmap_lfs64(void *a, size_t len, int prot, int flags, int fd, off_t off)
 {
-    return ms_mmap_common(a, len, prot, flags, fd, off, ms_real.mmap64 ? ms_real.mmap64 : ms_real.mmap);
+    return ms_mmap_common(a, len, prot, flags, fd, off,
+                          ms_real.mmap_lfs64 ? ms_real.mmap_lfs64 : ms_real.mmap);
 }
 
 MS_EXPORT int munmap(void *a, size_t len)

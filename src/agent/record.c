@@ -222,7 +222,7 @@ int ms_live_find(uint64_t addr, ms_live_entry *out)
     if (!ms_hdr_valid(p))
         return 0;
     ms_live_entry e;
-    if (!ms_live_get(ms_hdr_of(p)->index, &e) || e.addr != addr)
+    if (!ms_live_get(ms_hdr_of(p)->index, &e) || ms_ptr_key((void *)(uintptr_t)e.addr) != ms_ptr_key(p))
         return 0;
     *out = e;
     return 1;

@@ -372,6 +372,8 @@ static void write_hlth(snap_ctx *c)
     H(module_refreshes);
     H(dlclose_calls);
 #undef H
+    if (h.leak_sigchld_forks)
+        hv(w, &n, "leak_sigchld_forks", h.leak_sigchld_forks);
     hv(w, &n, "live_table_blocks", ms_live_count());
     hv(w, &n, "live_table_capacity", ms_opt.capacity);
     hv(w, &n, "live_table_bytes", ms_live_bytes_reserved());

@@ -250,8 +250,9 @@ MS_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
         size_t sz = 0;
         pthread_attr_getdetachstate(attr, &detached);
         /* With no stack supplied, glibc keeps stackaddr 0 and getstack reports
-         * 0 - stacksize as the low end. */
-        if (pthread_attr_getstack(attr, &lo, &sz) == 0 && (lo == NULL || (uintptr_t)lo + sz == 0))
+         * 0 - stacksize as the low end; musl's getstack fails (EINVAL). */
+        int own = pthread_attr_getstack(attr, &lo, &sz) == 0 && lo != NULL && (uintptr_t)lo + sz != 0;
+        if (!own)
             pthread_attr_getstacksize(attr, &size);
         /* a stack the program supplied is the program's own memory, not a new one */
     } else {

@@ -1,13 +1,12 @@
 /* Unwinding front end: picks the backend (cached DWARF CFI, frame pointers, or
  * libunwind), cuts the agent's own frames, and reports truncation and failures.
  * Runs inside the target: every stack read is bounds-checked, nothing allocates. */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include <stdint.h>
 
 #include "agent/agent.h"
 #include "agent/arch/arch.h"
 #include "agent/unwind_cfi.h"
+#include "agent/unwind_libunwind.h"
 
 static int ms_unwind_mode;
 
@@ -19,12 +18,16 @@ static inline int ms_is_self(uintptr_t pc)
 int ms_unwind_init(void)
 {
     ms_unwind_mode = (int)ms_opt.unwind;
+    if (ms_unwind_mode == MS_UNWIND_LIBUNWIND && !ms_lu_available()) {
+        MS_HEALTH_INC(bad_options); /* no libunwind in this build: the cached unwinder */
+        ms_unwind_mode = MS_UNWIND_DWARF;
+    }
     if (ms_unwind_mode == MS_UNWIND_AUTO)
         ms_unwind_mode = MS_UNWIND_DWARF;
     if (ms_unwind_mode == MS_UNWIND_DWARF && ms_cfi_init(ms_opt.pc_cache) != 0)
-        ms_unwind_mode = MS_UNWIND_LIBUNWIND;
+        ms_unwind_mode = ms_lu_available() ? MS_UNWIND_LIBUNWIND : MS_UNWIND_FP;
     if (ms_unwind_mode == MS_UNWIND_LIBUNWIND)
-        unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+        ms_lu_init();
     return 0;
 }
 
@@ -42,7 +45,7 @@ void ms_unwind_invalidate(void)
     if (ms_unwind_mode == MS_UNWIND_DWARF)
         ms_cfi_invalidate();
     else if (ms_unwind_mode == MS_UNWIND_LIBUNWIND)
-        unw_flush_cache(unw_local_addr_space, 0, 0);
+        ms_lu_flush();
 }
 
 static MS_NOINLINE unsigned ms_unwind_fp(uint64_t *pcs, unsigned max, unsigned *flags);
@@ -63,10 +66,11 @@ static MS_NOINLINE unsigned ms_unwind_libunwind(uint64_t *pcs, unsigned max, uns
     /* libunwind walks the modules on a cache miss: not while a fork is being made. Not
      * waiting for the fork either: this thread may be inside a walk of the program's own
      * (a malloc from a dl_iterate_phdr callback) that an agent walk the fork waits for
-     * is queued behind. For the few calls made during a fork, frame pointers. */
-    if (!ms_dl_begin(0))
+     * is queued behind. For the few calls made during a fork, frame pointers; and
+     * always where this build has no libunwind. */
+    if (!ms_lu_available() || !ms_dl_begin(0))
         return ms_unwind_fp(pcs, max, flags);
-    int n = unw_backtrace(buf, (int)want);
+    int n = ms_lu_backtrace(buf, (int)want);
     ms_dl_end();
     if (n <= 0) {
         *flags |= MS_STACKF_UNWIND_FAIL;

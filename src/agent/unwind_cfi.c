@@ -16,6 +16,7 @@
 
 #include "agent/agent.h"
 #include "agent/arch/arch.h"
+#include "agent/unwind_libunwind.h"
 
 /* ===========================================================================
  * Rule encoding (64 bits); "sp" and "bp" are the arch's stack and frame pointers
@@ -1102,6 +1103,12 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
             cur->n = 0;
             if (n > 0 && !mod_find(pc))
                 return (int)n; /* ran off the known code (e.g. JIT): keep what we have */
+            if (n > 0 && !ms_lu_available()) {
+                /* no libunwind to finish the walk (musl's libc has almost no unwind
+                 * tables): the frames found so far */
+                MS_HEALTH_INC(unwind_fallbacks);
+                return (int)n;
+            }
             return -1;
         }
         uintptr_t cfa, dslot = 0, bpslot = 0, bpval = 0;

@@ -153,6 +153,19 @@ static int build_id_matches(const ms_module *m, int fd, char *why, size_t whylen
     return ok;
 }
 
+/* path opened, if it carries the recorded build-id; else -1. */
+static int open_checked(const ms_module *m, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char why[256];
+    if (build_id_matches(m, fd, why, sizeof why))
+        return fd;
+    close(fd);
+    return -1;
+}
+
 /* Looks for <root>/.build-id/xx/yyyy.debug under MEMSIGHT_DEBUG_DIRS (colon-separated)
  * and /usr/lib/debug: the debug file of exactly the recorded build. Returns an open fd
  * (its build-id checked) and its path, or -1. */
@@ -169,13 +182,31 @@ static int open_by_build_id(const ms_module *m, char *path, size_t len)
         int w = snprintf(path, len, "%s/.build-id/%02x/%s.debug", r, m->build_id[0], rest);
         if (w < 0 || (size_t)w >= len)
             continue;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        char why[256];
-        if (build_id_matches(m, fd, why, sizeof why))
+        int fd = open_checked(m, path);
+        if (fd >= 0)
             return fd;
-        close(fd);
+    }
+    return -1;
+}
+
+/* Looks for the module's path under each root of MEMSIGHT_SYSROOT (colon-separated):
+ * the target's own files for a snapshot written on another system (an AArch64 device
+ * or qemu-user's -L prefix: /lib/libc.so.6 of the target is <root>/lib/libc.so.6 here).
+ * Returns an open fd (its build-id checked) and its path, or -1. */
+static int open_in_sysroot(const ms_module *m, char *path, size_t len)
+{
+    const char *env = getenv("MEMSIGHT_SYSROOT");
+    if (!env || !*env)
+        return -1;
+    char roots[4096];
+    snprintf(roots, sizeof roots, "%s", env);
+    for (char *save = NULL, *r = strtok_r(roots, ":", &save); r; r = strtok_r(NULL, ":", &save)) {
+        int w = snprintf(path, len, "%s%s", r, m->path);
+        if (w < 0 || (size_t)w >= len)
+            continue;
+        int fd = open_checked(m, path);
+        if (fd >= 0)
+            return fd;
     }
     return -1;
 }
@@ -196,6 +227,8 @@ static void load_module(ms_symbolizer *sym, size_t idx)
     }
     const char *file = m->path;
     char dbg[4096];
+    if (fd < 0 && (fd = open_in_sysroot(m, dbg, sizeof dbg)) >= 0)
+        file = dbg;
     if (fd < 0) {
         fd = open_by_build_id(m, dbg, sizeof dbg);
         if (fd < 0) {

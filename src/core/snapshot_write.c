@@ -12,7 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
+
+#include "core/crc32.h"
 
 static const unsigned char ms_zero_pad[8];
 
@@ -274,7 +275,7 @@ void ms_sw_end(ms_snap_writer *w)
     if (w->err)
         return;
     /* CRC over the payload as it is in the file (patches included). */
-    uLong crc = crc32(0L, Z_NULL, 0);
+    uint32_t crc = 0;
     uint64_t off = w->chunk_hdr_off + sizeof(ms_chunk_header);
     uint64_t left = len;
     while (left) {
@@ -286,7 +287,7 @@ void ms_sw_end(ms_snap_writer *w)
             sw_fail(w, r < 0 ? errno : EIO);
             return;
         }
-        crc = crc32(crc, w->buf, (uInt)r);
+        crc = ms_crc32(crc, w->buf, (size_t)r);
         off += (uint64_t)r;
         left -= (uint64_t)r;
     }
@@ -295,7 +296,7 @@ void ms_sw_end(ms_snap_writer *w)
     ch.type = w->chunk_type;
     ch.flags = w->chunk_flags;
     ch.length = len;
-    ch.crc32 = (uint32_t)crc;
+    ch.crc32 = crc;
     int e = sw_pwrite_all(w->fd, &ch, sizeof ch, w->chunk_hdr_off);
     if (e)
         sw_fail(w, e);

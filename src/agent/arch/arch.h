@@ -30,6 +30,7 @@
  *                                thread's context gives (leak-scan roots)
  *   MS_ARCH_NCALLEE              callee-saved registers MS_ARCH_CAPTURE stores
  *   ms_arch_thread_pointer()     the thread pointer (fs base, tpidr_el0)
+ *   ms_arch_cpu_relax()          the spin-wait hint (pause, yield)
  *   ms_arch_strip_pc(pc)         a return address without authentication bits
  *   ms_arch_untag(addr)          an address without a top-byte tag
  *   MS_ARCH_CURRENT_STATE(pc,sp,fp)  the calling function's exact pc, sp and fp

@@ -31,6 +31,8 @@ static inline uintptr_t ms_arch_thread_pointer(void)
     return tp;
 }
 
+static inline void ms_arch_cpu_relax(void) { __asm__ volatile("yield" ::: "memory"); }
+
 /* XPACLRI (a hint: a no-op on cores without pointer authentication) strips the code
  * from x30 whatever the virtual-address size; only x30 can be given to it. */
 static inline uintptr_t ms_arch_strip_pc(uintptr_t pc)

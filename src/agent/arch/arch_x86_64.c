@@ -11,7 +11,7 @@ void ms_arch_context_regs(const void *ucv, uint64_t *sp, uint64_t regs[MS_ARCH_N
                           uint64_t vec[MS_ARCH_NVEC])
 {
     const ucontext_t *uc = ucv;
-    for (int r = 0; r < MS_ARCH_NREGS && r < NGREG; r++)
+    for (int r = 0; r < MS_ARCH_NREGS && r < (int)NGREG; r++)
         regs[r] = (uint64_t)uc->uc_mcontext.gregs[r];
     *sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
     if (uc->uc_mcontext.fpregs)

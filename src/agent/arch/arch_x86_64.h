@@ -26,6 +26,7 @@ static inline uintptr_t ms_arch_thread_pointer(void)
     __asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
     return tp;
 }
+static inline void ms_arch_cpu_relax(void) { __builtin_ia32_pause(); }
 static inline uintptr_t ms_arch_strip_pc(uintptr_t pc) { return pc; }
 static inline uintptr_t ms_arch_untag(uintptr_t a) { return a; }
 

@@ -37,6 +37,10 @@ int ms_libc_is_libc_path(const char *path) MS_INTERNAL_LIBC;
  * for modules are held by loader structures the leak scan cannot see). */
 int ms_libc_is_loader_path(const char *path) MS_INTERNAL_LIBC;
 
+/* The C library function the agent's over-aligned blocks come from ("memalign" or
+ * "aligned_alloc"): one that does not call another interposed function. */
+const char *ms_libc_memalign_name(void) MS_INTERNAL_LIBC;
+
 /* dladdr of p, and whether p is a real definition (not the PLT stub a non-PIE program
  * exports as an undefined symbol for a function whose address it takes). Returns 1 for
  * a definition with *di filled, 0 otherwise. */

@@ -33,6 +33,8 @@ int ms_libc_is_loader_path(const char *path)
     return strstr(path, "/ld-linux") != NULL || strstr(path, "/ld.so") != NULL;
 }
 
+const char *ms_libc_memalign_name(void) { return "memalign"; }
+
 int ms_libc_dladdr_def(const void *p, Dl_info *di)
 {
     const ElfW(Sym) *sym = NULL;
