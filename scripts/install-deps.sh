@@ -8,8 +8,11 @@ PKGS_TEST="libcmocka-dev libclang-rt-dev python3 python3-networkx valgrind sqlit
 PKGS_PEERS="openjdk-17-jdk-headless golang-go chromium heaptrack liblsan0 linux-perf hprof-conv"
 PKGS_SUITES="libpython3.11-testsuite"
 PKGS_CROSS="qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross musl-tools"
+# Debian's CPython for arm64 (multiarch: the arm64 architecture is added when missing),
+# run under qemu-user with the AArch64 agent (tests/platforms.cmake)
+PKGS_CROSS_ARM64="libpython3.11:arm64"
 PKGS_FLEET="prometheus clickhouse-server clickhouse-client libmicrohttpd-dev libcurl4-openssl-dev"
-PKGS="$PKGS_BUILD $PKGS_TEST $PKGS_PEERS $PKGS_SUITES $PKGS_CROSS $PKGS_FLEET"
+PKGS="$PKGS_BUILD $PKGS_TEST $PKGS_PEERS $PKGS_SUITES $PKGS_CROSS $PKGS_CROSS_ARM64 $PKGS_FLEET"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -19,5 +22,8 @@ echo "memsight: installing missing Debian packages:$missing" >&2
 SUDO=""
 [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
+case "$missing" in
+*:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64 ;;
+esac
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

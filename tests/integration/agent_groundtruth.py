@@ -8,9 +8,11 @@ by agent_snap.py, with `nm` for names) and `memsight report FILE --format json` 
 JSON contract, symbolized by libdw).
 
 Usage: agent_groundtruth.py PROGRAM [MEMSIGHT_OPTIONS extra...]
-Environment: MS_AGENT, MS_PROGRAMS, MEMSIGHT (set by ms_integration_test)."""
+Environment: MS_AGENT, MS_PROGRAMS, MEMSIGHT (set by ms_integration_test); MS_RUNNER, a
+command the program runs under (qemu-user for another architecture, tests/platforms.cmake)."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -43,7 +45,8 @@ def run(prog, extra):
     env = dict(os.environ)
     env['LD_PRELOAD'] = os.environ['MS_AGENT']
     env['MEMSIGHT_OPTIONS'] = ','.join(['out=' + out] + extra)
-    p = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=120)
+    runner = shlex.split(os.environ.get('MS_RUNNER', ''))
+    p = subprocess.run(runner + [exe], env=env, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         fail('%s exited with %d: %s' % (prog, p.returncode, p.stderr))
     # the pid is in the snapshot name; the program is the only writer in this directory

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import struct
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -96,10 +97,18 @@ def memsight_json(memsight, snap):
 
 def check_memsight(prog, mode, memsight):
     with tempfile.TemporaryDirectory() as d:
-        cmd = [memsight, "run", "-q", "-o", d]
-        if mode == "exit":
-            cmd.append("--leak-check=exit")
-        r = run(cmd + ["--", prog])
+        runner = os.environ.get("MS_RUNNER")
+        if runner is not None:
+            # another platform (tests/platforms.cmake): the program under its runner
+            # (qemu-user) with that platform's agent preloaded; read here all the same
+            env = dict(os.environ, LD_PRELOAD=os.environ["MS_AGENT"],
+                       MEMSIGHT_OPTIONS="out=" + d + (",leak_check=exit" if mode == "exit" else ""))
+            r = run(shlex.split(runner) + [prog], env=env)
+        else:
+            cmd = [memsight, "run", "-q", "-o", d]
+            if mode == "exit":
+                cmd.append("--leak-check=exit")
+            r = run(cmd + ["--", prog])
         if r.returncode != 0:
             fail("%s exited with %d: %s" % (prog, r.returncode, r.stderr))
         exp, at_least, records, _ = parse_expect(r.stdout)

@@ -1,15 +1,21 @@
-/* Ground truth: a pointer kept only in a register (r15) of another thread, which is
- * spinning while the check runs, keeps its block reachable. */
+/* Ground truth: a pointer kept only in a callee-saved register (r15, x28 on AArch64)
+ * of another thread, which is spinning while the check runs, keeps its block reachable. */
 #include <pthread.h>
 
 #include "lk_common.h"
+
+#if defined(__aarch64__)
+#define LK_REG "x28"
+#else
+#define LK_REG "r15"
+#endif
 
 static int ready, done;
 
 __attribute__((noinline)) static void *thread_main(void *arg)
 {
     (void)arg;
-    register uintptr_t r __asm__("r15") = (uintptr_t)lk_alloc(96, 'R');
+    register uintptr_t r __asm__(LK_REG) = (uintptr_t)lk_alloc(96, 'R');
     __asm__ volatile("" : "+r"(r));
     lk_clear_stack();
     __asm__ volatile("" : "+r"(r));

@@ -1,0 +1,94 @@
+# The agent on other platforms (docs/platforms.md), names start with platform_: an
+# AArch64 tree cross-built with gcc-aarch64-linux-gnu whose programs run under
+# qemu-user, and a musl tree built with musl-gcc. Each tree is configured and built by a
+# setup test (a fixture); the checks run that tree's programs with that tree's agent and
+# read the snapshots with this build's memsight (x86-64, glibc), symbolized from the
+# target's files. Under qemu only what exercises the architecture runs: unwinding with
+# and without frame pointers and with signed return addresses, leak-scan roots and
+# thread stopping, pointer tags.
+find_program(MS_QEMU_AARCH64 qemu-aarch64-static)
+find_program(MS_AARCH64_GCC aarch64-linux-gnu-gcc)
+find_program(MS_MUSL_GCC musl-gcc)
+# The AArch64 C library the programs run with: Debian's multiarch libc6:arm64 when it is
+# installed (with libpython3.11:arm64, scripts/install-deps.sh), else the cross
+# toolchain's libc6-arm64-cross through qemu's -L prefix (never a mix of the two: the
+# loader of one with the libc of the other does not work)
+if(EXISTS /lib/ld-linux-aarch64.so.1)
+  set(MS_AARCH64_RUNNER "${MS_QEMU_AARCH64}")
+  set(MS_AARCH64_ROOT "")
+else()
+  set(MS_AARCH64_ROOT /usr/aarch64-linux-gnu)
+  set(MS_AARCH64_RUNNER "${MS_QEMU_AARCH64} -L ${MS_AARCH64_ROOT}")
+endif()
+
+# ms_platform_test(NAME PLATFORM SCRIPT ARGS...): SCRIPT with PLATFORM's agent and programs.
+function(ms_platform_test name platform script)
+  set(bin ${PROJECT_BINARY_DIR}/platform-${platform})
+  add_test(NAME ${name} COMMAND ${script} ${ARGN})
+  set(env "MS_SOURCE_DIR=${PROJECT_SOURCE_DIR};MS_BUILD_DIR=${PROJECT_BINARY_DIR};MEMSIGHT=$<TARGET_FILE:memsight>;MS_AGENT=${bin}/lib/libmemsight.so;MS_PROGRAMS=${bin}/tests/programs")
+  if(platform STREQUAL "arm64")
+    list(APPEND env "MS_RUNNER=${MS_AARCH64_RUNNER}" "MEMSIGHT_SYSROOT=${MS_AARCH64_ROOT}")
+  else()
+    list(APPEND env "MS_RUNNER=") # the program itself, with this platform's agent
+  endif()
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}" FIXTURES_REQUIRED platform_${platform}
+    LABELS platform TIMEOUT 300)
+endfunction()
+
+function(ms_platform_tree platform toolchain)
+  add_test(NAME platform_${platform}_build COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR}
+    -DBIN=${PROJECT_BINARY_DIR}/platform-${platform} -DTOOLCHAIN=${PROJECT_SOURCE_DIR}/cmake/${toolchain}
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/platform/build.cmake)
+  set_tests_properties(platform_${platform}_build PROPERTIES FIXTURES_SETUP platform_${platform}
+    LABELS platform TIMEOUT 900)
+endfunction()
+
+set(MS_GT ${CMAKE_CURRENT_SOURCE_DIR}/integration/agent_groundtruth.py)
+set(MS_LK ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_ground_truth.py)
+set(MS_XR ${CMAKE_CURRENT_SOURCE_DIR}/integration/platform_cross.py)
+if(MS_QEMU_AARCH64 AND MS_AARCH64_GCC)
+  ms_platform_tree(arm64 aarch64-linux-gnu.cmake)
+  # exact per-site live bytes, with and without frame pointers, each unwinder
+  foreach(p heap deep mmap threads)
+    ms_platform_test(platform_arm64_gt_${p}_o2 arm64 ${MS_GT} gt_${p}_o2)
+    ms_platform_test(platform_arm64_gt_${p}_fp arm64 ${MS_GT} gt_${p}_fp)
+  endforeach()
+  ms_platform_test(platform_arm64_gt_deep_fp_fpunwind arm64 ${MS_GT} gt_deep_fp unwind=fp)
+  # return addresses signed with pointer authentication: CFI and frame-pointer walks
+  ms_platform_test(platform_arm64_gt_heap_pac arm64 ${MS_GT} gt_heap_pac)
+  ms_platform_test(platform_arm64_gt_deep_pacfp_fpunwind arm64 ${MS_GT} gt_deep_pacfp unwind=fp)
+  # leak scans: registers and stacks of stopped threads as roots, TLS, classes, tags
+  foreach(p stack register global tls thread_stack tree interior threads64 tagged)
+    ms_platform_test(platform_arm64_leaks_${p} arm64 ${MS_LK} lk_${p} api)
+  endforeach()
+  ms_platform_test(platform_arm64_leaks_exit_tree arm64 ${MS_LK} lk_tree exit)
+  # snapshots written on AArch64: report, merge, diff and exports on x86-64
+  ms_platform_test(platform_arm64_cross_gt_heap_o2 arm64 ${MS_XR} gt_heap_o2)
+  ms_platform_test(platform_arm64_cross_gt_mmap_fp arm64 ${MS_XR} gt_mmap_fp)
+  # a real AArch64 program: Debian's CPython (libpython3.11:arm64) under the agent
+  if(EXISTS /usr/lib/aarch64-linux-gnu/libpython3.11.so.1.0 AND EXISTS /lib/ld-linux-aarch64.so.1)
+    ms_platform_test(platform_arm64_python arm64 ${CMAKE_CURRENT_SOURCE_DIR}/integration/platform_python.py)
+  else()
+    message(STATUS "memsight: libpython3.11:arm64 not installed: no platform_arm64_python")
+  endif()
+else()
+  message(STATUS "memsight: no qemu-aarch64-static or aarch64-linux-gnu-gcc: no arm64 platform tests")
+endif()
+if(MS_MUSL_GCC)
+  ms_platform_tree(musl x86_64-linux-musl.cmake)
+  foreach(p heap deep mmap threads)
+    ms_platform_test(platform_musl_gt_${p}_o2 musl ${MS_GT} gt_${p}_o2)
+    ms_platform_test(platform_musl_gt_${p}_fp musl ${MS_GT} gt_${p}_fp)
+  endforeach()
+  foreach(p stack register global tls tree threads64)
+    ms_platform_test(platform_musl_leaks_${p} musl ${MS_LK} lk_${p} api)
+  endforeach()
+  ms_platform_test(platform_musl_cross_gt_heap_o2 musl ${MS_XR} gt_heap_o2)
+else()
+  message(STATUS "memsight: no musl-gcc: no musl platform tests")
+endif()
+
+# The agent's own CRC-32 (no zlib on the cross and musl targets) against zlib's.
+ms_unit_test(platform_unit_crc32 SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_crc32.c LIBS ms_core)
+target_include_directories(platform_unit_crc32 PRIVATE ${PROJECT_SOURCE_DIR}/src)
+set_tests_properties(platform_unit_crc32 PROPERTIES LABELS platform)
