@@ -528,6 +528,8 @@ int ms_threads_foreach(ms_thread_fn fn, void *arg) MS_INTERNAL;
 int ms_threads_foreach_used(ms_thread_fn fn, void *arg) MS_INTERNAL;
 void ms_threads_register_main(void) MS_INTERNAL;
 void ms_threads_fork_child(void) MS_INTERNAL;
+/* Live threads other than the caller and the control thread, from /proc (0 if unknown). */
+int ms_proc_other_threads(void) MS_INTERNAL;
 /* Fills ms_self.stack_lo/hi for the calling thread if not known yet. */
 void ms_thread_bounds(void) MS_INTERNAL;
 

@@ -51,6 +51,10 @@ static struct {
     unsigned deadline_req;
     struct sigaction old_sa; /* the program's disposition of the request signal */
     int have_old_sa;
+    pthread_t thread;      /* joinable, so that the last program thread can wait for it */
+    int have_thread;       /* `thread` was created in this process */
+    int quit;              /* the program's threads are gone: leave */
+    int orphan_poll;       /* quit once /proc shows no other live thread */
 } ctl;
 
 /* Per-stack live counters and their values at the last peak. A slot whose epoch is not
@@ -472,6 +476,7 @@ static uint64_t read_rss(void)
 
 #define RSS_POLL_NS 50000000ull    /* 50 ms */
 #define REARM_POLL_NS 100000000ull /* 100 ms */
+#define ORPHAN_POLL_NS 100000000ull /* 100 ms */
 
 static void *ctl_main(void *arg)
 {
@@ -497,6 +502,10 @@ static void *ctl_main(void *arg)
     uint64_t next_rearm = UINT64_MAX;
     for (;;) {
         uint32_t seen = __atomic_load_n(&ctl.word, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&ctl.quit, __ATOMIC_ACQUIRE))
+            break;
+        if (__atomic_load_n(&ctl.orphan_poll, __ATOMIC_ACQUIRE) && ms_proc_other_threads() == 0)
+            break; /* threads the agent did not count are gone too */
         uint64_t dl = __atomic_load_n(&ctl.deadline_ns, __ATOMIC_ACQUIRE);
         if (dl && mono_ns() >= dl) { /* e.g. attach --duration: detach now */
             __atomic_store_n(&ctl.deadline_ns, 0, __ATOMIC_RELEASE);
@@ -560,10 +569,16 @@ static void *ctl_main(void *arg)
         if (next_rearm < next)
             next = next_rearm;
         now = mono_ns();
+        if (__atomic_load_n(&ctl.orphan_poll, __ATOMIC_ACQUIRE) && now + ORPHAN_POLL_NS < next)
+            next = now + ORPHAN_POLL_NS;
         if (__atomic_load_n(&ctl.pending, __ATOMIC_ACQUIRE))
             continue;
         ctl_wait(seen, next == UINT64_MAX ? UINT64_MAX : (next > now ? next - now : 0));
     }
+    /* From here glibc counts this thread out; should it be the last, glibc ends the
+     * process with exit(0), as it would have for the program's last thread. */
+    __atomic_store_n(&ctl.tid, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ctl.state, CTL_OFF, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -573,7 +588,7 @@ static int ctl_spawn(void)
     pthread_t th;
     if (pthread_attr_init(&attr) != 0)
         return -ENOMEM;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* joinable: the program's last thread waits for it to be gone (ms_control_program_gone) */
     pthread_attr_setstacksize(&attr, 256 * 1024);
     /* The thread must not block the program's signals nor take them before it has set
      * its own mask: create it with everything blocked. */
@@ -585,9 +600,47 @@ static int ctl_spawn(void)
     int rc = create(&th, &attr, ctl_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
-    if (rc == 0)
+    if (rc == 0) {
+        ctl.thread = th;
+        __atomic_store_n(&ctl.have_thread, 1, __ATOMIC_RELEASE);
         STAT_INC(thread_starts);
+    }
     return -rc;
+}
+
+/* The program's last thread the agent knows of is leaving (threads.c): the control thread
+ * must not keep the process alive (glibc ends a process when its last thread exits, also
+ * when main() left through pthread_exit), nor hold signals that only it would still be
+ * there to receive. It is told to leave, and waited for, so that glibc's count of threads
+ * reaches zero on the program's thread, which then runs exit(0) as without the agent.
+ * Threads the agent did not see start (created before it, or beyond its registry) are
+ * looked for in /proc; while any lives, the control thread stays and polls. */
+void ms_control_program_gone(void)
+{
+    int expected = CTL_WAIT_MAIN;
+    if (__atomic_compare_exchange_n(&ctl.state, &expected, CTL_OFF, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
+        __atomic_store_n(&ms_ctl_need_start, 0, __ATOMIC_RELEASE);
+        return; /* never started: it never will */
+    }
+    /* also with no control thread (between a detach and the next attach): a thread
+     * started by a later attach must know that only uncounted threads are left */
+    if (ms_proc_other_threads() > 0) {
+        __atomic_store_n(&ctl.orphan_poll, 1, __ATOMIC_RELEASE);
+        ctl_wake();
+        return;
+    }
+    if (__atomic_exchange_n(&ctl.quit, 1, __ATOMIC_ACQ_REL))
+        return; /* somebody else is already waiting for it */
+    ctl_wake();
+    /* whoever takes have_thread owns the handle: here the join, or a detach that is
+     * ending the thread at the same time (ms_control_end), which lets it go by itself */
+    if (__atomic_exchange_n(&ctl.have_thread, 0, __ATOMIC_ACQ_REL)) {
+        int (*join)(pthread_t, void **) =
+            ms_real.pthread_join ? ms_real.pthread_join : pthread_join;
+        join(ctl.thread, NULL);
+    }
+    __atomic_store_n(&ctl.state, CTL_OFF, __ATOMIC_RELEASE);
 }
 
 void ms_control_start_slow(void)
@@ -678,6 +731,15 @@ void ms_control_end(void)
         sigaction(ctl.signo, &ctl.old_sa, NULL);
         ctl.have_old_sa = 0;
     }
+    /* This runs on the control thread, which is joinable (for the program's last thread,
+     * ms_control_program_gone): nobody will join it after a detach, so it lets itself
+     * go, unless the last program thread has already taken it to join. A later attach
+     * starts a new thread with a handle of its own. */
+    if (__atomic_exchange_n(&ctl.have_thread, 0, __ATOMIC_ACQ_REL)) {
+        int (*detach)(pthread_t) =
+            ms_real.pthread_detach ? ms_real.pthread_detach : pthread_detach;
+        detach(pthread_self());
+    }
     __atomic_store_n(&ctl.state, CTL_OFF, __ATOMIC_RELEASE);
     __atomic_store_n(&ctl.tid, 0, __ATOMIC_RELEASE);
     __atomic_fetch_add(&ctl.gen, 1, __ATOMIC_ACQ_REL); /* the running thread returns */
@@ -708,6 +770,9 @@ void ms_control_fork_child(int keep)
     ctl.word = 0;
     ctl.pending = 0;
     ctl.tid = 0;
+    ctl.have_thread = 0; /* the parent's thread is not in this process */
+    ctl.quit = 0;
+    ctl.orphan_poll = 0;
     ctl_working = 0;
     ctl.bytes_fired = 0;
     ctl.rss_fired = 0;

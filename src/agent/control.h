@@ -73,6 +73,10 @@ void ms_control_set_deadline(uint64_t after_ms, unsigned request);
  * thread; with `keep` the child's first allocation starts its own thread. */
 void ms_control_fork_child(int keep);
 
+/* The last program thread the agent counted is leaving (threads.c): the control thread
+ * leaves too, and this waits for it, unless /proc shows other live threads. */
+void ms_control_program_gone(void);
+
 /* Signal number in use (for messages and META), 0 when control is off. */
 int ms_control_signal(void);
 

@@ -5,8 +5,10 @@
  * Runs inside the target: registry in mmap'ed memory, no lock held across fork. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,8 +24,25 @@ static uint32_t ms_nslots;
 static uint32_t ms_slot_hint;
 static ms_thread_slot *ms_main_slot;
 
+/* Program threads alive that the agent saw start (the initialising thread, then every
+ * thread started through pthread_create). A thread-specific key's destructor sees each
+ * of them leave whichever way it does (return, pthread_exit, cancellation, main() leaving
+ * through pthread_exit); at zero the control thread is told to go (control.c). */
+static pthread_key_t ms_thr_key;
+static int ms_thr_key_ok;
+static uint32_t ms_prog_threads;
+static void ms_thread_key_gone(void *v);
+
+static void ms_thread_count_me(void)
+{
+    if (ms_thr_key_ok)
+        pthread_setspecific(ms_thr_key, (void *)1);
+}
+
 int ms_threads_init(uint64_t capacity)
 {
+    /* keys below 32 live in the thread descriptor: setting one never allocates */
+    ms_thr_key_ok = pthread_key_create(&ms_thr_key, ms_thread_key_gone) == 0;
     if (capacity < 16)
         capacity = 16;
     if (capacity > (1u << 24))
@@ -94,6 +113,8 @@ static uintptr_t ms_main_stack_lo(uintptr_t hi)
 
 void ms_threads_register_main(void)
 {
+    __atomic_store_n(&ms_prog_threads, 1, __ATOMIC_RELEASE);
+    ms_thread_count_me();
     ms_thread_slot *s = slot_alloc();
     if (!s)
         return;
@@ -176,6 +197,70 @@ void ms_threads_fork_child(void)
         __atomic_fetch_or(&me->state, MS_THR_MAIN, __ATOMIC_RELAXED);
         ms_main_slot = me;
     }
+    /* The forking thread is the child's only thread, whichever it was in the parent:
+     * when it leaves (returns from its start routine, pthread_exit), so must the child's
+     * control thread. */
+    ms_prog_threads = 1;
+    ms_thread_count_me();
+}
+
+/* Live threads of this process other than the caller and the control thread, from
+ * /proc/self/task (a zombie thread-group leader, i.e. main() gone through pthread_exit,
+ * does not count); 0 when /proc cannot tell. No malloc: a stack buffer and getdents64. */
+int ms_proc_other_threads(void)
+{
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    uint32_t me = (uint32_t)syscall(SYS_gettid), ctl = ms_control_tid();
+    int n = 0;
+    char buf[2048];
+    for (;;) {
+        long k = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (k <= 0)
+            break;
+        for (long off = 0; off + 19 < k;) {
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen);
+            if (reclen == 0 || off + reclen > k)
+                break;
+            const char *name = buf + off + 19;
+            off += reclen;
+            uint32_t tid = 0;
+            int digits = 0;
+            for (; *name >= '0' && *name <= '9' && digits < 10; name++, digits++)
+                tid = tid * 10 + (uint32_t)(*name - '0');
+            if (!digits || *name || tid == me || tid == ctl)
+                continue;
+            char path[64], st[512];
+            memcpy(path, "/proc/self/task/", 16);
+            int p = 16;
+            char rev[12];
+            int r = 0;
+            for (uint32_t t = tid; t; t /= 10)
+                rev[r++] = (char)('0' + t % 10);
+            while (r)
+                path[p++] = rev[--r];
+            memcpy(path + p, "/stat", 6);
+            int sfd = open(path, O_RDONLY | O_CLOEXEC);
+            if (sfd < 0)
+                continue; /* gone meanwhile */
+            ssize_t got = read(sfd, st, sizeof st - 1);
+            close(sfd);
+            if (got <= 0)
+                continue;
+            st[got] = 0;
+            const char *paren = NULL; /* the state follows the last ')' (names hold any) */
+            for (const char *q = st; *q; q++)
+                if (*q == ')')
+                    paren = q;
+            if (paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'))
+                continue;
+            n++;
+        }
+    }
+    close(fd);
+    return n;
 }
 
 /* ===========================================================================
@@ -196,9 +281,18 @@ static void ms_thread_exit_bookkeeping(void)
         slot_finish(s);
 }
 
+static void ms_thread_key_gone(void *v)
+{
+    (void)v;
+    ms_thread_exit_bookkeeping(); /* also for a cancelled thread */
+    if (__atomic_sub_fetch(&ms_prog_threads, 1, __ATOMIC_ACQ_REL) == 0)
+        ms_control_program_gone();
+}
+
 static void *ms_thread_start(void *arg)
 {
     ms_thread_slot *s = arg;
+    ms_thread_count_me();
     ms_self.slot = s;
     s->tid = ms_gettid();
     s->handle = pthread_self();
@@ -268,8 +362,10 @@ MS_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
     if (detached == PTHREAD_CREATE_DETACHED)
         __atomic_fetch_or(&s->state, MS_THR_DETACHED, __ATOMIC_RELAXED);
     ms_leave();
+    __atomic_fetch_add(&ms_prog_threads, 1, __ATOMIC_ACQ_REL);
     int rc = ms_real.pthread_create(t, attr, ms_thread_start, s);
     if (rc != 0) {
+        __atomic_fetch_sub(&ms_prog_threads, 1, __ATOMIC_ACQ_REL);
         slot_release(s);
         return rc;
     }

@@ -1,0 +1,8 @@
+# The agent and `memsight run` at the edges (prefix limits_): a main thread leaving through
+# pthread_exit, a child forked from a thread, small address-space limits, bad option
+# values, `memsight run` killed, descriptors the program can see, --watch at start-up.
+set(MS_LIMITS_TESTS ${CMAKE_CURRENT_SOURCE_DIR})
+ms_test_program(lm_main_exit SOURCES ${MS_LIMITS_TESTS}/programs/lm_main_exit.c FLAGS -O2 -g
+  LIBS Threads::Threads)
+ms_integration_test(limits_main_exit ${MS_LIMITS_TESTS}/integration/limits_main_exit.py)
+set_tests_properties(limits_main_exit PROPERTIES LABELS limits)
