@@ -6,3 +6,5 @@ ms_test_program(lm_main_exit SOURCES ${MS_LIMITS_TESTS}/programs/lm_main_exit.c 
   LIBS Threads::Threads)
 ms_integration_test(limits_main_exit ${MS_LIMITS_TESTS}/integration/limits_main_exit.py)
 set_tests_properties(limits_main_exit PROPERTIES LABELS limits)
+ms_integration_test(limits_bad_options ${MS_LIMITS_TESTS}/integration/limits_bad_options.py)
+set_tests_properties(limits_bad_options PROPERTIES LABELS limits)

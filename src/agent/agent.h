@@ -11,6 +11,7 @@
 
 #include "agent/arch/arch.h"
 #include "agent/control.h"
+#include "core/agent_options.h"
 #include "core/snapshot_write.h"
 #include "memsight/snapshot_format.h"
 
@@ -19,68 +20,16 @@
 #define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MS_NOINLINE __attribute__((noinline))
 
-#define MS_MAX_DEPTH_LIMIT 256
-
-/* ===========================================================================
- * Options (options.c): one table, parsed from MEMSIGHT_OPTIONS without malloc.
- * To add an option: add a field here and a row to ms_option_table in options.c.
- * ========================================================================= */
-enum ms_unwind_mode { MS_UNWIND_AUTO = 0, MS_UNWIND_FP = 1, MS_UNWIND_DWARF = 2, MS_UNWIND_LIBUNWIND = 3 };
-
-typedef struct ms_options {
-    char out[512];           /* out=DIR: where snapshots go (default ".") */
-    uint64_t max_depth;      /* max_depth=N: frames kept per stack (default 64) */
-    uint64_t unwind;         /* unwind=auto|fp|dwarf|libunwind */
-    uint64_t capacity;       /* capacity=N: live heap blocks tracked (default 16M) */
-    uint64_t stack_capacity; /* stack_capacity=N: distinct stacks (default 1M) */
-    uint64_t region_capacity;/* region_capacity=N: live mmap regions + thread stacks */
-    uint64_t blocks;         /* blocks=0|1: write every live block (BLKS) */
-    uint64_t follow_exec;    /* follow_exec=0|1: keep the agent in exec'ed programs */
-    uint64_t follow_fork;    /* follow_fork=0|1: forked children keep recording */
-    uint64_t exit_snapshot;  /* exit_snapshot=0|1: write a snapshot at exit */
-    uint64_t thread_capacity;/* thread_capacity=N: threads in the registry */
-    uint64_t pc_cache;       /* pc_cache=N: entries of the unwind-rule cache */
-    uint64_t leak_check;     /* leak_check=off|exit|signal: reachability scan (leak_*.c) */
-    uint64_t leak_stop_signal; /* leak_stop_signal=N: stops threads during a scan */
-    uint64_t fatal_snapshot; /* fatal_snapshot=0|1: a snapshot when a fatal signal kills */
-    /* production mode (sampler.c, control.c) */
-    uint64_t sample_interval;/* sample=BYTES: Poisson byte sampling, mean interval (0 = all) */
-    uint64_t min_size;       /* min_size=BYTES: record only blocks at least this large */
-    uint64_t seed;           /* seed=N: sampler seed for reproducible runs (0 = random) */
-    uint64_t interval_ms;    /* interval=MS: numbered snapshot series (0 = off) */
-    uint64_t dump_at_peak;   /* dump_at_peak=0|1: per-stack counters at the peak (PEAK) */
-    uint64_t trigger_bytes;  /* trigger_bytes=N: snapshot when tracked live bytes reach N */
-    uint64_t trigger_rss;    /* trigger_rss=N: snapshot when the RSS reaches N */
-    uint64_t dump_signal;    /* dump_signal=N: request signal (0 = SIGRTMIN+13) */
-    uint64_t control;        /* control=0|1: request handler and control thread */
-    char labels[512];        /* labels=k=v;k=v: user labels for META (core/labels.h) */
-    uint64_t detach_after_ms;/* detach_after=MS: an attached agent detaches by itself */
-    char raw[1024];          /* the option string as given (goes into META) */
-} ms_options;
-
 #define MS_HAVE_LEAK_OPTIONS 1
 #define MS_HAVE_SAMPLING_OPTION 1
 /* Leak scan at exit, before the exit snapshot (leak_api.c). */
 void ms_leak_at_exit(void) MS_INTERNAL;
 
-typedef enum ms_opt_type { MS_OPT_U64, MS_OPT_BOOL, MS_OPT_STR, MS_OPT_ENUM, MS_OPT_SIZE } ms_opt_type;
-
-typedef struct ms_option_def {
-    const char *name;
-    ms_opt_type type;
-    size_t offset;       /* in ms_options */
-    size_t size;         /* for strings: buffer size */
-    const char *dflt;    /* default, as text */
-    const char *choices; /* for enums: "a|b|c", index = value */
-    const char *help;
-} ms_option_def;
-
+/* The options the agent runs with (init.c); the table and parser are in
+ * core/agent_options.c. Bad items are counted (bad_options) and reported once (META
+ * option_errors, a line on stderr). */
 extern ms_options ms_opt MS_INTERNAL;
-extern const ms_option_def ms_option_table[] MS_INTERNAL;
-extern const size_t ms_option_count MS_INTERNAL;
-/* Sets defaults, then applies "k=v,k=v". Unknown keys and bad values are counted in
- * ms_health.bad_options (never fatal). */
-void ms_options_parse(ms_options *o, const char *s) MS_INTERNAL;
+extern char ms_opt_errors[160] MS_INTERNAL;
 
 /* ===========================================================================
  * Per-thread state (initial-exec TLS: no allocation, no lock on first access).

@@ -65,7 +65,14 @@ static void ms_attach_on_detach(unsigned request, void *arg)
 static int ms_attach_again(const char *options)
 {
     ms_options o;
-    ms_options_parse(&o, options);
+    char oerr[sizeof ms_opt_errors];
+    /* the same table as every start (core/agent_options.c): bad items are skipped and
+     * said in the snapshots, as for the first attach */
+    unsigned bad = ms_options_parse(&o, options, oerr, sizeof oerr);
+    if (bad) {
+        memcpy(ms_opt_errors, oerr, sizeof ms_opt_errors);
+        __atomic_store_n(&ms_health.bad_options, bad, __ATOMIC_RELAXED);
+    }
     ms_attach_copy(ms_opt.out, sizeof ms_opt.out, o.out);
     ms_attach_copy(ms_opt.raw, sizeof ms_opt.raw, o.raw);
     ms_opt.exit_snapshot = o.exit_snapshot;

@@ -259,12 +259,51 @@ static void ms_atfork_parent(void);
 static void ms_atfork_child(void);
 static int ms_options_from_env_done;
 
+ms_options ms_opt;
+char ms_opt_errors[160];
+
+/* Bad options are said once per process: on stderr (the program's, before it runs) and
+ * in every snapshot (META option_errors, HLTH bad_options). */
+static void ms_parse_options(const char *s)
+{
+    static int warned;
+    unsigned bad = ms_options_parse(&ms_opt, s, ms_opt_errors, sizeof ms_opt_errors);
+    __atomic_store_n(&ms_health.bad_options, bad, __ATOMIC_RELAXED);
+    if (!bad || warned)
+        return;
+    warned = 1;
+    char line[320], more[48] = "", num[12];
+    size_t o = 0, k = 0;
+    if (bad > 1) { /* " (and N more)" without stdio */
+        unsigned v = bad - 1;
+        do {
+            num[k++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v && k < sizeof num);
+        size_t m = 0;
+        for (const char *p = " (and "; *p; p++)
+            more[m++] = *p;
+        while (k)
+            more[m++] = num[--k];
+        for (const char *p = " more)"; *p; p++)
+            more[m++] = *p;
+        more[m] = 0;
+    }
+    const char *parts[] = {"memsight: MEMSIGHT_OPTIONS: ", ms_opt_errors, more, "; ignored\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (const char *p = parts[i]; *p && o < sizeof line - 1; p++)
+            line[o++] = *p;
+    if (write(2, line, o) < 0) {
+        /* no stderr: the snapshot still says it */
+    }
+}
+
 static void ms_read_options(void)
 {
     const char *s = NULL;
     if (ms_start_options) { /* given to memsight_start() */
         ms_options_from_env_done = 1;
-        ms_options_parse(&ms_opt, ms_start_options);
+        ms_parse_options(ms_start_options);
         return;
     }
     if (environ) {
@@ -275,7 +314,7 @@ static void ms_read_options(void)
             }
         ms_options_from_env_done = 1;
     }
-    ms_options_parse(&ms_opt, s);
+    ms_parse_options(s);
 }
 
 static int ms_init_slow(void)

@@ -158,6 +158,9 @@ static void write_meta(snap_ctx *c, const char *reason, uint32_t seq)
     ms_sw_kv(w, "reason", reason); n++;
     ms_sw_kv_u64(w, "seq", seq); n++;
     ms_sw_kv(w, "options", ms_opt.raw); n++;
+    if (ms_opt_errors[0]) { /* bad items of the option string, ignored (agent_options.c) */
+        ms_sw_kv(w, "option_errors", ms_opt_errors); n++;
+    }
     ms_sw_kv_u64(w, "sample_interval", ms_sampler_cfg.interval); n++;
     ms_sw_kv_u64(w, "min_size", ms_sampler_cfg.min_size); n++;
     ms_sw_kv(w, "unwinder", ms_unwind_name()); n++;

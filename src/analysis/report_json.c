@@ -220,6 +220,11 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
         snprintf(w, sizeof w, "the agent lost records (%s): totals are lower bounds", lost);
         ms_json_str(&j, w);
     }
+    if (ms_report_option_errors(s)) {
+        char w[700];
+        snprintf(w, sizeof w, "the agent ignored bad options: %s", ms_report_option_errors(s));
+        ms_json_str(&j, w);
+    }
     if (s->unknown_chunks) {
         char w[160];
         snprintf(w, sizeof w, "%zu chunk(s) of a newer format version were skipped",

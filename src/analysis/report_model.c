@@ -119,6 +119,12 @@ ms_frame *ms_report_frames(const ms_snapshot *s, ms_symbolizer *sym, const ms_st
     return out;
 }
 
+const char *ms_report_option_errors(const ms_snapshot *s)
+{
+    const char *e = ms_snapshot_meta(s, "option_errors");
+    return e && *e ? e : NULL;
+}
+
 uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len)
 {
     uint64_t sum = 0;

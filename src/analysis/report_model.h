@@ -33,6 +33,8 @@ ms_frame *ms_report_frames(const ms_snapshot *s, ms_symbolizer *sym, const ms_st
 /* Health counters that mean records were lost (dropped_*, lost_*, snapshot_errors) and
  * their sum; the names are joined into buf as "name=value, ...". */
 uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len);
+/* What the agent said of the option items it ignored (META option_errors), or NULL. */
+const char *ms_report_option_errors(const ms_snapshot *s);
 
 /* The short summary `memsight run` prints at exit: totals and the top stacks by live
  * bytes, a few frames each (report_text.c). 0 or -1 on a write error. */

@@ -299,6 +299,9 @@ static void print_health(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
     if (s->unknown_chunks)
         fprintf(out, "note: %zu chunk(s) of a newer format version were skipped\n",
                 s->unknown_chunks);
+    if (ms_report_option_errors(s))
+        fprintf(out, "warning: the agent ignored bad options: %s\n",
+                safe(ms_report_option_errors(s), b));
     if (sym) {
         const char *const *lines;
         size_t n = ms_symbolizer_warnings(sym, &lines);

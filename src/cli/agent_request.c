@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli_common.h"
+#include "core/agent_options.h"
 #include "core/fileio.h"
 #include "memsight/attach.h"
 #include "remote_elf.h"
@@ -29,7 +30,6 @@ typedef struct agent_target {
     int signo;
     int control; /* 0 when control=0 in its options */
     char out[PATH_MAX];
-    int out_from_env;
     uid_t owner; /* its file-system uid: whose files its snapshots are */
 } agent_target;
 
@@ -41,34 +41,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-}
-
-/* Value of key in a "k=v,k=v" option string, copied into buf; 1 if found. */
-static int option_value(const char *opts, const char *key, char *buf, size_t cap)
-{
-    size_t klen = strlen(key);
-    const char *s = opts;
-    while (*s) {
-        const char *item = s;
-        while (*s && *s != ',')
-            s++;
-        size_t n = (size_t)(s - item);
-        if (*s == ',')
-            s++;
-        while (n && (*item == ' ' || *item == '\t')) {
-            item++;
-            n--;
-        }
-        if (n > klen && !strncmp(item, key, klen) && item[klen] == '=') {
-            size_t vlen = n - klen - 1;
-            if (vlen >= cap)
-                return 0;
-            memcpy(buf, item + klen + 1, vlen);
-            buf[vlen] = 0;
-            return 1;
-        }
-    }
-    return 0;
 }
 
 /* The file-system uid (the 4th on the Uid: line) of a /proc/PID/status text. */
@@ -208,7 +180,6 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
     }
     if (ar == 1 && ast.state == MEMSIGHT_ATTACH_RECORDING) {
         snprintf(t->out, sizeof t->out, "%s", ast.out[0] ? ast.out : ".");
-        t->out_from_env = 1;
         t->control = ast.signo != 0;
         if (t->signo == 0)
             t->signo = ast.signo;
@@ -224,19 +195,17 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
             const char *var = env + i;
             size_t n = strnlen(var, len - i);
             if (n > 17 && !strncmp(var, "MEMSIGHT_OPTIONS=", 17)) {
+                /* read as the agent reads it: the last of repeated keys wins */
                 char *opts = strndup(var + 17, n - 17);
-                char v[PATH_MAX];
-                long x;
-                if (opts && option_value(opts, "out", v, sizeof v) && v[0]) {
-                    snprintf(t->out, sizeof t->out, "%s", v);
-                    t->out_from_env = 1;
+                ms_options o;
+                char oerr[256];
+                if (opts) {
+                    ms_options_parse(&o, opts, oerr, sizeof oerr);
+                    snprintf(t->out, sizeof t->out, "%s", o.out);
+                    if (t->signo == 0)
+                        t->signo = (int)o.dump_signal;
+                    t->control = o.control != 0;
                 }
-                if (opts && t->signo == 0 && option_value(opts, "dump_signal", v, sizeof v) &&
-                    ms_cli_parse_long(v, 0, 64, &x) == 0)
-                    t->signo = (int)x;
-                if (opts && option_value(opts, "control", v, sizeof v) &&
-                    (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false")))
-                    t->control = 0;
                 free(opts);
             }
             i += n + 1;

@@ -19,6 +19,7 @@
 #include "analysis/watch.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "core/agent_options.h"
 #include "inject.h"
 #include "inject_arch.h"
 #include "memsight/attach.h"
@@ -330,6 +331,14 @@ int ms_cmd_attach(int argc, char **argv)
     }
     if (!pid) {
         attach_usage(stderr);
+        return 2;
+    }
+    /* options that contradict each other are refused as by run, before the process is
+     * touched (the agent would only warn, in the process's own stderr) */
+    ms_options chk;
+    char oerr[256];
+    if (ms_options_parse(&chk, opts, oerr, sizeof oerr)) {
+        fprintf(stderr, "memsight attach: %s\n", oerr);
         return 2;
     }
     char agent[PATH_MAX], lib[PATH_MAX + 64], dir[PATH_MAX];

@@ -27,6 +27,7 @@
 #include "commands.h"
 #include "core/fileio.h"
 #include "core/labels.h"
+#include "core/agent_options.h"
 #include "core/snapshot.h"
 
 #define AGENT_NAME "libmemsight.so"
@@ -50,7 +51,10 @@ typedef struct run_ctx {
     int leak_check;
     char labels[MS_LABELS_MAX]; /* --label, joined "k=v;k=v" */
     ms_suppressions *supp;      /* --suppress: known leaks left out of the summary */
+    const char *cmd;            /* for messages: "attach" through ms_run_agent_apply, else run */
 } run_ctx;
+
+#define CTX_CMD(ctx) ((ctx)->cmd ? (ctx)->cmd : "run")
 
 typedef struct run_opt {
     const char *name;      /* long name, without "--" */
@@ -61,17 +65,33 @@ typedef struct run_opt {
     const char *help;
 } run_opt;
 
-static int add_agent_opt(run_ctx *ctx, const char *key, const char *value)
+/* Appends an agent option after checking it against the agent's own table, so that a
+ * bad value is refused here, naming the option as typed (`what`), before the program
+ * runs (the agent would only warn and run with the default). */
+static int add_agent_opt(run_ctx *ctx, const char *key, const char *value, const char *what)
 {
-    if (value && strchr(value, ',')) {
-        fprintf(stderr, "memsight run: option value '%s' must not contain a comma\n", value);
+    char item[OPTS_MAX], why[256];
+    int n = snprintf(item, sizeof item, "%s%s%s", key, value ? "=" : "", value ? value : "");
+    if (n < 0 || (size_t)n >= sizeof item) {
+        fprintf(stderr, "memsight %s: %s: value too long\n", CTX_CMD(ctx), what);
         return -1;
     }
-    int n = snprintf(ctx->agent_opts + ctx->agent_opts_len, OPTS_MAX - ctx->agent_opts_len,
-                     "%s%s%s%s", ctx->agent_opts_len ? "," : "", key, value ? "=" : "",
-                     value ? value : "");
+    if (strchr(value ? value : key, ',')) {
+        fprintf(stderr, "memsight %s: %s '%s': must not contain a comma\n", CTX_CMD(ctx), what,
+                value ? value : key);
+        return -1;
+    }
+    if (ms_option_check(item, (size_t)n, why, sizeof why) != 0) {
+        if (value)
+            fprintf(stderr, "memsight %s: %s '%s': %s\n", CTX_CMD(ctx), what, value, why);
+        else
+            fprintf(stderr, "memsight %s: %s '%s': %s\n", CTX_CMD(ctx), what, key, why);
+        return -1;
+    }
+    n = snprintf(ctx->agent_opts + ctx->agent_opts_len, OPTS_MAX - ctx->agent_opts_len, "%s%s",
+                 ctx->agent_opts_len ? "," : "", item);
     if (n < 0 || (size_t)n >= OPTS_MAX - ctx->agent_opts_len) {
-        fprintf(stderr, "memsight run: agent options too long\n");
+        fprintf(stderr, "memsight %s: agent options too long\n", CTX_CMD(ctx));
         return -1;
     }
     ctx->agent_opts_len += (size_t)n;
@@ -144,8 +164,8 @@ static int opt_watch_interval(run_ctx *ctx, const char *arg)
 
 static int opt_leak_check(run_ctx *ctx, const char *arg)
 {
-    ctx->leak_check = 1;
-    return add_agent_opt(ctx, "leak_check", arg);
+    ctx->leak_check = strcmp(arg, "off") != 0;
+    return add_agent_opt(ctx, "leak_check", arg, "--leak-check");
 }
 
 static int opt_label(run_ctx *ctx, const char *arg)
@@ -156,10 +176,11 @@ static int opt_label(run_ctx *ctx, const char *arg)
 static int opt_agent(run_ctx *ctx, const char *arg)
 {
     if (!strchr(arg, '=')) {
-        fprintf(stderr, "memsight run: --agent-option wants key=value, not '%s'\n", arg);
+        fprintf(stderr, "memsight %s: --agent-option wants key=value, not '%s'\n", CTX_CMD(ctx),
+                arg);
         return -1;
     }
-    return add_agent_opt(ctx, arg, NULL);
+    return add_agent_opt(ctx, arg, NULL, "--agent-option");
 }
 
 static const run_opt run_opts[] = {
@@ -228,9 +249,15 @@ int ms_run_agent_apply(const run_opt *o, const char *val, char *opts, size_t cap
     run_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return -1;
+    ctx->cmd = "attach";
     snprintf(ctx->agent_opts, sizeof ctx->agent_opts, "%s", opts);
     ctx->agent_opts_len = strlen(ctx->agent_opts);
-    int rc = o->handler ? o->handler(ctx, val) : add_agent_opt(ctx, o->agent_key, o->arg ? val : NULL);
+    /* checked against the agent's table as for run: a bad value is refused before the
+     * agent is loaded into the process */
+    char what[64];
+    snprintf(what, sizeof what, "--%s", o->name);
+    int rc = o->handler ? o->handler(ctx, val)
+                        : add_agent_opt(ctx, o->agent_key, o->arg ? val : NULL, what);
     if (rc == 0 && ctx->agent_opts_len < cap)
         memcpy(opts, ctx->agent_opts, ctx->agent_opts_len + 1);
     else if (rc == 0)
@@ -312,8 +339,10 @@ static int parse_options(run_ctx *ctx, int argc, char **argv)
             }
             val = argv[i++];
         }
+        char what[64];
+        snprintf(what, sizeof what, "--%s", o->name);
         int rc = o->handler ? o->handler(ctx, val)
-                            : add_agent_opt(ctx, o->agent_key, o->arg ? val : NULL);
+                            : add_agent_opt(ctx, o->agent_key, o->arg ? val : NULL, what);
         if (rc != 0)
             return -1;
     }
@@ -807,7 +836,7 @@ int ms_cmd_run(int argc, char **argv)
         return 0;
     if (first < 0)
         return 2;
-    if (ctx.labels[0] && add_agent_opt(&ctx, "labels", ctx.labels) != 0)
+    if (ctx.labels[0] && add_agent_opt(&ctx, "labels", ctx.labels, "--label") != 0)
         return 2;
     if (first >= argc) {
         fprintf(stderr, "memsight run: no program given\n");
@@ -815,6 +844,14 @@ int ms_cmd_run(int argc, char **argv)
         return 2;
     }
     char **cmd = argv + first;
+    /* Options may also contradict each other. Those already in the environment's
+     * MEMSIGHT_OPTIONS are the agent's to judge: it warns and keeps its defaults. */
+    ms_options chk;
+    char oerr[256];
+    if (ms_options_parse(&chk, ctx.agent_opts, oerr, sizeof oerr)) {
+        fprintf(stderr, "memsight run: %s\n", oerr);
+        return 2;
+    }
 
     char dir[PATH_MAX];
     if (ms_run_prepare_out_dir(ctx.out_dir ? ctx.out_dir : ".", dir, sizeof dir) != 0)

@@ -1,0 +1,75 @@
+/* The agent's options (MEMSIGHT_OPTIONS, "key=value,key=value"): one table with each
+ * option's default and valid range, and the parser. Shared by the agent, which reads the
+ * variable when it starts, and by `memsight run`, which refuses bad values before the
+ * program starts. Runs inside the target too: no malloc, no stdio, no locale. */
+#ifndef MS_CORE_AGENT_OPTIONS_H
+#define MS_CORE_AGENT_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MS_MAX_DEPTH_LIMIT 256
+
+enum ms_unwind_mode { MS_UNWIND_AUTO = 0, MS_UNWIND_FP = 1, MS_UNWIND_DWARF = 2, MS_UNWIND_LIBUNWIND = 3 };
+
+/* To add an option: add a field here and a row to ms_option_table (agent_options.c). */
+typedef struct ms_options {
+    char out[512];           /* out=DIR: where snapshots go (default ".") */
+    uint64_t max_depth;      /* max_depth=N: frames kept per stack (default 64) */
+    uint64_t unwind;         /* unwind=auto|fp|dwarf|libunwind */
+    uint64_t capacity;       /* capacity=N: live heap blocks tracked (default 16M) */
+    uint64_t stack_capacity; /* stack_capacity=N: distinct stacks (default 1M) */
+    uint64_t region_capacity;/* region_capacity=N: live mmap regions + thread stacks */
+    uint64_t blocks;         /* blocks=0|1: write every live block (BLKS) */
+    uint64_t follow_exec;    /* follow_exec=0|1: keep the agent in exec'ed programs */
+    uint64_t follow_fork;    /* follow_fork=0|1: forked children keep recording */
+    uint64_t exit_snapshot;  /* exit_snapshot=0|1: write a snapshot at exit */
+    uint64_t thread_capacity;/* thread_capacity=N: threads in the registry */
+    uint64_t pc_cache;       /* pc_cache=N: entries of the unwind-rule cache */
+    uint64_t leak_check;     /* leak_check=off|exit|signal: reachability scan (leak_*.c) */
+    uint64_t leak_stop_signal; /* leak_stop_signal=N: stops threads during a scan */
+    uint64_t fatal_snapshot; /* fatal_snapshot=0|1: a snapshot when a fatal signal kills */
+    /* production mode (sampler.c, control.c) */
+    uint64_t sample_interval;/* sample=BYTES: Poisson byte sampling, mean interval (0 = all) */
+    uint64_t min_size;       /* min_size=BYTES: record only blocks at least this large */
+    uint64_t seed;           /* seed=N: sampler seed for reproducible runs (0 = random) */
+    uint64_t interval_ms;    /* interval=MS: numbered snapshot series (0 = off) */
+    uint64_t dump_at_peak;   /* dump_at_peak=0|1: per-stack counters at the peak (PEAK) */
+    uint64_t trigger_bytes;  /* trigger_bytes=N: snapshot when tracked live bytes reach N */
+    uint64_t trigger_rss;    /* trigger_rss=N: snapshot when the RSS reaches N */
+    uint64_t dump_signal;    /* dump_signal=N: request signal (0 = SIGRTMIN+13) */
+    uint64_t control;        /* control=0|1: request handler and control thread */
+    char labels[512];        /* labels=k=v;k=v: user labels for META (core/labels.h) */
+    uint64_t detach_after_ms;/* detach_after=MS: an attached agent detaches by itself */
+    char raw[1024];          /* the option string as given (goes into META) */
+} ms_options;
+
+typedef enum ms_opt_type {
+    MS_OPT_U64, MS_OPT_BOOL, MS_OPT_STR, MS_OPT_ENUM, MS_OPT_SIZE,
+    MS_OPT_SIGNAL /* 0 (the default) or a signal a handler can be installed for */
+} ms_opt_type;
+
+typedef struct ms_option_def {
+    const char *name;
+    ms_opt_type type;
+    size_t offset;       /* in ms_options */
+    size_t size;         /* for strings: buffer size */
+    const char *dflt;    /* default, as text */
+    const char *choices; /* for enums: "a|b|c", index = value */
+    const char *help;
+    uint64_t min, max;   /* numbers: valid range (max 0 = no limit) */
+} ms_option_def;
+
+extern const ms_option_def ms_option_table[];
+extern const size_t ms_option_count;
+
+/* Sets the defaults, then applies "k=v,k=v". Bad items (unknown key, value out of range
+ * or unreadable, options that contradict each other) are skipped: returns how many, and
+ * describes the first in err ("key=value: reason"). */
+unsigned ms_options_parse(ms_options *o, const char *s, char *err, size_t errlen);
+
+/* Checks one item "key=value" (or a bare boolean key) of n bytes: 0, or -1 and the
+ * reason in err. */
+int ms_option_check(const char *item, size_t n, char *err, size_t errlen);
+
+#endif
