@@ -8,3 +8,8 @@ ms_integration_test(limits_main_exit ${MS_LIMITS_TESTS}/integration/limits_main_
 set_tests_properties(limits_main_exit PROPERTIES LABELS limits)
 ms_integration_test(limits_bad_options ${MS_LIMITS_TESTS}/integration/limits_bad_options.py)
 set_tests_properties(limits_bad_options PROPERTIES LABELS limits)
+ms_test_program(lm_wait SOURCES ${MS_LIMITS_TESTS}/programs/lm_wait.c FLAGS -O2 -g)
+ms_integration_test(limits_orphan ${MS_LIMITS_TESTS}/integration/limits_orphan.py)
+set_tests_properties(limits_orphan PROPERTIES LABELS limits)
+ms_integration_test(limits_watch_start ${MS_LIMITS_TESTS}/integration/limits_watch_start.py)
+set_tests_properties(limits_watch_start PROPERTIES LABELS limits)

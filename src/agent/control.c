@@ -798,6 +798,7 @@ static ms_main_fn real_main;
 static MS_NOINLINE int ms_main_wrapper(int argc, char **argv, char **envp)
 {
     __atomic_store_n(&ctl.main_started, 1, __ATOMIC_RELEASE);
+    ms_signal_ready();
     int rc = real_main(argc, argv, envp);
     /* main returned: exit begins in our caller, which calls it next (not through an
      * interposable call), so the exit scan reads this thread's stack from here */

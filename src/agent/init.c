@@ -4,12 +4,14 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -362,6 +364,31 @@ int ms_init(void)
     if (s != MS_STATE_NONE)
         return 0;
     return ms_init_slow();
+}
+
+/* `memsight run --watch` waits for the program to run before it samples: it hands the
+ * write end of a pipe down (MEMSIGHT_READY_FD); closing it when main() is entered
+ * (control.c) says that start-up (loading, constructors) is over. The variable is emptied in place (no allocation), so that
+ * programs this one execs do not close a descriptor of the same number. */
+void ms_signal_ready(void)
+{
+    if (!environ)
+        return;
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "MEMSIGHT_READY_FD=", 18) != 0)
+            continue;
+        char *v = *e + 18;
+        int fd = 0, digits = 0;
+        for (; *v >= '0' && *v <= '9' && digits < 7; v++, digits++)
+            fd = fd * 10 + (*v - '0');
+        int ok = digits && !*v;
+        (*e)[18] = 0;
+        struct stat st;
+        /* only the pipe memsight run made: a write end, inherited, not close-on-exec */
+        if (ok && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+            (fcntl(fd, F_GETFL) & O_ACCMODE) == O_WRONLY)
+            close(fd);
+    }
 }
 
 __attribute__((constructor(101))) static void ms_constructor(void)

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -51,6 +53,7 @@ typedef struct run_ctx {
     int leak_check;
     char labels[MS_LABELS_MAX]; /* --label, joined "k=v;k=v" */
     ms_suppressions *supp;      /* --suppress: known leaks left out of the summary */
+    int orphan_signal;     /* what the program gets when memsight run dies (0 = nothing) */
     const char *cmd;            /* for messages: "attach" through ms_run_agent_apply, else run */
 } run_ctx;
 
@@ -173,6 +176,29 @@ static int opt_label(run_ctx *ctx, const char *arg)
     return ms_cli_add_label("run", ctx->labels, arg);
 }
 
+static int opt_orphan_signal(run_ctx *ctx, const char *arg)
+{
+    static const struct { const char *name; int sig; } names[] = {
+        {"none", 0}, {"TERM", SIGTERM}, {"KILL", SIGKILL}, {"INT", SIGINT}, {"HUP", SIGHUP},
+        {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+    };
+    const char *n = strncmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(n, names[i].name)) {
+            ctx->orphan_signal = names[i].sig;
+            return 0;
+        }
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || v < 1 || v > SIGRTMAX) {
+        fprintf(stderr, "memsight run: --orphan-signal '%s': not a signal (TERM, KILL, INT, HUP, "
+                        "QUIT, USR1, USR2, a number 1..%d, or none)\n", arg, SIGRTMAX);
+        return -1;
+    }
+    ctx->orphan_signal = (int)v;
+    return 0;
+}
+
 static int opt_agent(run_ctx *ctx, const char *arg)
 {
     if (!strchr(arg, '=')) {
@@ -222,6 +248,8 @@ static const run_opt run_opts[] = {
     {"label", 0, "KEY=VALUE", NULL, opt_label,
      "a label for every snapshot (version, device model, page...; repeatable);\n"
      "                           exports carry it (docs/fleet.md)"},
+    {"orphan-signal", 0, "SIG", NULL, opt_orphan_signal,
+     "what the program gets if memsight run itself dies (default TERM; none)"},
     {"agent-option", 'O', "K=V", NULL, opt_agent, "any agent option (docs/agent.md); repeatable"},
 };
 #define NRUN_OPTS (sizeof run_opts / sizeof run_opts[0])
@@ -532,7 +560,8 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
         kill(child_pid, sig);
 }
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define NFWD (sizeof forwarded / sizeof forwarded[0])
 
 static int set_env(const char *agent, const char *opts)
 {
@@ -591,12 +620,36 @@ static void watch_child(run_ctx *ctx, pid_t pid, const char *dir, int observed)
                 series, res.triggers, res.actions_failed ? ", some actions failed" : "");
 }
 
+/* Until the program runs (end of file on the ready pipe), at most 10 s: a program
+ * whose libraries' constructors take longer is watched from then on. */
+static void wait_ready(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long left = 10000 - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0)
+            return;
+        int r = poll(&p, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return;
+        char c;
+        ssize_t n = read(fd, &c, 1);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+            return;
+    }
+}
+
 /* Runs argv; returns the exit status in shell form, or -1 when fork failed. */
 static int run_child(run_ctx *ctx, const char *dir, const char *agent, const char *opts,
                      char **argv, pid_t *pid_out)
 {
     int observed = agent != NULL;
-    struct sigaction sa, old[4];
+    struct sigaction sa, old[NFWD];
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = forward_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -607,23 +660,35 @@ static int run_child(run_ctx *ctx, const char *dir, const char *agent, const cha
      * ready before memsight had stored its pid). */
     sigset_t fwd, oldmask;
     sigemptyset(&fwd);
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < NFWD; i++) {
         sigaction(forwarded[i], &sa, &old[i]);
         sigaddset(&fwd, forwarded[i]);
     }
     sigprocmask(SIG_BLOCK, &fwd, &oldmask);
 
+    /* --watch starts sampling once the program runs: the agent closes the write end when
+     * it starts in the program (its libraries loaded); without the agent, exec closes it.
+     * A sample taken before would be memsight's own copy, or a program half loaded, and
+     * a growth tracker would fire on start-up. */
+    int ready[2] = {-1, -1};
+    if (ctx->ntrackers && pipe2(ready, O_CLOEXEC) != 0)
+        ready[0] = ready[1] = -1;
+    pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
+        if (ready[0] >= 0) {
+            close(ready[0]);
+            close(ready[1]);
+        }
         fprintf(stderr, "memsight run: fork: %s\n", strerror(errno));
-        for (size_t i = 0; i < 4; i++)
+        for (size_t i = 0; i < NFWD; i++)
             sigaction(forwarded[i], &old[i], NULL);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
         return -1;
     }
     if (pid == 0) {
-        for (size_t i = 0; i < 4; i++)
+        for (size_t i = 0; i < NFWD; i++)
             sigaction(forwarded[i], &old[i], NULL);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
         /* The preload goes into the child's environment only: memsight's own helpers
@@ -631,6 +696,18 @@ static int run_child(run_ctx *ctx, const char *dir, const char *agent, const cha
         if (agent && set_env(agent, opts) != 0) {
             fprintf(stderr, "memsight run: cannot set the environment: %s\n", strerror(errno));
             _exit(126);
+        }
+        /* memsight run killed (even with SIGKILL) must not leave the program running
+         * orphaned: it gets --orphan-signal, TERM by default, as under valgrind. */
+        if (ctx->orphan_signal && (prctl(PR_SET_PDEATHSIG, ctx->orphan_signal) != 0 ||
+                                   getppid() != parent))
+            _exit(126); /* memsight run is already gone */
+        if (ready[1] >= 0) {
+            close(ready[0]);
+            char num[16];
+            snprintf(num, sizeof num, "%d", ready[1]);
+            if (agent && fcntl(ready[1], F_SETFD, 0) == 0)
+                setenv("MEMSIGHT_READY_FD", num, 1);
         }
         execvp(argv[0], argv);
         int e = errno;
@@ -640,6 +717,11 @@ static int run_child(run_ctx *ctx, const char *dir, const char *agent, const cha
     child_pid = pid;
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
     *pid_out = pid;
+    if (ready[0] >= 0) {
+        close(ready[1]);
+        wait_ready(ready[0]);
+        close(ready[0]);
+    }
     if (ctx->ntrackers)
         watch_child(ctx, pid, dir, observed);
     int status = 0;
@@ -650,7 +732,7 @@ static int run_child(run_ctx *ctx, const char *dir, const char *agent, const cha
         }
     }
     child_pid = 0;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < NFWD; i++)
         sigaction(forwarded[i], &old[i], NULL);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
@@ -831,6 +913,7 @@ static void summarise(const char *dir, pid_t pid, time_t since, int top, int sta
 int ms_cmd_run(int argc, char **argv)
 {
     run_ctx ctx = {.top = 5};
+    ctx.orphan_signal = SIGTERM;
     int first = parse_options(&ctx, argc, argv);
     if (first == -2)
         return 0;
