@@ -13,3 +13,6 @@ ms_integration_test(limits_orphan ${MS_LIMITS_TESTS}/integration/limits_orphan.p
 set_tests_properties(limits_orphan PROPERTIES LABELS limits)
 ms_integration_test(limits_watch_start ${MS_LIMITS_TESTS}/integration/limits_watch_start.py)
 set_tests_properties(limits_watch_start PROPERTIES LABELS limits)
+ms_test_program(lm_vm SOURCES ${MS_LIMITS_TESTS}/programs/lm_vm.c FLAGS -O2 -g)
+ms_integration_test(limits_ulimit ${MS_LIMITS_TESTS}/integration/limits_ulimit.py)
+set_tests_properties(limits_ulimit PROPERTIES LABELS limits)

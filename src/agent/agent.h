@@ -139,6 +139,7 @@ typedef struct ms_health {
     uint64_t unknown_frees;      /* free() of a pointer the agent did not track */
     uint64_t boot_allocs;        /* served from the bootstrap arena */
     uint64_t bad_options;        /* unknown keys / bad values in MEMSIGHT_OPTIONS */
+    uint64_t table_grow_failures; /* a table could not map its next chunk (chunks.c) */
     uint64_t snapshot_errors;    /* snapshots not written (a line on stderr says why) */
     uint64_t snapshot_last_errno; /* why the last one was not: ENOSPC, EFBIG, ENOMEM... */
     uint64_t snapshot_renamed;   /* written under the next number: the name was taken */

@@ -4,14 +4,23 @@
  * table (a hash keyed by address missed on nearly every call). Free indices are cached
  * per thread and exchanged with a global pool in batches, so no global lock is taken
  * per call. Runs inside the target: mmap memory only; no lock is held across fork. */
+#define _GNU_SOURCE
 #include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/arch/arch.h"
+#include "agent/chunks.h"
 
-static ms_live_entry *ms_entries; /* index 0 unused */
+/* Entries are mapped 64K at a time (2 MiB) as the high-water mark reaches them, so the
+ * table takes address space in proportion to use, not to `capacity`. */
+#define LIVE_CHUNK_SHIFT 16
+static ms_chunks ms_entries;      /* index 0 unused */
 static uint32_t ms_entries_cap;
+static uint64_t ms_pool_cap;      /* entries the pool's mapping holds (grows, under the lock) */
 static uint32_t ms_hwm = 1;       /* next never-used index */
 /* global pool of free indices, exchanged in batches of MS_IDX_BATCH */
 static uint32_t *ms_pool;
@@ -44,9 +53,34 @@ int ms_live_init(uint64_t capacity)
     if (capacity > 0xfffffff0ull)
         capacity = 0xfffffff0ull;
     ms_entries_cap = (uint32_t)capacity + 1;
-    ms_entries = ms_sys_mmap((size_t)ms_entries_cap * sizeof(ms_live_entry));
-    ms_pool = ms_sys_mmap((size_t)ms_entries_cap * sizeof(uint32_t));
-    return ms_entries && ms_pool ? 0 : -1;
+    ms_pool_cap = 4096;
+    ms_pool = ms_sys_mmap(ms_pool_cap * sizeof(uint32_t));
+    return ms_chunks_init(&ms_entries, ms_entries_cap, LIVE_CHUNK_SHIFT, sizeof(ms_live_entry)) == 0 &&
+                   ms_pool
+               ? 0
+               : -1;
+}
+
+/* Room for n free indices in the pool (lock held): the pool doubles when it must, as
+ * blocks are freed; when it cannot, the indices stay in the thread's cache. */
+static int pool_room(uint64_t n)
+{
+    if (n <= ms_pool_cap)
+        return 1;
+    uint64_t cap = ms_pool_cap;
+    while (cap < n)
+        cap *= 2;
+    long r = syscall(SYS_mremap, ms_pool, ms_pool_cap * sizeof(uint32_t), cap * sizeof(uint32_t),
+                     MREMAP_MAYMOVE);
+    if (r < 0 && r > -4096) {
+        static uint64_t failed_cap; /* counted once per size it could not reach */
+        if (__atomic_exchange_n(&failed_cap, cap, __ATOMIC_RELAXED) != cap)
+            MS_HEALTH_INC(table_grow_failures);
+        return 0;
+    }
+    ms_pool = (uint32_t *)r;
+    ms_pool_cap = cap;
+    return 1;
 }
 
 /* Refills the calling thread's cache: a batch from the pool, else fresh indices. */
@@ -70,6 +104,8 @@ static MS_NOINLINE uint32_t live_refill(void)
             return 0;
         if (end > ms_entries_cap)
             end = ms_entries_cap;
+        if (ms_chunks_ensure(&ms_entries, start) != 0 || ms_chunks_ensure(&ms_entries, end - 1) != 0)
+            return 0; /* no memory for the table's next chunk: counted, the block untracked */
         uint32_t n = 0;
         for (uint32_t i = end; i > start;) /* popped from the end: increasing order */
             t->idx[n++] = --i;
@@ -91,7 +127,7 @@ static MS_NOINLINE void live_spill(void)
     ms_tls *t = &ms_self;
     pool_lock();
     uint32_t k = MS_IDX_BATCH;
-    if (ms_pool_n + k <= ms_entries_cap) {
+    if (ms_pool_n + k <= ms_entries_cap && pool_room(ms_pool_n + k)) {
         memcpy(ms_pool + ms_pool_n, t->idx + t->nidx - k, k * sizeof(uint32_t));
         ms_pool_n += k;
         t->nidx -= k;
@@ -119,7 +155,7 @@ void ms_live_thread_exit(void)
     }
     if (t->nidx) {
         pool_lock();
-        if (ms_pool_n + t->nidx <= ms_entries_cap) {
+        if (ms_pool_n + t->nidx <= ms_entries_cap && pool_room(ms_pool_n + t->nidx)) {
             memcpy(ms_pool + ms_pool_n, t->idx, t->nidx * sizeof(uint32_t));
             ms_pool_n += t->nidx;
             t->nidx = 0;
@@ -130,7 +166,7 @@ void ms_live_thread_exit(void)
 
 void ms_live_set(uint32_t idx, const ms_live_entry *e)
 {
-    ms_live_entry *d = &ms_entries[idx];
+    ms_live_entry *d = ms_chunks_at(&ms_entries, idx);
     d->size = e->size;
     d->ticks = e->ticks;
     d->stack_id = e->stack_id;
@@ -141,7 +177,7 @@ void ms_live_set(uint32_t idx, const ms_live_entry *e)
 void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uint64_t ticks,
                    uint32_t stack_id, uint32_t tid)
 {
-    ms_live_entry *d = &ms_entries[idx];
+    ms_live_entry *d = ms_chunks_at(&ms_entries, idx);
     d->size = size;
     d->ticks = ticks;
     d->stack_id = stack_id;
@@ -151,14 +187,16 @@ void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uint64_t ticks,
 
 void ms_live_clear(uint32_t idx)
 {
-    __atomic_store_n(&ms_entries[idx].addr, 0, __ATOMIC_RELEASE);
+    ms_live_entry *d = ms_chunks_at(&ms_entries, idx);
+    __atomic_store_n(&d->addr, 0, __ATOMIC_RELEASE);
 }
 
 int ms_live_get(uint32_t idx, ms_live_entry *out)
 {
-    if (idx == 0 || idx >= ms_entries_cap)
+    const ms_live_entry *e = idx ? ms_chunks_get(&ms_entries, idx) : NULL;
+    if (!e || idx >= ms_entries_cap) /* any index: headers are checked through here */
         return 0;
-    *out = ms_entries[idx];
+    *out = *e;
     return out->addr != 0;
 }
 
@@ -168,8 +206,10 @@ uint64_t ms_live_count(void)
     if (hwm > ms_entries_cap)
         hwm = ms_entries_cap;
     uint64_t n = 0; /* exact but O(high-water mark): for snapshots, not the hot path */
-    for (uint32_t i = 1; i < hwm; i++)
-        n += __atomic_load_n(&ms_entries[i].addr, __ATOMIC_RELAXED) != 0;
+    for (uint32_t i = 1; i < hwm; i++) {
+        const ms_live_entry *e = ms_chunks_get(&ms_entries, i);
+        n += e && __atomic_load_n(&e->addr, __ATOMIC_RELAXED) != 0;
+    }
     return n;
 }
 
@@ -190,9 +230,10 @@ int ms_live_foreach(ms_live_fn fn, void *arg, unsigned flags)
     if (hwm > ms_entries_cap)
         hwm = ms_entries_cap;
     for (uint32_t i = 1; i < hwm; i++) {
-        if (!__atomic_load_n(&ms_entries[i].addr, __ATOMIC_ACQUIRE))
+        const ms_live_entry *p = ms_chunks_get(&ms_entries, i);
+        if (!p || !__atomic_load_n(&p->addr, __ATOMIC_ACQUIRE))
             continue;
-        ms_live_entry e = ms_entries[i];
+        ms_live_entry e = *p;
         if (!e.addr)
             continue;
         int stop = fn(&e, MS_KIND_HEAP, arg);

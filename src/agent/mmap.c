@@ -29,6 +29,7 @@ typedef struct ms_region {
 
 static ms_region *ms_regs;
 static uint64_t ms_nregs, ms_regs_cap;
+static uint64_t ms_regs_mapped; /* regions the mapping holds; grows up to ms_regs_cap */
 static int ms_regs_lock;
 
 static void regs_lock(void)
@@ -54,8 +55,37 @@ int ms_regions_init(uint64_t capacity)
     if (capacity < 16)
         capacity = 16;
     ms_regs_cap = capacity;
-    ms_regs = ms_sys_mmap(capacity * sizeof(ms_region));
+    ms_regs_mapped = capacity < 1024 ? capacity : 1024;
+    ms_regs = ms_sys_mmap(ms_regs_mapped * sizeof(ms_region));
     return ms_regs ? 0 : -1;
+}
+
+/* Room for n more regions (lock held; every reader holds it too, or runs in a forked
+ * child): the array doubles, moved by mremap, in proportion to use. 0 when full or when
+ * it cannot grow (counted). */
+static int regs_room_locked(uint64_t n)
+{
+    if (ms_nregs + n > ms_regs_cap)
+        return 0;
+    if (ms_nregs + n <= ms_regs_mapped)
+        return 1;
+    uint64_t cap = ms_regs_mapped;
+    while (cap < ms_nregs + n)
+        cap *= 2;
+    if (cap > ms_regs_cap)
+        cap = ms_regs_cap;
+    long r = syscall(SYS_mremap, ms_regs, ms_regs_mapped * sizeof(ms_region),
+                     cap * sizeof(ms_region), MREMAP_MAYMOVE);
+    if (r < 0 && r > -4096) {
+        static uint64_t failed_cap; /* counted once per size it could not reach */
+        if (failed_cap != cap)
+            MS_HEALTH_INC(table_grow_failures);
+        failed_cap = cap;
+        return 0;
+    }
+    ms_regs = (ms_region *)r;
+    ms_regs_mapped = cap;
+    return 1;
 }
 
 /* First index whose region ends after addr. */
@@ -74,7 +104,7 @@ static uint64_t regs_lower(uint64_t addr)
 
 static int regs_insert_locked(const ms_region *r)
 {
-    if (ms_nregs >= ms_regs_cap)
+    if (!regs_room_locked(1))
         return -1;
     uint64_t i = regs_lower(r->addr);
     while (i < ms_nregs && ms_regs[i].addr < r->addr)
@@ -140,7 +170,7 @@ static void regs_cut_locked(uint64_t a, uint64_t len)
             tail.addr = ce;
             tail.size = re - ce;
             r->size = cs - rs;
-            if (regs_insert_locked(&tail) == 0) {
+            if (regs_insert_locked(&tail) == 0) { /* (may move the array: r is not used again) */
                 acct_alloc(st, kind, 1, 0); /* one more live block, no new bytes */
             } else {
                 acct_free(st, kind, 0, tail.size);
@@ -262,11 +292,12 @@ void ms_region_protect(uint64_t a, uint64_t len, int accessible)
         uint64_t rs = r->addr, re = r->addr + r->size;
         uint64_t cs = rs > a ? rs : a, ce = re < end ? re : end;
         uint64_t need = (cs > rs) + (ce < re);
-        if (ms_nregs + need > ms_regs_cap) { /* the piece keeps its old kind */
+        if (!regs_room_locked(need)) { /* the piece keeps its old kind */
             MS_HEALTH_INC(dropped_regions);
             i++;
             continue;
         }
+        r = &ms_regs[i]; /* the array may have moved */
         unsigned from = r->kind;
         ms_stack_rec *st = ms_stack_get(r->stack_id);
         ms_region piece = *r;

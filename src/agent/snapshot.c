@@ -368,6 +368,7 @@ static void write_hlth(snap_ctx *c)
     H(unknown_frees);
     H(boot_allocs);
     H(bad_options);
+    H(table_grow_failures);
     H(snapshot_errors);
     H(snapshot_last_errno);
     H(snapshot_renamed);

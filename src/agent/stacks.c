@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/chunks.h"
 
 #define ms_recs ms_stack_recs       /* indexed by id; id 0 unused */
 #define ms_rec_cap ms_stack_cap     /* ids 1..ms_rec_cap-1 */
@@ -11,8 +12,12 @@ ms_stack_rec *ms_stack_recs;
 uint32_t ms_stack_cap;
 uint64_t *ms_stack_shards;          /* allocation counter shards 1.. (agent.h) */
 static uint32_t ms_next_id = 1;
-static uint64_t *ms_pcs;           /* pc arena */
+/* The pc arena grows by chunks of 64K pcs (512 KiB) as stacks are interned; a stack's pcs
+ * lie in one chunk (the end of a chunk too short for the next stack stays unused). */
+#define PCS_CHUNK_SHIFT 16
+static ms_chunks ms_pcs;
 static uint64_t ms_pcs_cap, ms_pcs_used;
+static const uint64_t ms_no_pcs[1];
 static uint32_t *ms_index;         /* slot -> id, 0 = empty */
 static uint64_t ms_index_mask;
 /* Fallback stacks (depth 0), one per kind, used when the table is full. */
@@ -46,8 +51,8 @@ int ms_stacks_init(uint64_t capacity)
     ms_pcs_cap = capacity * 24;
     ms_recs = ms_sys_mmap(sizeof(ms_stack_rec) * ms_rec_cap);
     ms_index = ms_sys_mmap(sizeof(uint32_t) * isize);
-    ms_pcs = ms_sys_mmap(sizeof(uint64_t) * ms_pcs_cap);
-    if (!ms_recs || !ms_index || !ms_pcs)
+    int pcs_ok = ms_chunks_init(&ms_pcs, ms_pcs_cap, PCS_CHUNK_SHIFT, sizeof(uint64_t)) == 0;
+    if (!ms_recs || !ms_index || !pcs_ok)
         return -1;
     /* pages are touched only for stacks that threads of shard >= 1 allocate from; without
      * this array every count goes to shard 0 (the record) */
@@ -55,6 +60,23 @@ int ms_stacks_init(uint64_t capacity)
     for (unsigned k = 0; k < MS_KIND_COUNT; k++)
         ms_fallback[k] = ms_stack_intern(k, NULL, 0, MS_STACKF_UNWIND_FAIL);
     return 0;
+}
+
+/* Room for depth pcs in one mapped chunk: their offset, or UINT64_MAX (arena full, or a
+ * chunk that cannot be mapped). */
+static uint64_t pcs_take(unsigned depth)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        uint64_t off = __atomic_fetch_add(&ms_pcs_used, depth, __ATOMIC_RELAXED);
+        if (off + depth > ms_pcs_cap)
+            return UINT64_MAX;
+        if (depth == 0)
+            return off;
+        if ((off >> PCS_CHUNK_SHIFT) != ((off + depth - 1) >> PCS_CHUNK_SHIFT))
+            continue; /* would straddle two chunks */
+        return ms_chunks_ensure(&ms_pcs, off) == 0 ? off : UINT64_MAX;
+    }
+    return UINT64_MAX;
 }
 
 uint32_t ms_stack_intern(unsigned kind, const uint64_t *pcs, unsigned depth, unsigned flags)
@@ -67,8 +89,8 @@ uint32_t ms_stack_intern(unsigned kind, const uint64_t *pcs, unsigned depth, uns
         if (id == 0) {
             if (!mine) {
                 uint32_t nid = __atomic_fetch_add(&ms_next_id, 1, __ATOMIC_RELAXED);
-                uint64_t off = __atomic_fetch_add(&ms_pcs_used, depth, __ATOMIC_RELAXED);
-                if (nid >= ms_rec_cap || off + depth > ms_pcs_cap) {
+                uint64_t off = nid < ms_rec_cap ? pcs_take(depth) : UINT64_MAX;
+                if (nid >= ms_rec_cap || off == UINT64_MAX) {
                     MS_HEALTH_INC(dropped_stacks);
                     return ms_fallback[kind < MS_KIND_COUNT ? kind : 0];
                 }
@@ -79,7 +101,7 @@ uint32_t ms_stack_intern(unsigned kind, const uint64_t *pcs, unsigned depth, uns
                 r->flags = (uint16_t)flags;
                 r->kind = (uint8_t)kind;
                 if (depth)
-                    memcpy(ms_pcs + off, pcs, depth * sizeof(uint64_t));
+                    memcpy(ms_chunks_at(&ms_pcs, off), pcs, depth * sizeof(uint64_t));
                 mine = nid;
             }
             uint32_t zero = 0;
@@ -90,7 +112,7 @@ uint32_t ms_stack_intern(unsigned kind, const uint64_t *pcs, unsigned depth, uns
         }
         const ms_stack_rec *r = &ms_recs[id];
         if (r->hash == h && r->kind == kind && r->depth == depth &&
-            (depth == 0 || memcmp(ms_pcs + r->pcs_off, pcs, depth * sizeof(uint64_t)) == 0))
+            (depth == 0 || memcmp(ms_stack_pcs(r), pcs, depth * sizeof(uint64_t)) == 0))
             return id; /* an id we reserved stays unused: its counters stay 0 */
     }
     MS_HEALTH_INC(dropped_stacks);
@@ -106,7 +128,8 @@ ms_stack_rec *ms_stack_get(uint32_t id)
 
 const uint64_t *ms_stack_pcs(const ms_stack_rec *r)
 {
-    return ms_pcs + r->pcs_off;
+    const uint64_t *p = r->depth ? ms_chunks_get(&ms_pcs, r->pcs_off) : NULL;
+    return p ? p : ms_no_pcs;
 }
 
 uint32_t ms_stack_max_id(void)

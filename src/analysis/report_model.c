@@ -136,7 +136,7 @@ uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len)
         if (h->value == 0)
             continue;
         if (strncmp(h->name, "dropped_", 8) && strncmp(h->name, "lost_", 5) &&
-            strcmp(h->name, "snapshot_errors"))
+            strcmp(h->name, "snapshot_errors") && strcmp(h->name, "table_grow_failures"))
             continue;
         sum += h->value;
         if (o < len) {
