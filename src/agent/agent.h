@@ -73,6 +73,9 @@ uint64_t ms_ticks_to_ns(uint64_t t) MS_INTERNAL;
 /* Raw syscalls for the agent's own memory (never recorded, never malloc). */
 void *ms_sys_mmap(size_t len) MS_INTERNAL;           /* MAP_NORESERVE anonymous */
 void ms_sys_munmap(void *p, size_t len) MS_INTERNAL;
+/* MREMAP_MAYMOVE of a mapping made by ms_sys_mmap, kept in the registry below; NULL when
+ * it cannot grow (the old mapping stays). */
+void *ms_sys_mremap(void *old, size_t old_len, size_t new_len) MS_INTERNAL;
 /* The agent's own live mappings made by ms_sys_mmap (at most cap; *lost: mappings that
  * did not fit in the registry of MS_OWN_MAX and so cannot be told apart). */
 #define MS_OWN_MAX 4096

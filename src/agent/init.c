@@ -93,6 +93,25 @@ void ms_sys_munmap(void *p, size_t len)
         }
 }
 
+void *ms_sys_mremap(void *old, size_t old_len, size_t new_len)
+{
+    long r = syscall(SYS_mremap, old, old_len, new_len, MREMAP_MAYMOVE);
+    if (r < 0 && r > -4096)
+        return NULL;
+    /* the table moved or grew: the registry follows, or a scan after memsight attach
+     * would take the moved table for the program's memory and root what it points to */
+    uint64_t lo = (uint64_t)r, hi = lo + ((new_len + 4095) & ~(size_t)4095);
+    for (size_t i = 0; i < MS_OWN_MAX; i++)
+        if (__atomic_load_n(&ms_own[i].lo, __ATOMIC_RELAXED) == (uint64_t)(uintptr_t)old) {
+            __atomic_store_n(&ms_own[i].hi, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&ms_own[i].lo, lo, __ATOMIC_RELEASE);
+            __atomic_store_n(&ms_own[i].hi, hi, __ATOMIC_RELEASE);
+            return (void *)r;
+        }
+    ms_own_add(lo, hi);
+    return (void *)r;
+}
+
 uint32_t ms_gettid(void)
 {
     if (MS_UNLIKELY(ms_self.tid == 0))

@@ -70,15 +70,14 @@ static int pool_room(uint64_t n)
     uint64_t cap = ms_pool_cap;
     while (cap < n)
         cap *= 2;
-    long r = syscall(SYS_mremap, ms_pool, ms_pool_cap * sizeof(uint32_t), cap * sizeof(uint32_t),
-                     MREMAP_MAYMOVE);
-    if (r < 0 && r > -4096) {
+    void *r = ms_sys_mremap(ms_pool, ms_pool_cap * sizeof(uint32_t), cap * sizeof(uint32_t));
+    if (!r) {
         static uint64_t failed_cap; /* counted once per size it could not reach */
         if (__atomic_exchange_n(&failed_cap, cap, __ATOMIC_RELAXED) != cap)
             MS_HEALTH_INC(table_grow_failures);
         return 0;
     }
-    ms_pool = (uint32_t *)r;
+    ms_pool = r;
     ms_pool_cap = cap;
     return 1;
 }

@@ -74,16 +74,15 @@ static int regs_room_locked(uint64_t n)
         cap *= 2;
     if (cap > ms_regs_cap)
         cap = ms_regs_cap;
-    long r = syscall(SYS_mremap, ms_regs, ms_regs_mapped * sizeof(ms_region),
-                     cap * sizeof(ms_region), MREMAP_MAYMOVE);
-    if (r < 0 && r > -4096) {
+    void *r = ms_sys_mremap(ms_regs, ms_regs_mapped * sizeof(ms_region), cap * sizeof(ms_region));
+    if (!r) {
         static uint64_t failed_cap; /* counted once per size it could not reach */
         if (failed_cap != cap)
             MS_HEALTH_INC(table_grow_failures);
         failed_cap = cap;
         return 0;
     }
-    ms_regs = (ms_region *)r;
+    ms_regs = r;
     ms_regs_mapped = cap;
     return 1;
 }
