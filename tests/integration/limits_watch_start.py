@@ -39,23 +39,19 @@ series = os.path.join(work, 'memsight-%d-watch.csv' % pid)
 
 
 def samples():
-    """The series so far (written under a temporary name until the program ends)."""
-    for name in sorted(os.listdir(work)):
-        if name.startswith(os.path.basename(series)):
-            try:
-                with open(os.path.join(work, name)) as f:
-                    return list(csv.DictReader(f))
-            except OSError:
-                pass
-    return []
+    """The series (written unnamed, and given its name once complete: read at the end)."""
+    try:
+        with open(series) as f:
+            return list(csv.DictReader(f))
+    except OSError:
+        return []
 
 
-deadline = time.monotonic() + 60
-while len(samples()) < 10:  # half a second of a program that does nothing
-    if time.monotonic() > deadline or p.poll() is not None:
-        p.kill()
-        fail('no samples: %r' % samples())
-    time.sleep(0.05)
+# a second and a half of a program that does nothing (30 intervals: at least 10 samples
+# are asked for below); the series cannot be read before it is complete
+time.sleep(1.5)
+if p.poll() is not None:
+    fail('memsight run ended early: status %r, %s' % (p.returncode, p.stderr.read()))
 os.kill(pid, signal.SIGUSR2)
 try:
     rc = p.wait(timeout=60)
@@ -66,6 +62,8 @@ err = p.stderr.read()
 rows = samples()
 if rc != 0:
     fail('status %d: %s' % (rc, err))
+if len(rows) < 10:
+    fail('no samples: %r' % rows)
 first = rows[0]
 if int(first['vmsize_kb']) < 1024 or int(first['threads']) < 1:
     fail('first sample is not of the program: %r' % first)
