@@ -259,8 +259,7 @@ static long latest_snapshot(const char *dir, int pid, const char *reason, uid_t 
     return best;
 }
 
-/* The agent's control thread (it names itself memsight-ctl), 0 if there is none yet. */
-static int control_tid(int pid)
+int ms_cli_control_tid(int pid)
 {
     char dir[64];
     snprintf(dir, sizeof dir, "/proc/%d/task", pid);
@@ -291,7 +290,7 @@ static int control_tid(int pid)
  * agent's handler then only wakes the thread, and resumes a sleep it cut short). */
 static int send_request(int pid, int signo, int request)
 {
-    int tid = control_tid(pid);
+    int tid = ms_cli_control_tid(pid);
     if (tid > 0) {
         siginfo_t si;
         memset(&si, 0, sizeof si);

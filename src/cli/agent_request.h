@@ -21,4 +21,7 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
 /* The uid whose files process `pid` creates (its file-system uid). 0 or -1 with a message. */
 int ms_cli_agent_owner(int pid, uid_t *owner, char *err, size_t errlen);
 
+/* The agent's control thread in pid (it names itself memsight-ctl), 0 if there is none. */
+int ms_cli_control_tid(int pid);
+
 #endif

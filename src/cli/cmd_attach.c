@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_request.h"
 #include "analysis/watch.h"
 #include "cli_common.h"
 #include "commands.h"
@@ -402,32 +403,6 @@ int ms_cmd_attach(int argc, char **argv)
 /* ===========================================================================
  * memsight detach
  * ========================================================================= */
-/* 1 while a thread of pid is named as the agent's control thread names itself. */
-static int ctl_thread_alive(int pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    int alive = 0;
-    struct dirent *e;
-    while (!alive && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char cpath[96], comm[32] = "";
-        snprintf(cpath, sizeof cpath, "/proc/%d/task/%.16s/comm", pid, e->d_name);
-        FILE *f = fopen(cpath, "r");
-        if (f) {
-            if (fgets(comm, sizeof comm, f))
-                alive = !strncmp(comm, "memsight-ctl", 12);
-            fclose(f);
-        }
-    }
-    closedir(d);
-    return alive;
-}
-
 static void detach_usage(FILE *out)
 {
     fprintf(out,
@@ -510,7 +485,7 @@ int ms_cmd_detach(int argc, char **argv)
         nanosleep(&nap, NULL);
     }
     /* and until its control thread has ended (it returns right after the request) */
-    while (ctl_thread_alive(pid)) {
+    while (ms_cli_control_tid(pid) > 0) {
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 > timeout) {
             fprintf(stderr, "memsight detach: process %d: the agent's control thread did not "
