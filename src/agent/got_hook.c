@@ -56,6 +56,7 @@ static struct {
     ElfW(Addr) *at;
     ElfW(Addr) old;
     int idx;
+    int prot; /* the page's protection to put back after a store */
 } ms_got_deflog[MS_GOT_DEFLOG_MAX];
 static size_t ms_got_ndeflog;
 static uint64_t ms_got_deflog_lost; /* redirected but not logged: cannot be put back */
@@ -418,25 +419,29 @@ static ElfW(Sym) *ms_sym_named(const ms_mod_view *m, const ms_mod_syms *y, uint3
     return sym;
 }
 
-/* Stores `val` into a symbol's st_value (made writable for the store, read-only again). */
-static void ms_got_store_def(ElfW(Addr) *field, ElfW(Addr) val)
+/* Stores `val` into a symbol's st_value: the page made writable for the store (keeping
+ * its other rights), then `prot` again. 1 if written. */
+static int ms_got_store_def(ElfW(Addr) *field, ElfW(Addr) val, int prot)
 {
     uintptr_t at = (uintptr_t)field;
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t page = at & ~(pg - 1);
     size_t len = ((at + sizeof(ElfW(Addr)) + pg - 1) & ~(pg - 1)) - page;
-    int opened = ms_page_writable(at) == 1;
-    if (!opened && ms_sys_mprotect_raw(page, len, PROT_READ | PROT_WRITE) != 0)
-        return;
+    int opened = ms_page_writable(at) == 1; /* opened by someone else: left so */
+    if (!opened && ms_sys_mprotect_raw(page, len, prot | PROT_WRITE) != 0)
+        return 0;
     __atomic_store_n(field, val, __ATOMIC_RELEASE);
     if (!opened)
-        ms_sys_mprotect_raw(page, len, PROT_READ);
+        ms_sys_mprotect_raw(page, len, prot);
+    return 1;
 }
 
 /* Points one defined function symbol at `own`; 1 if written. Only where the entry's page
- * belongs to one read-only, non-executable segment alone (a page shared with code or
- * data would change protection under the program's feet): made writable for the store,
- * then read-only again. */
+ * belongs to one non-writable segment alone (a page shared with another segment would
+ * change protection under the program's feet): made writable for the store, then as the
+ * segment says again. The segment may be executable: without -z separate-code (the
+ * default of AArch64's linker) the symbol table shares the text segment; it keeps its
+ * execute right throughout, in case code shares the page. */
 static int ms_got_define(const ms_mod_view *m, ElfW(Sym) *sym, void *own, int idx)
 {
     if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || !sym->st_value ||
@@ -463,18 +468,16 @@ static int ms_got_define(const ms_mod_view *m, ElfW(Sym) *sym, void *own, int id
         if ((lo & ~(pg - 1)) < page + len && ((hi + pg - 1) & ~(pg - 1)) > page)
             return 0; /* another segment shares the page */
     }
-    if (!seg || (seg->p_flags & (PF_X | PF_W)) != 0)
+    if (!seg || (seg->p_flags & PF_W) != 0)
         return 0;
-    int opened = ms_page_writable(at) == 1; /* opened by someone else: left so */
-    if (!opened && ms_sys_mprotect_raw(page, len, PROT_READ | PROT_WRITE) != 0)
+    int prot = PROT_READ | ((seg->p_flags & PF_X) ? PROT_EXEC : 0);
+    if (!ms_got_store_def(&sym->st_value, want, prot))
         return 0;
-    __atomic_store_n(&sym->st_value, want, __ATOMIC_RELEASE);
-    if (!opened)
-        ms_sys_mprotect_raw(page, len, PROT_READ);
     if (ms_got_ndeflog < MS_GOT_DEFLOG_MAX) {
         ms_got_deflog[ms_got_ndeflog].at = &sym->st_value;
         ms_got_deflog[ms_got_ndeflog].old = old;
         ms_got_deflog[ms_got_ndeflog].idx = idx;
+        ms_got_deflog[ms_got_ndeflog].prot = prot;
         ms_got_ndeflog++;
     } else {
         ms_got_deflog_lost++;
@@ -687,7 +690,7 @@ static int ms_got_restore_defs(struct dl_phdr_info *info, size_t size, void *arg
             ms_got_deflog[keep++] = ms_got_deflog[i];
             continue;
         }
-        ms_got_store_def(ms_got_deflog[i].at, ms_got_deflog[i].old);
+        ms_got_store_def(ms_got_deflog[i].at, ms_got_deflog[i].old, ms_got_deflog[i].prot);
     }
     ms_got_ndeflog = keep;
     return 1;
