@@ -30,6 +30,7 @@ void ms_leak_at_exit(void) MS_INTERNAL;
  * option_errors, a line on stderr). */
 extern ms_options ms_opt MS_INTERNAL;
 extern char ms_opt_errors[160] MS_INTERNAL;
+void ms_option_unavailable(const char *what) MS_INTERNAL;
 
 /* ===========================================================================
  * Per-thread state (initial-exec TLS: no allocation, no lock on first access).

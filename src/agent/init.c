@@ -283,6 +283,20 @@ static int ms_options_from_env_done;
 ms_options ms_opt;
 char ms_opt_errors[160];
 
+/* "memsight: MEMSIGHT_OPTIONS: <what><more>; ignored" on stderr, without stdio. */
+static void ms_say_option(const char *what, const char *more)
+{
+    char line[320];
+    size_t o = 0;
+    const char *parts[] = {"memsight: MEMSIGHT_OPTIONS: ", what, more, "; ignored\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (const char *p = parts[i]; *p && o < sizeof line - 1; p++)
+            line[o++] = *p;
+    if (write(2, line, o) < 0) {
+        /* no stderr: the snapshot still says it */
+    }
+}
+
 /* Bad options are said once per process: on stderr (the program's, before it runs) and
  * in every snapshot (META option_errors, HLTH bad_options). */
 static void ms_parse_options(const char *s)
@@ -293,8 +307,8 @@ static void ms_parse_options(const char *s)
     if (!bad || warned)
         return;
     warned = 1;
-    char line[320], more[48] = "", num[12];
-    size_t o = 0, k = 0;
+    char more[48] = "", num[12];
+    size_t k = 0;
     if (bad > 1) { /* " (and N more)" without stdio */
         unsigned v = bad - 1;
         do {
@@ -310,12 +324,26 @@ static void ms_parse_options(const char *s)
             more[m++] = *p;
         more[m] = 0;
     }
-    const char *parts[] = {"memsight: MEMSIGHT_OPTIONS: ", ms_opt_errors, more, "; ignored\n"};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        for (const char *p = parts[i]; *p && o < sizeof line - 1; p++)
-            line[o++] = *p;
-    if (write(2, line, o) < 0) {
-        /* no stderr: the snapshot still says it */
+    ms_say_option(ms_opt_errors, more);
+}
+
+/* An option this build or platform cannot honour (unwind=libunwind without libunwind):
+ * counted and said like a bad one, once, and the agent goes on without it. */
+void ms_option_unavailable(const char *what)
+{
+    static int said;
+    MS_HEALTH_INC(bad_options);
+    size_t n = strnlen(ms_opt_errors, sizeof ms_opt_errors - 1);
+    if (n && n + 2 < sizeof ms_opt_errors - 1) {
+        ms_opt_errors[n++] = ';';
+        ms_opt_errors[n++] = ' ';
+    }
+    for (const char *p = what; *p && n < sizeof ms_opt_errors - 1; p++)
+        ms_opt_errors[n++] = *p;
+    ms_opt_errors[n] = 0;
+    if (!said) {
+        said = 1;
+        ms_say_option(what, "");
     }
 }
 

@@ -19,7 +19,8 @@ int ms_unwind_init(void)
 {
     ms_unwind_mode = (int)ms_opt.unwind;
     if (ms_unwind_mode == MS_UNWIND_LIBUNWIND && !ms_lu_available()) {
-        MS_HEALTH_INC(bad_options); /* no libunwind in this build: the cached unwinder */
+        ms_option_unavailable("unwind=libunwind: no libunwind in this build, the cached "
+                              "CFI unwinder runs");
         ms_unwind_mode = MS_UNWIND_DWARF;
     }
     if (ms_unwind_mode == MS_UNWIND_AUTO)
