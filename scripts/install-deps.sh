@@ -8,9 +8,12 @@ PKGS_TEST="libcmocka-dev libclang-rt-dev python3 python3-networkx valgrind sqlit
 PKGS_PEERS="openjdk-17-jdk-headless golang-go chromium heaptrack liblsan0 linux-perf hprof-conv"
 PKGS_SUITES="libpython3.11-testsuite"
 PKGS_CROSS="qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross musl-tools"
-# Debian's CPython for arm64 (multiarch: the arm64 architecture is added when missing),
-# run under qemu-user with the AArch64 agent (tests/platforms.cmake)
-PKGS_CROSS_ARM64="libpython3.11:arm64"
+# From Debian's arm64 multiarch archive (the arm64 architecture is added when missing),
+# for the AArch64 tree run under qemu-user (tests/platforms.cmake): CPython, libunwind
+# (unwind=libunwind), and what the memsight command links (libdw, zlib, zstd, the C++
+# runtime for demangling). libmicrohttpd and libcurl for arm64 are left out (fleet
+# commands; they would pull ~40 more packages and upgrade their amd64 twins in step).
+PKGS_CROSS_ARM64="libpython3.11:arm64 libunwind-dev:arm64 libdw-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64 libstdc++6:arm64"
 PKGS_FLEET="prometheus clickhouse-server clickhouse-client libmicrohttpd-dev libcurl4-openssl-dev"
 PKGS="$PKGS_BUILD $PKGS_TEST $PKGS_PEERS $PKGS_SUITES $PKGS_CROSS $PKGS_CROSS_ARM64 $PKGS_FLEET"
 missing=""
