@@ -4,8 +4,9 @@
 # setup test (a fixture); the checks run that tree's programs with that tree's agent and
 # read the snapshots with this build's memsight (x86-64, glibc), symbolized from the
 # target's files. Under qemu only what exercises the architecture runs: unwinding with
-# and without frame pointers and with signed return addresses, leak-scan roots and
-# thread stopping, pointer tags.
+# and without frame pointers and with signed return addresses (each unwinder), leak-scan
+# roots and thread stopping, pointer tags, GOT hooks, sampled mode, and a few runs of
+# the target's own memsight command.
 find_program(MS_QEMU_AARCH64 qemu-aarch64-static)
 find_program(MS_AARCH64_GCC aarch64-linux-gnu-gcc)
 find_program(MS_MUSL_GCC musl-gcc)
@@ -33,6 +34,18 @@ function(ms_platform_test name platform script)
   endif()
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}" FIXTURES_REQUIRED platform_${platform}
     LABELS platform TIMEOUT 300)
+endfunction()
+
+# ms_platform_cmd_test(NAME PLATFORM SCRIPT ARGS...): the same with PLATFORM's own
+# memsight command (under the runner) instead of this build's.
+function(ms_platform_cmd_test name platform script)
+  ms_platform_test(${name} ${platform} ${script} ${ARGN})
+  set(runner "")
+  if(platform STREQUAL "arm64")
+    set(runner "${MS_AARCH64_RUNNER} ")
+  endif()
+  set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
+    "MEMSIGHT=${runner}${PROJECT_BINARY_DIR}/platform-${platform}/bin/memsight")
 endfunction()
 
 function(ms_platform_tree platform toolchain)
@@ -65,6 +78,32 @@ if(MS_QEMU_AARCH64 AND MS_AARCH64_GCC)
   # snapshots written on AArch64: report, merge, diff and exports on x86-64
   ms_platform_test(platform_arm64_cross_gt_heap_o2 arm64 ${MS_XR} gt_heap_o2)
   ms_platform_test(platform_arm64_cross_gt_mmap_fp arm64 ${MS_XR} gt_mmap_fp)
+  # GOT hooks (R_AARCH64_JUMP_SLOT/GLOB_DAT) and memsight_start(): dlopen'ed, linked,
+  # the program's own allocator, modules glibc loads itself
+  foreach(m dlopen linked prestart modules)
+    ms_platform_test(platform_arm64_gothook_${m} arm64 ${CMAKE_CURRENT_SOURCE_DIR}/integration/gothook_check.py ${m})
+  endforeach()
+  # sampled mode: the peak and the thresholds, blocks far above the rate known exactly
+  ms_platform_test(platform_arm64_sampling_peak arm64 ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_peak.py)
+  # unwind=libunwind with Debian's libunwind for arm64 (libunwind-dev:arm64): it must run
+  set(MS_A64_PC /usr/lib/aarch64-linux-gnu/pkgconfig)
+  if(EXISTS ${MS_A64_PC}/libunwind.pc)
+    foreach(p heap deep mmap threads)
+      ms_platform_test(platform_arm64_gt_${p}_o2_libunwind arm64 ${MS_GT} gt_${p}_o2
+        --unwinder=libunwind unwind=libunwind)
+    endforeach()
+  else()
+    message(STATUS "memsight: libunwind-dev:arm64 not installed: no arm64 unwind=libunwind tests")
+  endif()
+  # the memsight command built for AArch64, run under qemu-user: the same snapshots
+  # reported, merged, diffed and exported; the Android HPROF dump analysed
+  if(EXISTS ${MS_A64_PC}/libdw.pc AND EXISTS ${MS_A64_PC}/zlib.pc AND EXISTS ${MS_A64_PC}/libzstd.pc)
+    ms_platform_cmd_test(platform_arm64_cmd_cross_gt_heap_o2 arm64 ${MS_XR} gt_heap_o2)
+    ms_platform_cmd_test(platform_arm64_cmd_hprof_dialer arm64
+      ${CMAKE_CURRENT_SOURCE_DIR}/integration/hprof_samples.py dialer)
+  else()
+    message(STATUS "memsight: libdw, zlib or zstd for arm64 not installed: no arm64 command tests")
+  endif()
   # a real AArch64 program: Debian's CPython (libpython3.11:arm64) under the agent
   if(EXISTS /usr/lib/aarch64-linux-gnu/libpython3.11.so.1.0 AND EXISTS /lib/ld-linux-aarch64.so.1)
     ms_platform_test(platform_arm64_python arm64 ${CMAKE_CURRENT_SOURCE_DIR}/integration/platform_python.py)
@@ -84,6 +123,11 @@ if(MS_MUSL_GCC)
     ms_platform_test(platform_musl_leaks_${p} musl ${MS_LK} lk_${p} api)
   endforeach()
   ms_platform_test(platform_musl_cross_gt_heap_o2 musl ${MS_XR} gt_heap_o2)
+  ms_platform_test(platform_musl_sampling_peak musl ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_peak.py)
+  # no libunwind built for musl: unwind=libunwind is said (stderr, META, HLTH) and the
+  # cached unwinder gives the same exact results
+  ms_platform_test(platform_musl_gt_heap_o2_libunwind musl ${MS_GT} gt_heap_o2
+    --unwinder=dwarf-cached "--note=unwind=libunwind: no libunwind in this build" unwind=libunwind)
 else()
   message(STATUS "memsight: no musl-gcc: no musl platform tests")
 endif()

@@ -7,7 +7,10 @@ Two independent readings must agree with the program: the agent's raw snapshot (
 by agent_snap.py, with `nm` for names) and `memsight report FILE --format json` (the
 JSON contract, symbolized by libdw).
 
-Usage: agent_groundtruth.py PROGRAM [MEMSIGHT_OPTIONS extra...]
+Usage: agent_groundtruth.py PROGRAM [--unwinder=NAME] [--note=TEXT] [MEMSIGHT_OPTIONS extra...]
+--unwinder: the unwinder META must name (an option must not fall back silently); --note:
+text META option_errors and the program's stderr must hold (an option this build
+cannot honour, said once).
 Environment: MS_AGENT, MS_PROGRAMS, MEMSIGHT (set by ms_integration_test); MS_RUNNER, a
 command the program runs under (qemu-user for another architecture, tests/platforms.cmake)."""
 import json
@@ -49,6 +52,7 @@ def run(prog, extra):
     p = subprocess.run(runner + [exe], env=env, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         fail('%s exited with %d: %s' % (prog, p.returncode, p.stderr))
+    run.stderr = p.stderr
     # the pid is in the snapshot name; the program is the only writer in this directory
     snaps = [f for f in os.listdir(out) if f.endswith('-exit.msnap')]
     if len(snaps) != 1:
@@ -62,8 +66,19 @@ def run(prog, extra):
     return exe, p.stdout, snap, path
 
 
-def check(prog, extra):
+def check(prog, args):
+    want = {a[2:].split('=', 1)[0]: a.split('=', 1)[1] for a in args if a.startswith('--')}
+    extra = [a for a in args if not a.startswith('--')]
     exe, stdout, snap, path = run(prog, extra)
+    if 'unwinder' in want and snap['meta'].get('unwinder') != want['unwinder']:
+        fail('META unwinder %r, expected %r' % (snap['meta'].get('unwinder'), want['unwinder']))
+    if 'note' in want:
+        if want['note'] not in (snap['meta'].get('option_errors') or ''):
+            fail('META option_errors %r lacks %r' % (snap['meta'].get('option_errors'), want['note']))
+        if run.stderr.count(want['note']) != 1:
+            fail('stderr must say %r once: %r' % (want['note'], run.stderr))
+        if not snap['health'].get('bad_options'):
+            fail('HLTH bad_options not counted: %r' % snap['health'])
     expects = [l.split() for l in stdout.splitlines() if l.startswith('expect ')]
     chains = [l.split()[1:] for l in stdout.splitlines() if l.startswith('chain ')]
     if not expects:

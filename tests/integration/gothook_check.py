@@ -15,9 +15,11 @@ iconv_open, NSS modules by getpwnam) and leaves with _exit; run with the agent d
 exit snapshot, and the blocks allocated from UTF-16.so and from the NSS modules must be
 the same in both, per stack, allocated and live; the program's own RELRO pages, made
 writable by it before the start, must stay writable after the agent patched slots there.
-usage: gothook_check.py dlopen|linked|prestart|python|modules"""
+usage: gothook_check.py dlopen|linked|prestart|python|modules
+MS_RUNNER: a command the programs run under (qemu-user, tests/platforms.cmake)."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ MEMSIGHT = os.environ['MEMSIGHT']
 AGENT = os.environ['MS_AGENT']
 PROGRAMS = os.environ['MS_PROGRAMS']
 LIB = os.path.join(PROGRAMS, 'libgh_lib.so')
+RUNNER = shlex.split(os.environ.get('MS_RUNNER', ''))
 
 
 def run(mode, out):
@@ -36,7 +39,7 @@ def run(mode, out):
     else:
         prog = 'gh_custom' if mode == 'prestart' else 'gh_dlopen'
         cmd = [os.path.join(PROGRAMS, prog), out, AGENT, LIB]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run(RUNNER + cmd, env=env, capture_output=True, text=True, timeout=240)
 
 
 def innermost_gh(frames):
@@ -199,7 +202,7 @@ def check_modules():
             if how == 'preload':
                 env['LD_PRELOAD'] = AGENT
                 env['MEMSIGHT_OPTIONS'] = 'out=%s' % out
-            p = subprocess.run([prog, out, AGENT], env=env, capture_output=True, text=True,
+            p = subprocess.run(RUNNER + [prog, out, AGENT], env=env, capture_output=True, text=True,
                                timeout=240)
             print('%s: exit %d: %s' % (how, p.returncode, p.stdout.strip().replace('\n', '; ')))
             if p.returncode != 0:

@@ -7,7 +7,8 @@ says it keeps.
 
 Usage: platform_cross.py PROGRAM
 Environment: MS_AGENT, MS_PROGRAMS, MEMSIGHT, MS_RUNNER (a command prefix, may be empty),
-MEMSIGHT_SYSROOT (the target's root for its system libraries)."""
+MEMSIGHT_SYSROOT (the target's root for its system libraries). MEMSIGHT may be a command
+line too: the target's own memsight under qemu-user reads the target's snapshots."""
 import gzip
 import json
 import os
@@ -23,7 +24,8 @@ def fail(msg):
 
 
 def memsight(*args):
-    p = subprocess.run([os.environ['MEMSIGHT']] + list(args), capture_output=True, timeout=180)
+    p = subprocess.run(shlex.split(os.environ['MEMSIGHT']) + list(args), capture_output=True,
+                       timeout=180)
     if p.returncode != 0:
         fail('memsight %s failed (%d): %s' % (' '.join(args), p.returncode, p.stderr.decode()[-2000:]))
     return p.stdout

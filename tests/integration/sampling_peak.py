@@ -4,9 +4,11 @@ sm_peak_big), frees it, and exits with 1 MiB live from sm_peak_keep. With dump_a
 exit snapshot's PEAK chunk shows the peak (100 MiB held by sm_peak_big, nothing yet by
 sm_peak_keep) while its ordinary counters show the end state; in full and sampled mode.
 trigger_bytes=50M and trigger_rss=60M each write a trigger snapshot while the 100 MiB
-are held, and none fire for a threshold above the peak."""
+are held, and none fire for a threshold above the peak.
+MS_RUNNER: a command the program runs under (qemu-user, tests/platforms.cmake)."""
 import atexit
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -31,7 +33,7 @@ def run(options, hold_ms=0):
     out = tempfile.mkdtemp()
     atexit.register(shutil.rmtree, out, True)
     env = dict(os.environ, LD_PRELOAD=AGENT, MEMSIGHT_OPTIONS='out=%s,%s' % (out, options))
-    r = subprocess.run([PROG, str(hold_ms)], env=env, capture_output=True, text=True,
+    r = subprocess.run(shlex.split(os.environ.get('MS_RUNNER', '')) + [PROG, str(hold_ms)], env=env, capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
         sys.exit('sm_peak failed: %s' % r.stderr)

@@ -23,6 +23,28 @@ endforeach()
 foreach(p stack register global tls thread_stack tree interior threads64)
   ms_platform_program(lk_${p} lk_${p}.c -O2 -g)
 endforeach()
+# GOT hooks and memsight_start() (tests/gothook.cmake): the agent dlopen'ed and started,
+# linked in, with the program's own allocator, and modules the C library loads itself.
+# glibc only: musl's loader refuses to dlopen the agent (its initial-exec TLS), and
+# gh_alloc and gh_modules use glibc's own functions and modules (docs/platforms.md).
+if(MS_AGENT_LIBC STREQUAL "glibc")
+  set(MS_GH_FLAGS -O1 -g -fno-omit-frame-pointer)
+  foreach(l gh_lib gh_alloc)
+    add_library(${l} SHARED ${PROJECT_SOURCE_DIR}/tests/programs/${l}.c)
+    target_compile_options(${l} PRIVATE ${MS_GH_FLAGS})
+    set_target_properties(${l} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MS_TEST_BIN}/programs)
+  endforeach()
+  ms_platform_program(gh_dlopen gh_dlopen.c ${MS_GH_FLAGS})
+  ms_platform_program(gh_linked gh_dlopen.c ${MS_GH_FLAGS} -DGH_LINKED)
+  target_link_libraries(gh_linked PRIVATE memsight_agent)
+  target_include_directories(gh_linked PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  ms_platform_program(gh_custom gh_dlopen.c ${MS_GH_FLAGS} -DGH_CUSTOM)
+  target_link_libraries(gh_custom PRIVATE gh_alloc)
+  ms_platform_program(gh_modules gh_modules.c ${MS_GH_FLAGS})
+  target_link_options(gh_modules PRIVATE -Wl,-z,now -Wl,-z,relro)
+endif()
+# sampled mode (tests/sampling.cmake): blocks far above the sampling rate, known exactly
+ms_platform_program(sm_peak sm_peak.c -O2 -g)
 if(MS_AGENT_ARCH STREQUAL "aarch64")
   # return addresses signed with pointer authentication (qemu-user's CPU has it)
   ms_platform_program(gt_heap_pac gt_heap.c -O2 -g -fomit-frame-pointer -mbranch-protection=pac-ret)

@@ -7,10 +7,14 @@
  *   c: 300 bytes, held only by b, as a tagged pointer                   reachable
  *   d: 400 bytes, freed through a tagged pointer                        gone
  *   e: 500 bytes, no reference                                          definitely lost
+ *   f: 600 bytes, grown to 700 by realloc through a tagged pointer (its
+ *      usable size asked through one too), held only as a tagged pointer  reachable
  * Built for AArch64 only (on x86-64 a tagged pointer faults). */
+#include <malloc.h>
+
 #include "lk_common.h"
 
-static void *volatile held[2];
+static void *volatile held[3];
 
 static void *tag(void *p, unsigned t)
 {
@@ -30,7 +34,14 @@ __attribute__((noinline)) static void run(void)
     /* the program reads through tagged pointers, as on a device */
     ((char *)tag(a, 0x2a))[1] = 'A';
     free(tag(d, 0x77));
-    a = b = c = d = NULL;
+    char *f = lk_alloc(600, 'f');
+    f = realloc(tag(f, 0x3c), 700);
+    if (!f || f[599] != 'f' || malloc_usable_size(tag(f, 0x91)) < 700) {
+        lk_say("FAIL realloc or malloc_usable_size through a tagged pointer\n");
+        exit(1);
+    }
+    held[2] = tag(f, 0xe1);
+    a = b = c = d = f = NULL;
     lk_use(&a);
 }
 
@@ -39,7 +50,7 @@ int main(void)
     run();
     lk_clear_stack();
     lk_check();
-    lk_say("EXPECT definite=1/500 indirect=0/0 possible=0/0 reachable=3/600\n");
+    lk_say("EXPECT definite=1/500 indirect=0/0 possible=0/0 reachable=4/1300\n");
     lk_say("RECORD class=definitely_lost blocks=1 bytes=500\n");
     return 0;
 }
