@@ -1,4 +1,5 @@
-# Configures and builds an agent-only tree for another platform (tests/platforms.cmake):
+# Configures and builds the tree of another platform (tests/platforms.cmake): the agent
+# and its test programs, and the command where the target's libraries are installed:
 #   cmake -DSRC=... -DBIN=... -DTOOLCHAIN=... -P tests/platform/build.cmake
 foreach(v SRC BIN TOOLCHAIN)
   if(NOT DEFINED ${v})
