@@ -170,6 +170,8 @@ static void signature(const ms_hgraph *g, const ms_hprof_path *p, const uint8_t 
 
 /* ---- reference matchers on the search ---- */
 
+enum { ROOT_JAVA_FRAME = 0x03, ROOT_THREAD_OBJECT = 0x08 };
+
 typedef struct prefs {
     ms_hprof_path_prefs p;
     uint8_t *ignore_edge, *low_edge, *ignore_root, *low_root;
@@ -211,12 +213,59 @@ static int prefs_build(const ms_hgraph *g, const ms_hmatch *m, ms_hinspect *ins,
     for (uint32_t r = 0; r < g->nroot; r++) {
         int k = ms_hmatch_root(m, r, ms_hinspect_thread_name, ins);
         x->root_matcher[r] = k;
+        /* Shark reads a thread's Java locals last: such a path is harder to act on */
+        if (k < 0 && g->roots[r].type == ROOT_JAVA_FRAME)
+            x->low_root[r >> 3] |= (uint8_t)(1u << (r & 7));
         if (k < 0)
             continue;
         uint8_t *set = m->table[k].ignored ? x->ignore_root : x->low_root;
         set[r >> 3] |= (uint8_t)(1u << (r & 7));
     }
     x->p = (ms_hprof_path_prefs){x->ignore_edge, x->low_edge, x->ignore_root, x->low_root};
+    return 0;
+}
+
+/* Shark's trace for an object a thread's Java frame holds: the thread's object first,
+ * then a "<Java Local>" reference to it, so that the trace names the thread and the
+ * signature has a reference (the thread's class and "<Java Local>"). A path from another
+ * root, or whose thread has no object in the dump, is left as it is. Returns 0, or -1
+ * when out of memory. */
+static int thread_local_step(const ms_hgraph *g, const prefs *x, ms_hprof_path *p,
+                             uint32_t *serial_out)
+{
+    if (!p->len || p->root_type != ROOT_JAVA_FRAME)
+        return 0;
+    uint32_t serial = 0;
+    for (uint32_t r = 0; r < g->nroot && !serial; r++)
+        if (g->roots[r].obj == p->obj[0] && g->roots[r].type == ROOT_JAVA_FRAME &&
+            !((x->ignore_root[r >> 3] >> (r & 7)) & 1))
+            serial = g->roots[r].thread_serial;
+    ms_hidx thread = MS_HIDX_NONE;
+    for (uint32_t r = 0; r < g->nroot && serial && thread == MS_HIDX_NONE; r++)
+        if (g->roots[r].type == ROOT_THREAD_OBJECT && g->roots[r].thread_serial == serial)
+            thread = g->roots[r].obj;
+    if (thread == MS_HIDX_NONE || thread == p->obj[0])
+        return 0;
+    ms_hidx *obj = malloc((p->len + 1) * sizeof *obj);
+    uint64_t *edge = malloc((p->len + 1) * sizeof *edge);
+    if (!obj || !edge) {
+        free(obj);
+        free(edge);
+        return -1;
+    }
+    obj[0] = thread;
+    edge[0] = 0;
+    edge[1] = MS_HPATH_LOCAL_EDGE;
+    memcpy(obj + 1, p->obj, p->len * sizeof *obj);
+    memcpy(edge + 2, p->edge + 1, (p->len - 1) * sizeof *edge);
+    free(p->obj);
+    free(p->edge);
+    p->obj = obj;
+    p->edge = edge;
+    p->len++;
+    p->root_type = ROOT_THREAD_OBJECT;
+    if (serial_out)
+        *serial_out = serial;
     return 0;
 }
 
@@ -229,7 +278,7 @@ static int path_library_leak(const ms_hgraph *g, const ms_hmatch *m, const prefs
             !m->table[x->root_matcher[r]].ignored)
             return x->root_matcher[r];
     for (size_t k = 1; k < p->len; k++) {
-        if (p->edge[k] == MS_HPATH_CLASS_EDGE)
+        if (p->edge[k] == MS_HPATH_CLASS_EDGE || p->edge[k] == MS_HPATH_LOCAL_EDGE)
             continue;
         int t = ms_hmatch_edge(m, p->obj[k - 1], p->edge[k]);
         if (t >= 0 && !m->table[t].ignored)
@@ -341,6 +390,12 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         ms_hprof_path p;
         if (ms_hprof_path_from_tree(g, parent, pedge, i, &p, err, errlen) < 0)
             goto out;
+        lk[n].matcher = path_library_leak(g, &m, &pf, &p);
+        if (thread_local_step(g, &pf, &p, NULL) < 0) {
+            ms_hprof_path_free(&p);
+            ms_hprof_set_err(err, errlen, "leaks: out of memory");
+            goto out;
+        }
         free(status);
         free(suspect);
         status = malloc(p.len);
@@ -351,7 +406,6 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
             goto out;
         }
         trace_status(&ins, &p, status, suspect, NULL);
-        lk[n].matcher = path_library_leak(g, &m, &pf, &p);
         if (lk[n].matcher >= 0) {
             /* library leaks: one group per matched pattern, as Shark groups them */
             char pat[512];
@@ -400,6 +454,19 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         grp->reason = ms_hinspect_reason(ins.reason[lk[k].obj]);
         if (ms_hprof_path_from_tree(g, parent, pedge, lk[k].obj, &grp->trace, err, errlen) < 0)
             goto out;
+        uint32_t serial = 0;
+        if (thread_local_step(g, &pf, &grp->trace, &serial) < 0) {
+            ms_hprof_set_err(err, errlen, "leaks: out of memory");
+            goto out;
+        }
+        const char *tn = serial ? ms_hinspect_thread_name(&ins, serial) : NULL;
+        if (tn) {
+            /* a name from the dump: printed as text, so nothing the terminal would act on */
+            snprintf(grp->thread_name, sizeof grp->thread_name, "%s", tn);
+            for (char *c = grp->thread_name; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                    *c = '?';
+        }
         grp->status = malloc(grp->trace.len);
         grp->suspect = malloc(grp->trace.len);
         grp->reasons = malloc(grp->trace.len);
@@ -430,6 +497,24 @@ out:
 /* ---- output ---- */
 
 static const char *const status_key[] = {"UNKNOWN", "NOT_LEAKING", "LEAKING"};
+
+/* Writes `, "key": "value"` into buf with value escaped for JSON (control characters
+ * dropped: thread names come from the dump). Returns the length written. */
+static int json_member(char *buf, size_t len, const char *key, const char *value)
+{
+    char esc[800];
+    size_t e = 0;
+    for (const unsigned char *c = (const unsigned char *)value; *c && e + 2 < sizeof esc; c++) {
+        if (*c < 0x20)
+            continue;
+        if (*c == '"' || *c == '\\')
+            esc[e++] = '\\';
+        esc[e++] = (char)*c;
+    }
+    esc[e] = 0;
+    int n = snprintf(buf, len, ", \"%s\": \"%s\"", key, esc);
+    return n < 0 ? 0 : (size_t)n >= len ? (int)len - 1 : n;
+}
 
 /* Why step k of a trace has its status: its own reason, or Shark's propagated one. */
 static const char *step_reason(const ms_hgraph *g, const ms_hprof_leakgroup *grp, size_t k,
@@ -504,11 +589,15 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
                 snprintf(st, sizeof st, "[%s%s%s]", status_key[grp->status[s]], *r ? ": " : "", r);
                 if (s == 0) {
                     fprintf(fp, "  %s 0x%" PRIx64 " %s\n", name, ms_hgraph_id(g, v), st);
+                    if (*grp->thread_name)
+                        fprintf(fp, "     thread name: '%s'\n", grp->thread_name);
                     continue;
                 }
                 ms_hprof_edge_ref re = ms_hprof_edge_describe(g, grp->trace.edge[s]);
                 char ref[300];
-                if (re.field)
+                if (grp->trace.edge[s] == MS_HPATH_LOCAL_EDGE)
+                    snprintf(ref, sizeof ref, "%s", re.field);
+                else if (re.field)
                     snprintf(ref, sizeof ref, "%s%s", re.is_static ? "static " : ".", re.field);
                 else
                     snprintf(ref, sizeof ref, "[%" PRIu32 "]", re.index);
@@ -539,19 +628,11 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
                 char extra[1024];
                 int n = snprintf(extra, sizeof extra, ", \"status\": \"%s\"%s", status_key[grp->status[s]],
                                  grp->suspect[s] ? ", \"suspect\": true" : "");
+                if (s == 0 && *grp->thread_name && n > 0 && (size_t)n < sizeof extra)
+                    n += json_member(extra + n, sizeof extra - (size_t)n, "thread_name", grp->thread_name);
                 const char *r = step_reason(g, grp, s, why, sizeof why);
-                if (*r && n > 0 && (size_t)n < sizeof extra) {
-                    /* reasons are our own text or class names already safe for JSON */
-                    char esc[800];
-                    size_t e = 0;
-                    for (const char *c = r; *c && e + 2 < sizeof esc; c++) {
-                        if (*c == '"' || *c == '\\')
-                            esc[e++] = '\\';
-                        esc[e++] = *c;
-                    }
-                    esc[e] = 0;
-                    snprintf(extra + n, sizeof extra - (size_t)n, ", \"reason\": \"%s\"", esc);
-                }
+                if (*r && n > 0 && (size_t)n < sizeof extra)
+                    json_member(extra + n, sizeof extra - (size_t)n, "reason", r);
                 ms_hprof_path_step_json(fp, g, &grp->trace, s, extra);
             }
             fputs("]}", fp);

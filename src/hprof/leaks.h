@@ -30,6 +30,8 @@ typedef struct ms_hprof_leakgroup {
                               -1: an application leak */
     char pattern[300];     /* library leak: the matcher's pattern text */
     const char *description; /* library leak: what is known about it */
+    char thread_name[48];  /* the trace starts at a thread holding a Java local: its
+                              name when the dump has it, else "" */
 } ms_hprof_leakgroup;
 
 typedef struct ms_hprof_leaks {

@@ -412,6 +412,10 @@ ms_hprof_edge_ref ms_hprof_edge_describe(const ms_hgraph *g, uint64_t e)
         s.field = "<class>";
         return s;
     }
+    if (e == MS_HPATH_LOCAL_EDGE) {
+        s.field = "<Java Local>";
+        return s;
+    }
     uint32_t label = g->edge_label[e];
     uint32_t v = ms_hedge_value_of(label);
     switch (ms_hedge_kind_of(label)) {

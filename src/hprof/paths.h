@@ -12,13 +12,16 @@
 #include "hprof/graph.h"
 
 #define MS_HPATH_CLASS_EDGE UINT64_MAX /* the implicit reference from an object to its class */
+/* A Java local of the thread one step before: a Java frame root shown, as Shark shows it,
+ * as a reference "<Java Local>" from the thread's object (leak traces only). */
+#define MS_HPATH_LOCAL_EDGE (UINT64_MAX - 1)
 
 typedef struct ms_hprof_path {
     size_t len;        /* objects on the path: obj[0] is held by a GC root, obj[len-1] is
                           the target; 0 when the target is not strongly reachable */
     ms_hidx *obj;
     uint64_t *edge;    /* edge[k] (k >= 1): the graph edge from obj[k-1] to obj[k], or
-                          MS_HPATH_CLASS_EDGE; edge[0] is unused */
+                          MS_HPATH_CLASS_EDGE or MS_HPATH_LOCAL_EDGE; edge[0] is unused */
     uint8_t root_type; /* HPROF tag of the GC root holding obj[0] */
 } ms_hprof_path;
 

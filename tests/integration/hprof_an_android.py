@@ -7,7 +7,9 @@
   own signature (SHA-1 of the pattern) and a description;
 - a destroyed Service nothing watches (no KeyedWeakReference in the dump), held by a static;
 - a destroyed Activity held by a static; one held only by a Java local of the main thread
-  (an ignored reference: not a leak); one held by a local of another thread;
+  (an ignored reference: not a leak); one held by a local of another thread (Shark's trace:
+  the thread's object, then a "<Java Local>" reference); one held both by a local and by a
+  longer static chain (reported through the chain: locals are read last, as Shark does);
 - a detached View held by a static; one never attached (not leaking);
 - AOSP library leaks (InputMethodManager.mNextServedView on API 28), a vendor one that does
   not apply to this manufacturer (HUAWEI's mLastSrvView on a samsung: an application leak),
@@ -34,7 +36,8 @@ THEMEW, ACTIVITY, MAIN, VIEW, ATTACHINFO, REGISTRY, IMM, OTHER, OTHERSTUB = rang
 BITMAP, IMAGES = 0x140, 0x141
 
 SVC_ALIVE, SVC1, BINDER1, SVC2, BINDER2, SVC3 = 0x4100, 0x4200, 0x4210, 0x4400, 0x4410, 0x4500
-ACT1, ACT_LIVE, ACT2, ACT3 = 0x4600, 0x4610, 0x4a00, 0x4a10
+ACT1, ACT_LIVE, ACT2, ACT3, ACT4 = 0x4600, 0x4610, 0x4a00, 0x4a10, 0x4a20
+CACHE = 0x131
 VIEW1, VIEW2, FRESH, VIEW3, VIEW4, VIEW5 = 0x4700, 0x4710, 0x4730, 0x4810, 0x4820, 0x4830
 
 
@@ -73,6 +76,7 @@ def build(path, sdk=28, manufacturer="samsung"):
           fields=["mNextServedView", "mLastSrvView", "mServedView"], statics=[("sInstance", 0x4800)])
     h.cls(OTHER, "app.OtherService", SERVICE)
     h.cls(OTHERSTUB, "app.OtherService$Stub", BINDER, fields=["this$0"])
+    h.cls(CACHE, "app.Cache", OBJECT, statics=[("sHolder", 0x4b00)])
     # KOOM's questions: bitmaps (mWidth x mHeight), arrays, threads
     h.cls(BITMAP, "android.graphics.Bitmap", OBJECT, fields=[("mWidth", INT), ("mHeight", INT), "mBuffer"])
     h.cls(IMAGES, "app.Images", OBJECT, statics=[("sHero", 0x6000), ("sIcon", 0x6010), ("sRaw", 0x6020),
@@ -83,7 +87,7 @@ def build(path, sdk=28, manufacturer="samsung"):
     h.prim_array(0x6020, BYTE, [1] * 300000)
     h.prim_array(0x6030, BYTE, [1] * 1000)
     h.array(0x6040, OBJARR, [0x6010] * 70000)
-    for cid in list(range(0x100, 0x108)) + [BUILD, VERSION, BITMAP, IMAGES] + list(range(0x120, 0x131)):
+    for cid in list(range(0x100, 0x108)) + [BUILD, VERSION, BITMAP, IMAGES] + list(range(0x120, 0x132)):
         h.root(0x05, cid)
 
     # the device, and threads named "main" (serial 1) and "worker" (serial 2)
@@ -126,6 +130,10 @@ def build(path, sdk=28, manufacturer="samsung"):
     h.root(0x03, ACT2, thread=1)
     activity(ACT3, 1)  # a local of the worker thread
     h.root(0x03, ACT3, thread=2)
+    activity(ACT4, 1)  # a local of the worker thread, and a static chain of three steps
+    h.root(0x03, ACT4, thread=2)
+    h.inst(0x4b00, ARRAYLIST, [0x4b10, (INT, 1)])
+    h.array(0x4b10, OBJARR, [ACT4])
 
     def view(oid, attached, count=1):
         h.inst(oid, VIEW, [ACT_LIVE, 0, 0x4720 if attached else 0, (INT, count)])
@@ -248,8 +256,12 @@ def main():
         sig("app.Registry", "sService"): ("application", "app.OtherService", SVC_GONE, [SVC3]),
         sig("app.MainActivity", "sLeaked"):
             ("application", "app.MainActivity", "Activity#mDestroyed is true", [ACT1]),
-        # a local of a thread other than main: a root, no reference to name
-        sig(): ("application", "app.MainActivity", "Activity#mDestroyed is true", [ACT3]),
+        # a local of a thread other than main: the thread, then "<Java Local>"
+        sig("java.lang.Thread", "<Java Local>"):
+            ("application", "app.MainActivity", "Activity#mDestroyed is true", [ACT3]),
+        # a local too, but a static chain holds it as well: the chain is the bug shown
+        sig("app.Cache", "sHolder", "java.util.ArrayList", "elementData", "java.lang.Object[]", "[x]"):
+            ("application", "app.MainActivity", "Activity#mDestroyed is true", [ACT4]),
         sig("app.Registry", "sDetachedView"): ("application", "android.view.View", DETACHED, [VIEW1]),
         sig(IMM_PATTERN): ("library", "android.view.View", DETACHED, [VIEW3]),
         # HUAWEI's matcher does not apply to a samsung: the InputMethodManager singleton is
@@ -294,15 +306,21 @@ def main():
     check([(s["status"], bool(s.get("suspect"))) for s in t] ==
           [("NOT_LEAKING", False), ("NOT_LEAKING", True), ("LEAKING", False)], "IMM trace %s" % t)
     check(t[1]["reason"] == "InputMethodManager is a singleton that never dies", "IMM reason %s" % t)
-    t = by_sig[sig()]["trace"]
-    check(len(t) == 1 and t[0]["root_type"] == "java_frame" and t[0]["object_id"] == hex(ACT3),
+    t = by_sig[sig("java.lang.Thread", "<Java Local>")]["trace"]
+    check([(s["object_id"], s["class"], s.get("root_type"), s.get("field"), s["status"], bool(s.get("suspect")))
+           for s in t] ==
+          [(hex(0x5040), "java.lang.Thread", "thread_object", None, "UNKNOWN", True),
+           (hex(ACT3), "app.MainActivity", None, "<Java Local>", "LEAKING", False)],
           "worker local trace %s" % t)
+    check(t[0].get("thread_name") == "worker", "worker local: thread name %s" % t[0])
 
     text = leaks(path)
     first = text.splitlines()[0]
-    check(first == "9 leaking objects in 9 groups (1 more no longer strongly reachable: not leaks)",
+    check(first == "10 leaking objects in 10 groups (1 more no longer strongly reachable: not leaks)",
           "text summary: %s" % first)
-    check("7 application leak groups, 2 library leak groups" in text, "text: no group counts\n" + text)
+    check("8 application leak groups, 2 library leak groups" in text, "text: no group counts\n" + text)
+    check("  GC root: thread object\n  java.lang.Thread 0x5040 [UNKNOWN]\n     thread name: 'worker'\n"
+          "  ~~ <Java Local> -> app.MainActivity 0x4a10 [LEAKING" in text, "text: Java local trace\n" + text)
     check(text.index("== Application leaks") < text.index("== Library leaks"), "text sections\n" + text)
     check("library leak: " + BINDER_PATTERN in text and "library leak: " + IMM_PATTERN in text,
           "text: patterns missing\n" + text)
