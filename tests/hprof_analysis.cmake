@@ -23,6 +23,8 @@ if(Python3_FOUND)
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_leaks.py)
   ms_integration_test(hprof_an_android ${Python3_EXECUTABLE}
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_android.py)
+  ms_integration_test(hprof_an_koom ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_koom.py)
   # strip and convert, checked against Debian's hprof-conv and the graph export
   ms_integration_test(hprof_rewrite ${Python3_EXECUTABLE}
     ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_rewrite.py)
@@ -34,7 +36,7 @@ if(Python3_FOUND)
     ms_integration_test(hprof_an_java_leaks ${Python3_EXECUTABLE}
       ${CMAKE_CURRENT_LIST_DIR}/integration/hprof_an_java_leaks.py)
   endif()
-  foreach(t hprof_an_reference hprof_an_synthetic hprof_an_leaks hprof_an_android hprof_an_java_truth hprof_an_java_leaks)
+  foreach(t hprof_an_reference hprof_an_synthetic hprof_an_leaks hprof_an_android hprof_an_koom hprof_an_java_truth hprof_an_java_leaks)
     if(TEST ${t})
       set_tests_properties(${t} PROPERTIES DEPENDS hprof_an_domtree)
     endif()

@@ -15,6 +15,7 @@
 #include "hprof/graph.h"
 #include "hprof/histogram.h"
 #include "hprof/large.h"
+#include "hprof/koom_report.h"
 #include "hprof/leaks.h"
 #include "hprof/paths.h"
 #include "hprof/reader.h"
@@ -33,6 +34,7 @@ typedef struct hopts {
     int top_set;
     int by_class, all, no_retained, strict, progress, app_only;
     const char *to;
+    const char *rules; /* leaks: "shark" (default) or "koom" */
     ms_hprof_large_opts large;
     ms_hprof_read_opts ro;
 } hopts;
@@ -56,7 +58,9 @@ static void usage(FILE *out)
             "                            watched objects still reachable, grouped by leak\n"
             "                            signature, library leaks apart, with their paths\n\n"
             "options:\n"
-            "  --format text|json|csv    output format (default text; summary: text|json)\n"
+            "  --format text|json|csv    output format (default text; summary: text|json;\n"
+            "                            leaks: text|json|koom)\n"
+            "  --rules shark|koom        leaks: Shark's lifecycle rules (default) or KOOM's\n"
             "  -o, --output FILE         write to FILE (created 0600) instead of stdout\n"
             "  --sort KEY                histogram: shallow (default), retained, instances, name\n"
             "  --top N                   rows to show (histogram/dominators/diff; 0 = all)\n"
@@ -112,12 +116,16 @@ static const struct {
                 "standard: an Android dump (JAVA PROFILE 1.0.3) in the standard format, with hprof-conv's\n"
                 "rules (Android roots become unknown roots, heap markers dropped); --app-only is\n"
                 "hprof-conv -z. android: a standard dump with 4-byte ids marked as Android's.\n"},
-    {"leaks", "usage: memsight hprof leaks FILE [--no-retained] [--format text|json]\n\n"
+    {"leaks", "usage: memsight hprof leaks FILE [--rules shark|koom] [--no-retained]\n"
+              "                      [--format text|json|koom] [--bitmap-pixels N] [--array-bytes N]\n\n"
               "Objects whose lifecycle ended (destroyed Activities, Services, Fragments, Windows,\n"
               "Dialogs, detached Views, cleared ViewModels, objects LeakCanary watches...) but\n"
               "still strongly reachable, with the path from a GC root and the reason of every\n"
               "step, grouped by leak signature; known Android and vendor leaks (library leaks)\n"
-              "reported apart with their description. See docs/hprof-analysis.md.\n"},
+              "reported apart with their description. --rules koom chooses the objects as Kwai's\n"
+              "KOOM does (Activities destroyed or finishing, Fragments without a manager, large\n"
+              "Bitmaps and arrays); --format koom (implies --rules koom) writes KOOM's HeapReport\n"
+              "JSON. See docs/hprof-analysis.md.\n"},
 };
 
 static int command_usage(const char *sub)
@@ -404,6 +412,29 @@ static int find_leaks_print(FILE *out, const char *path, const ms_hgraph *g, con
     return rc;
 }
 
+static int find_koom_print(FILE *out, const char *path, const ms_hgraph *g, const ms_hprof_domresult *dr,
+                           const hopts *o, char *err, size_t errlen)
+{
+    ms_hkoom_opts ko = {o->large.bitmap_pixels, o->large.array_bytes};
+    ms_hprof_leaks l;
+    if (ms_hprof_find_leaks_koom(path, g, dr, &ko, &l, err, errlen))
+        return -1;
+    int rc = 0;
+    if (o->format && !strcmp(o->format, "koom")) {
+        ms_hprof_large big;
+        if (ms_hprof_find_large(path, g, dr, &o->large, &big, err, errlen)) {
+            ms_hprof_leaks_free(&l);
+            return -1;
+        }
+        rc = ms_hprof_koom_print(out, g, &l, &big, err, errlen) ? -2 : 0;
+        ms_hprof_large_free(&big);
+    } else {
+        rc = ms_hprof_leaks_print(out, g, &l, o->format ? o->format : "text", err, errlen) ? -2 : 0;
+    }
+    ms_hprof_leaks_free(&l);
+    return rc;
+}
+
 static int find_large_print(FILE *out, const char *path, const ms_hgraph *g, const ms_hprof_domresult *dr,
                             const hopts *o, char *err, size_t errlen)
 {
@@ -446,7 +477,13 @@ static int cmd_find(const char *cmd, find_print_fn fn, FILE *out, int n, char **
 
 static int cmd_leaks(FILE *out, int n, char **files, hopts *o)
 {
-    return cmd_find("leaks", find_leaks_print, out, n, files, o);
+    int koom_format = o->format && !strcmp(o->format, "koom");
+    if (koom_format && o->rules && strcmp(o->rules, "koom")) {
+        fprintf(stderr, "memsight hprof leaks: --format koom reports KOOM's rules, not --rules %s\n", o->rules);
+        return EXIT_USAGE;
+    }
+    int koom = koom_format || (o->rules && !strcmp(o->rules, "koom"));
+    return cmd_find("leaks", koom ? find_koom_print : find_leaks_print, out, n, files, o);
 }
 
 static int cmd_large(FILE *out, int n, char **files, hopts *o)
@@ -501,7 +538,7 @@ int ms_cmd_hprof(int argc, char **argv)
     o.progress = 1;
     o.large = (ms_hprof_large_opts){MS_HLARGE_BITMAP_PIXELS, MS_HLARGE_ARRAY_BYTES, MS_HLARGE_THREADS};
     enum { O_FORMAT = 256, O_SORT, O_TOP, O_BYCLASS, O_ALL, O_NORET, O_MODEL, O_COMP, O_STRICT,
-           O_NOPROG, O_CLASS, O_THREADS, O_TO, O_APPONLY, O_BMP, O_ARR, O_TLIM };
+           O_NOPROG, O_CLASS, O_THREADS, O_TO, O_APPONLY, O_BMP, O_ARR, O_TLIM, O_RULES };
     static const struct option lo[] = {
         {"format", required_argument, 0, O_FORMAT},
         {"output", required_argument, 0, 'o'},
@@ -521,6 +558,7 @@ int ms_cmd_hprof(int argc, char **argv)
         {"bitmap-pixels", required_argument, 0, O_BMP},
         {"array-bytes", required_argument, 0, O_ARR},
         {"thread-limit", required_argument, 0, O_TLIM},
+        {"rules", required_argument, 0, O_RULES},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -532,8 +570,10 @@ int ms_cmd_hprof(int argc, char **argv)
     while ((c = getopt_long(subargc, subargv, "o:h", lo, NULL)) != -1) {
         switch (c) {
         case O_FORMAT:
-            if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "csv")) {
-                fprintf(stderr, "memsight hprof: unknown --format '%s' (text, json or csv)\n", optarg);
+            if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "csv") &&
+                (strcmp(optarg, "koom") || strcmp(sub, "leaks"))) {
+                fprintf(stderr, "memsight hprof: unknown --format '%s' (text, json or csv%s)\n", optarg,
+                        strcmp(sub, "leaks") ? "" : "; leaks: koom too");
                 return EXIT_USAGE;
             }
             o.format = optarg;
@@ -598,6 +638,13 @@ int ms_cmd_hprof(int argc, char **argv)
             o.to = optarg;
             break;
         case O_APPONLY: o.app_only = 1; break;
+        case O_RULES:
+            if (strcmp(optarg, "shark") && strcmp(optarg, "koom")) {
+                fprintf(stderr, "memsight hprof: --rules takes shark or koom\n");
+                return EXIT_USAGE;
+            }
+            o.rules = optarg;
+            break;
         case O_BMP: case O_ARR: case O_TLIM: {
             char *end;
             unsigned long long v = strtoull(optarg, &end, 10);

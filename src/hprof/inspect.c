@@ -42,10 +42,17 @@ enum {
     R_MAIN_THREAD,
     R_VM_CLEARED,
     R_VM_ALIVE,
+    R_VM_IMPL_CLEARED,
+    R_VM_IMPL_ALIVE,
     R_KWR,
     R_ATHREAD,
     R_IMM,
     R_LOADER,
+    R_KOOM_ACTIVITY,
+    R_KOOM_FRAGMENT,
+    R_KOOM_BITMAP,
+    R_KOOM_PRIM_ARRAY,
+    R_KOOM_OBJ_ARRAY,
     R_FRAGX_STATE,      /* + lifecycle state (5 entries) */
     R_OWNER_STATE = R_FRAGX_STATE + 5,
     R_COUNT = R_OWNER_STATE + 5,
@@ -83,10 +90,18 @@ static const char *const reasons[R_FRAGX_STATE] = {
     [R_MAIN_THREAD] = "the main thread always runs",
     [R_VM_CLEARED] = "ViewModel#mCleared is true: cleared",
     [R_VM_ALIVE] = "ViewModel#mCleared is false",
+    [R_VM_IMPL_CLEARED] = "ViewModel#impl.isCleared is true: cleared",
+    [R_VM_IMPL_ALIVE] = "ViewModel#impl.isCleared is false",
     [R_KWR] = "retained by a LeakCanary KeyedWeakReference",
     [R_ATHREAD] = "ActivityThread is a singleton that never dies",
     [R_IMM] = "InputMethodManager is a singleton that never dies",
     [R_LOADER] = "a class loader is never leaking",
+    /* KOOM's own words (HeapAnalysisService's leak reasons) */
+    [R_KOOM_ACTIVITY] = "Activity Leak",
+    [R_KOOM_FRAGMENT] = "Fragment Leak",
+    [R_KOOM_BITMAP] = "Bitmap Size Over Threshold",
+    [R_KOOM_PRIM_ARRAY] = "Primitive Array Size Over Threshold",
+    [R_KOOM_OBJ_ARRAY] = "Object Array Size Over Threshold",
 };
 
 const char *ms_hinspect_reason(uint8_t r)
@@ -129,6 +144,8 @@ enum {
     F_ATHREAD = 1u << 16,
     F_IMM = 1u << 17,
     F_LOADER = 1u << 18,
+    F_BITMAP = 1u << 19,     /* KOOM's rules only */
+    F_NATIVE_REG = 1u << 20, /* KOOM counts these */
 };
 
 static const struct {
@@ -155,12 +172,16 @@ static const struct {
     {"android.app.ActivityThread", F_ATHREAD},
     {"android.view.inputmethod.InputMethodManager", F_IMM},
     {"java.lang.ClassLoader", F_LOADER},
+    {"android.graphics.Bitmap", F_BITMAP},
+    {"libcore.util.NativeAllocationRegistry", F_NATIVE_REG},
+    {"libcore.util.NativeAllocationRegistry$CleanerThunk", F_NATIVE_REG},
 };
 
 /* ---- the two-round context ---- */
 
 typedef struct insp {
     const ms_hgraph *g;
+    const ms_hkoom_opts *koom; /* KOOM's rules instead of Shark's */
     int collect;
     ms_hvalreq *req;
     size_t nreq, cap;
@@ -496,6 +517,11 @@ static void inspect_one(insp *x, ms_hidx o, uint8_t *status, uint8_t *reason)
     if (f & F_VM) {
         if (prim(x, o, "androidx.lifecycle.ViewModel", "mCleared", &v))
             SET(v ? MS_LEAK_LEAKING : MS_LEAK_NOT_LEAKING, v ? R_VM_CLEARED : R_VM_ALIVE);
+        /* lifecycle 2.8+: the state moved into the multiplatform ViewModelImpl */
+        ms_hidx impl = ref_field(g, o, "impl");
+        if (impl != MS_HIDX_NONE && prim(x, impl, "androidx.lifecycle.viewmodel.internal.ViewModelImpl",
+                                         "isCleared", &v))
+            SET(v ? MS_LEAK_LEAKING : MS_LEAK_NOT_LEAKING, v ? R_VM_IMPL_CLEARED : R_VM_IMPL_ALIVE);
     }
     if (f & F_OWNER) {
         int s = lifecycle_state(g, ref_field(g, o, "mLifecycleRegistry"));
@@ -559,6 +585,85 @@ static void inspect_all(insp *x, uint8_t *status, uint8_t *reason)
     }
 }
 
+/* KOOM's selection (HeapAnalysisService.filterLeakingObjects): one instance, *counted
+ * set when KOOM counts it in its classInfos. Returns the reason when it is leaking. */
+static uint8_t koom_one(insp *x, ms_hidx o, int *counted)
+{
+    const ms_hgraph *g = x->g;
+    uint32_t f = x->fam[g->obj_class[o]];
+    int64_t a = 0, b = 0;
+    *counted = 0;
+    if (f & F_ACTIVITY) {
+        int known = prim(x, o, "android.app.Activity", "mDestroyed", &a);
+        known |= prim(x, o, "android.app.Activity", "mFinished", &b);
+        *counted = known && (a || b);
+        return *counted ? R_KOOM_ACTIVITY : R_NONE;
+    }
+    if (f & (F_FRAG | F_FRAGX)) {
+        if (!has_field(g, g->obj_class[o], "mFragmentManager") ||
+            ref_field(g, o, "mFragmentManager") != MS_HIDX_NONE)
+            return R_NONE;
+        *counted = 1;
+        return prim(x, o, NULL, "mCalled", &a) && a ? R_KOOM_FRAGMENT : R_NONE;
+    }
+    if (f & F_BITMAP) {
+        /* both asked for while collecting: prim() says "unknown" until the values are read */
+        int known = prim(x, o, "android.graphics.Bitmap", "mWidth", &a);
+        known &= prim(x, o, "android.graphics.Bitmap", "mHeight", &b);
+        if (!known || a <= 0 || b <= 0)
+            return R_NONE;
+        *counted = (uint64_t)a * (uint64_t)b >= x->koom->bitmap_pixels;
+        return *counted ? R_KOOM_BITMAP : R_NONE;
+    }
+    *counted = (f & (F_WINDOW | F_NATIVE_REG)) != 0;
+    return R_NONE;
+}
+
+static void koom_all(insp *x, uint8_t *status, uint8_t *reason, uint32_t *classes)
+{
+    const ms_hgraph *g = x->g;
+    uint32_t *leaked = x->collect ? NULL : calloc((size_t)g->nclass + 1, sizeof *leaked);
+    if (!x->collect && !leaked) {
+        x->oom = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < g->nobj; i++) {
+        uint32_t c = g->obj_class[i];
+        uint8_t r = R_NONE;
+        int counted = 0;
+        switch (g->obj_kind[i]) {
+        case MS_HOBJ_CLASS:
+            if (!x->collect) {
+                status[i] = MS_LEAK_NOT_LEAKING;
+                reason[i] = R_CLASS;
+            }
+            continue;
+        case MS_HOBJ_INSTANCE:
+            if (c >= g->nclass || !x->fam[c])
+                continue;
+            r = koom_one(x, i, &counted);
+            if (x->collect)
+                continue;
+            classes[c] += (uint32_t)counted;
+            if (r && ++leaked[c] > MS_HKOOM_PER_CLASS)
+                r = R_NONE; /* KOOM finds paths for the first 45 of a class only */
+            break;
+        case MS_HOBJ_PRIM_ARRAY:
+        case MS_HOBJ_OBJ_ARRAY:
+            if (g->obj_size[i] >= x->koom->array_bytes)
+                r = g->obj_kind[i] == MS_HOBJ_PRIM_ARRAY ? R_KOOM_PRIM_ARRAY : R_KOOM_OBJ_ARRAY;
+            break;
+        default:
+            continue;
+        }
+        if (r && !x->collect) {
+            status[i] = MS_LEAK_LEAKING;
+            reason[i] = r;
+        }
+    }
+    free(leaked);
+}
+
 /* android.os.Build: API level, manufacturer and build id (Shark's AndroidBuildMirror). */
 static void build_mirror(insp *x, ms_hbuild *b)
 {
@@ -620,23 +725,27 @@ void ms_hinspect_free(ms_hinspect *x)
     free(x->reason);
     free(x->thread_serial);
     free(x->thread_name);
+    free(x->koom_classes);
     memset(x, 0, sizeof *x);
 }
 
-int ms_hinspect_run(const char *path, const ms_hgraph *g, ms_hinspect *out, char *err,
-                    size_t errlen)
+static int run(const char *path, const ms_hgraph *g, const ms_hkoom_opts *koom, ms_hinspect *out,
+               char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->build.sdk = -1;
     insp x;
     memset(&x, 0, sizeof x);
     x.g = g;
+    x.koom = koom;
     x.fam = calloc((size_t)g->nclass + 1, sizeof *x.fam);
     x.svc_alive = calloc((size_t)g->nobj / 8 + 1, 1);
     out->status = calloc((size_t)g->nobj + 1, 1);
     out->reason = calloc((size_t)g->nobj + 1, 1);
+    if (koom)
+        out->koom_classes = calloc((size_t)g->nclass + 1, sizeof *out->koom_classes);
     int rc = -1;
-    if (!x.fam || !x.svc_alive || !out->status || !out->reason)
+    if (!x.fam || !x.svc_alive || !out->status || !out->reason || (koom && !out->koom_classes))
         goto oom;
     for (uint32_t c = 0; c < g->nclass; c++) {
         for (size_t k = 0; k < sizeof family_names / sizeof family_names[0]; k++)
@@ -647,7 +756,10 @@ int ms_hinspect_run(const char *path, const ms_hgraph *g, ms_hinspect *out, char
     }
     find_services(&x);
     for (x.collect = 1; x.collect >= 0; x.collect--) {
-        inspect_all(&x, out->status, out->reason);
+        if (koom)
+            koom_all(&x, out->status, out->reason, out->koom_classes);
+        else
+            inspect_all(&x, out->status, out->reason);
         build_mirror(&x, &out->build);
         if (thread_names(&x, out) < 0 || x.oom)
             goto oom;
@@ -665,4 +777,16 @@ out:
     free(x.fam);
     free(x.svc_alive);
     return rc;
+}
+
+int ms_hinspect_run(const char *path, const ms_hgraph *g, ms_hinspect *out, char *err,
+                    size_t errlen)
+{
+    return run(path, g, NULL, out, err, errlen);
+}
+
+int ms_hinspect_run_koom(const char *path, const ms_hgraph *g, const ms_hkoom_opts *o,
+                         ms_hinspect *out, char *err, size_t errlen)
+{
+    return run(path, g, o, out, err, errlen);
 }

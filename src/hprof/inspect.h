@@ -23,11 +23,29 @@ typedef struct ms_hinspect {
     uint32_t nthread; /* threads with a name: serial -> name, for Java-local matchers */
     uint32_t *thread_serial;
     char (*thread_name)[48];
+    uint32_t *koom_classes; /* KOOM's rules only: per class, see ms_hinspect_run_koom */
 } ms_hinspect;
 
-/* Inspects every object of g (the dump at path). Returns 0, or -1 with a message. */
+/* Inspects every object of g (the dump at path) with Shark's rules. Returns 0, or -1
+ * with a message. */
 int ms_hinspect_run(const char *path, const ms_hgraph *g, ms_hinspect *out, char *err,
                     size_t errlen);
+
+/* KOOM's rules (Kwai's HeapAnalysisService) instead of Shark's: leaking are Activities
+ * with mDestroyed or mFinished, Fragments with no mFragmentManager and mCalled (at most
+ * MS_HKOOM_PER_CLASS of each class, as KOOM keeps), Bitmaps of at least bitmap_pixels
+ * (mWidth x mHeight, same cap), primitive and object arrays of at least array_bytes; every
+ * other object is UNKNOWN except class objects (KOOM runs Shark with no inspector).
+ * classes[c] (out->koom_classes, g->nclass entries) counts, per instance class, what KOOM
+ * counts in its classInfos: those Activities, Fragments without a manager, large Bitmaps,
+ * and every NativeAllocationRegistry, CleanerThunk and Window. */
+#define MS_HKOOM_PER_CLASS 45
+typedef struct ms_hkoom_opts {
+    uint64_t bitmap_pixels;
+    uint64_t array_bytes;
+} ms_hkoom_opts;
+int ms_hinspect_run_koom(const char *path, const ms_hgraph *g, const ms_hkoom_opts *o,
+                         ms_hinspect *out, char *err, size_t errlen);
 void ms_hinspect_free(ms_hinspect *x);
 
 /* Byte offset, in the instance data of class cls, of the field named field declared by

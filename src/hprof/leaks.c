@@ -329,11 +329,12 @@ void ms_hprof_leaks_free(ms_hprof_leaks *l)
         free(l->groups[k].reasons);
     }
     free(l->groups);
+    free(l->koom_classes);
     memset(l, 0, sizeof *l);
 }
 
-int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
-                        ms_hprof_leaks *out, char *err, size_t errlen)
+static int find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
+                      const ms_hkoom_opts *koom, ms_hprof_leaks *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     ms_hinspect ins;
@@ -352,9 +353,12 @@ int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_dom
         ms_hprof_set_err(err, errlen, "leaks: out of memory");
         goto out;
     }
-    if (ms_hinspect_run(path, g, &ins, err, errlen) < 0)
+    if ((koom ? ms_hinspect_run_koom(path, g, koom, &ins, err, errlen)
+              : ms_hinspect_run(path, g, &ins, err, errlen)) < 0)
         goto out;
     out->build = ins.build;
+    out->koom_classes = ins.koom_classes;
+    ins.koom_classes = NULL;
     size_t nleak = 0;
     for (uint32_t i = 0; i < g->nobj; i++)
         if (ins.status[i] == MS_LEAK_LEAKING) {
@@ -492,6 +496,18 @@ out:
     free(status);
     free(suspect);
     return rc;
+}
+
+int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
+                        ms_hprof_leaks *out, char *err, size_t errlen)
+{
+    return find_leaks(path, g, r, NULL, out, err, errlen);
+}
+
+int ms_hprof_find_leaks_koom(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
+                             const ms_hkoom_opts *o, ms_hprof_leaks *out, char *err, size_t errlen)
+{
+    return find_leaks(path, g, r, o, out, err, errlen);
 }
 
 /* ---- output ---- */

@@ -41,6 +41,7 @@ typedef struct ms_hprof_leaks {
     size_t unreachable;         /* of those, not strongly reachable (not leaks) */
     size_t library_groups;      /* groups that are library leaks (after the others) */
     ms_hbuild build;            /* the device, as android.os.Build says */
+    uint32_t *koom_classes;     /* KOOM's rules: per class, what KOOM counts (inspect.h) */
 } ms_hprof_leaks;
 
 /* Finds the leaks of the dump (objects the inspectors of inspect.h call leaking); the
@@ -52,6 +53,10 @@ typedef struct ms_hprof_leaks {
  * with a message (the file cannot be read again, out of memory). */
 int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
                         ms_hprof_leaks *out, char *err, size_t errlen);
+/* The same with KOOM's rules (inspect.h ms_hinspect_run_koom) choosing the leaking
+ * objects: what Kwai's KOOM reports from a dump taken near an out-of-memory error. */
+int ms_hprof_find_leaks_koom(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
+                             const ms_hkoom_opts *o, ms_hprof_leaks *out, char *err, size_t errlen);
 void ms_hprof_leaks_free(ms_hprof_leaks *l);
 
 /* Output of `memsight hprof leaks`. format "text" or "json". JSON: a list of groups

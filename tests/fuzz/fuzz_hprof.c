@@ -13,6 +13,7 @@
 
 #include "hprof/histogram.h"
 #include "hprof/large.h"
+#include "hprof/koom_report.h"
 #include "hprof/leaks.h"
 #include "hprof/reader.h"
 #include "hprof/rewrite.h"
@@ -49,6 +50,13 @@ static void leaks(const ms_hgraph *g, const uint8_t *data, size_t size)
     ms_hprof_large big;
     if (ms_hprof_find_large(leak_file, g, NULL, &lo, &big, err, sizeof err) == 0) {
         ms_hprof_large_print(devnull, g, &big, "json", err, sizeof err);
+        ms_hkoom_opts ko = {lo.bitmap_pixels, lo.array_bytes};
+        if (ms_hprof_find_leaks_koom(leak_file, g, NULL, &ko, &l, err, sizeof err) == 0) {
+            ms_hprof_koom_print(devnull, g, &l, &big, err, sizeof err);
+            ms_hprof_leaks_free(&l);
+        } else if (!err[0]) {
+            __builtin_trap();
+        }
         ms_hprof_large_free(&big);
     }
     for (int mode = MS_HREWRITE_STRIP; mode <= MS_HREWRITE_TO_ANDROID; mode++) {

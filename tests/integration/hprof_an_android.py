@@ -37,7 +37,8 @@ BITMAP, IMAGES = 0x140, 0x141
 
 SVC_ALIVE, SVC1, BINDER1, SVC2, BINDER2, SVC3 = 0x4100, 0x4200, 0x4210, 0x4400, 0x4410, 0x4500
 ACT1, ACT_LIVE, ACT2, ACT3, ACT4 = 0x4600, 0x4610, 0x4a00, 0x4a10, 0x4a20
-CACHE = 0x131
+CACHE, VIEWMODEL, VMIMPL, MYVM = 0x131, 0x132, 0x133, 0x134
+VM_CLEARED, VM_LIVE = 0x4c00, 0x4c10
 VIEW1, VIEW2, FRESH, VIEW3, VIEW4, VIEW5 = 0x4700, 0x4710, 0x4730, 0x4810, 0x4820, 0x4830
 
 
@@ -76,7 +77,11 @@ def build(path, sdk=28, manufacturer="samsung"):
           fields=["mNextServedView", "mLastSrvView", "mServedView"], statics=[("sInstance", 0x4800)])
     h.cls(OTHER, "app.OtherService", SERVICE)
     h.cls(OTHERSTUB, "app.OtherService$Stub", BINDER, fields=["this$0"])
-    h.cls(CACHE, "app.Cache", OBJECT, statics=[("sHolder", 0x4b00)])
+    h.cls(CACHE, "app.Cache", OBJECT, statics=[("sHolder", 0x4b00), ("sModel", VM_CLEARED), ("sLiveModel", VM_LIVE)])
+    # lifecycle 2.8's ViewModel: its state in ViewModel.impl (ViewModelImpl.isCleared)
+    h.cls(VIEWMODEL, "androidx.lifecycle.ViewModel", OBJECT, fields=["impl"])
+    h.cls(VMIMPL, "androidx.lifecycle.viewmodel.internal.ViewModelImpl", OBJECT, fields=[("isCleared", BOOL)])
+    h.cls(MYVM, "app.MyViewModel", VIEWMODEL)
     # KOOM's questions: bitmaps (mWidth x mHeight), arrays, threads
     h.cls(BITMAP, "android.graphics.Bitmap", OBJECT, fields=[("mWidth", INT), ("mHeight", INT), "mBuffer"])
     h.cls(IMAGES, "app.Images", OBJECT, statics=[("sHero", 0x6000), ("sIcon", 0x6010), ("sRaw", 0x6020),
@@ -87,7 +92,7 @@ def build(path, sdk=28, manufacturer="samsung"):
     h.prim_array(0x6020, BYTE, [1] * 300000)
     h.prim_array(0x6030, BYTE, [1] * 1000)
     h.array(0x6040, OBJARR, [0x6010] * 70000)
-    for cid in list(range(0x100, 0x108)) + [BUILD, VERSION, BITMAP, IMAGES] + list(range(0x120, 0x132)):
+    for cid in list(range(0x100, 0x108)) + [BUILD, VERSION, BITMAP, IMAGES] + list(range(0x120, 0x135)):
         h.root(0x05, cid)
 
     # the device, and threads named "main" (serial 1) and "worker" (serial 2)
@@ -134,6 +139,9 @@ def build(path, sdk=28, manufacturer="samsung"):
     h.root(0x03, ACT4, thread=2)
     h.inst(0x4b00, ARRAYLIST, [0x4b10, (INT, 1)])
     h.array(0x4b10, OBJARR, [ACT4])
+    for vm, cleared in ((VM_CLEARED, 1), (VM_LIVE, 0)):
+        h.inst(vm, MYVM, [vm + 1])
+        h.inst(vm + 1, VMIMPL, [(BOOL, cleared)])
 
     def view(oid, attached, count=1):
         h.inst(oid, VIEW, [ACT_LIVE, 0, 0x4720 if attached else 0, (INT, count)])
@@ -262,6 +270,9 @@ def main():
         # a local too, but a static chain holds it as well: the chain is the bug shown
         sig("app.Cache", "sHolder", "java.util.ArrayList", "elementData", "java.lang.Object[]", "[x]"):
             ("application", "app.MainActivity", "Activity#mDestroyed is true", [ACT4]),
+        # a cleared ViewModel (lifecycle 2.8 layout) a static still holds; the live one is not
+        sig("app.Cache", "sModel"):
+            ("application", "app.MyViewModel", "ViewModel#impl.isCleared is true: cleared", [VM_CLEARED]),
         sig("app.Registry", "sDetachedView"): ("application", "android.view.View", DETACHED, [VIEW1]),
         sig(IMM_PATTERN): ("library", "android.view.View", DETACHED, [VIEW3]),
         # HUAWEI's matcher does not apply to a samsung: the InputMethodManager singleton is
@@ -316,9 +327,9 @@ def main():
 
     text = leaks(path)
     first = text.splitlines()[0]
-    check(first == "10 leaking objects in 10 groups (1 more no longer strongly reachable: not leaks)",
+    check(first == "11 leaking objects in 11 groups (1 more no longer strongly reachable: not leaks)",
           "text summary: %s" % first)
-    check("8 application leak groups, 2 library leak groups" in text, "text: no group counts\n" + text)
+    check("9 application leak groups, 2 library leak groups" in text, "text: no group counts\n" + text)
     check("  GC root: thread object\n  java.lang.Thread 0x5040 [UNKNOWN]\n     thread name: 'worker'\n"
           "  ~~ <Java Local> -> app.MainActivity 0x4a10 [LEAKING" in text, "text: Java local trace\n" + text)
     check(text.index("== Application leaks") < text.index("== Library leaks"), "text sections\n" + text)
