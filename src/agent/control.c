@@ -26,7 +26,10 @@
 int ms_ctl_need_start;
 int ms_ctl_track;
 
-enum { CTL_OFF = 0, CTL_WAIT_MAIN = 1, CTL_STARTING = 2, CTL_RUNNING = 3 };
+/* CTL_IDLE: the handler is installed and nothing needs a thread (no interval, no
+ * trigger, one program thread): requests are served on the program's own thread, so
+ * that the program stays single-threaded for the C library (its fast paths). */
+enum { CTL_OFF = 0, CTL_WAIT_MAIN = 1, CTL_STARTING = 2, CTL_RUNNING = 3, CTL_IDLE = 4 };
 
 static struct {
     ms_control_config cfg;
@@ -35,6 +38,8 @@ static struct {
     int main_started;      /* __libc_start_main handed over to main() */
     uint32_t word;         /* futex: bumped by every wake-up */
     uint32_t pending;      /* bit (1 << request) per pending request */
+    uint32_t seen_seq[MS_CTL_REQ_MAX]; /* the last request number per request (repeats) */
+    int serving;           /* requests are being served on a program thread (CTL_IDLE) */
     ms_ctl_handler_fn handlers[MS_CTL_REQ_MAX];
     void *handler_args[MS_CTL_REQ_MAX];
     ms_control_stats stats;
@@ -102,16 +107,48 @@ static uint64_t mono_ns(void)
 /* ====================================================================================
  * The request signal. The handler is async-signal-safe: two atomics and a futex wake.
  * ================================================================================== */
+static void ctl_serve_here(const ms_leak_caller *who);
+
+/* A request number rides above the request's code (MS_CTL_REQ_SEQ_SHIFT): `memsight dump`
+ * sends a request again while no thread answers, and a copy that comes after the request
+ * was served (or while it is served) is not served twice. */
+static int ctl_take_request(const siginfo_t *si)
+{
+    unsigned req = MS_CTL_REQ_DUMP, seq = 0;
+    if (si && si->si_code == SI_QUEUE && si->si_value.sival_int > 0) {
+        unsigned v = (unsigned)si->si_value.sival_int;
+        req = v & MS_CTL_REQ_CODE_MASK;
+        seq = v >> MS_CTL_REQ_SEQ_SHIFT;
+        if (req == 0 || req >= MS_CTL_REQ_MAX)
+            req = MS_CTL_REQ_DUMP;
+    }
+    if (seq && __atomic_exchange_n(&ctl.seen_seq[req], seq, __ATOMIC_ACQ_REL) == seq)
+        return 0;
+    __atomic_fetch_or(&ctl.pending, 1u << req, __ATOMIC_RELEASE);
+    return 1;
+}
+
 static void ctl_handler(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     int saved = errno;
-    unsigned req = MS_CTL_REQ_DUMP;
-    if (si && si->si_code == SI_QUEUE && si->si_value.sival_int > 0 &&
-        si->si_value.sival_int < MS_CTL_REQ_MAX)
-        req = (unsigned)si->si_value.sival_int;
-    __atomic_fetch_or(&ctl.pending, 1u << req, __ATOMIC_RELEASE);
-    ctl_wake();
+    ctl_take_request(si);
+    if (__atomic_load_n(&ctl.state, __ATOMIC_ACQUIRE) != CTL_IDLE) {
+        ctl_wake();
+    } else if (__atomic_load_n(&ctl.pending, __ATOMIC_ACQUIRE)) {
+        /* No thread: served here when the thread waits in a blocking call of the C
+         * library (its allocator and the agent idle on it: nothing a snapshot or a scan
+         * needs is half-changed), else by the thread's next allocation that reaches the
+         * agent; `memsight dump` sends again meanwhile, in case it waits next. */
+        if (__atomic_load_n(&ctl.main_started, __ATOMIC_ACQUIRE) && ms_self.busy == 0 &&
+            ms_state == MS_STATE_READY && ms_sig_at_wait(uc)) {
+            ms_leak_caller who;
+            ms_leak_caller_from(&who, uc);
+            ctl_serve_here(&who);
+        } else {
+            __atomic_store_n(&ms_ctl_need_start, 1, __ATOMIC_RELEASE);
+        }
+    }
     errno = saved;
     /* `memsight dump` sends to this thread alone; a request sent to the process may
      * land on a program thread: a sleep it cut short goes on for the rest of its time */
@@ -435,20 +472,51 @@ static void ctl_snapshot(const char *reason)
         STAT_INC(snapshot_errors);
 }
 
-/* A leak scan asked through the control signal: the scan runs from this agent thread,
- * whose stack and registers are not roots; the result is a "leakcheck" snapshot. */
-static void ctl_leak_scan(void)
+/* A leak scan asked through the control signal, with a "leakcheck" snapshot as result.
+ * On the control thread (who NULL) its stack and registers are not roots; on a program
+ * thread (CTL_IDLE) `who` gives that thread's as the request found them. */
+static void ctl_leak_scan(const ms_leak_caller *who)
 {
     if (!ctl_begin_work())
         return;
-    ms_leak_caller who;
-    memset(&who, 0, sizeof who);
-    int rc = ms_leak_check_and_write(&who, "leakcheck", NULL, 0);
+    ms_leak_caller none;
+    memset(&none, 0, sizeof none);
+    int rc = ms_leak_check_and_write(who ? who : &none, "leakcheck", NULL, 0);
     ctl_end_work();
     if (rc == 0)
         STAT_INC(snapshots);
     else
         STAT_INC(snapshot_errors);
+}
+
+static void ctl_run_requests(uint32_t pend, const ms_leak_caller *who)
+{
+    for (unsigned r = 1; r < MS_CTL_REQ_MAX; r++) {
+        if (!(pend & (1u << r)))
+            continue;
+        STAT_INC(requests);
+        ms_ctl_handler_fn fn = __atomic_load_n(&ctl.handlers[r], __ATOMIC_ACQUIRE);
+        if (fn)
+            fn(r, ctl.handler_args[r]);
+        else if (r == MS_CTL_REQ_DUMP)
+            ctl_snapshot("signal");
+        else if (r == MS_CTL_REQ_LEAKS)
+            ctl_leak_scan(who);
+    }
+}
+
+/* Serves the pending requests on the calling program thread (CTL_IDLE), one caller at a
+ * time: a request that comes meanwhile is taken by the loop, or by the next caller. */
+static void ctl_serve_here(const ms_leak_caller *who)
+{
+    if (__atomic_exchange_n(&ctl.serving, 1, __ATOMIC_ACQUIRE))
+        return;
+    ms_enter();
+    uint32_t pend;
+    while ((pend = __atomic_exchange_n(&ctl.pending, 0, __ATOMIC_ACQ_REL)) != 0)
+        ctl_run_requests(pend, who);
+    ms_leave();
+    __atomic_store_n(&ctl.serving, 0, __ATOMIC_RELEASE);
 }
 
 /* Resident set size in bytes from /proc/self/statm (second field, in pages). */
@@ -511,19 +579,7 @@ static void *ctl_main(void *arg)
             __atomic_store_n(&ctl.deadline_ns, 0, __ATOMIC_RELEASE);
             __atomic_fetch_or(&ctl.pending, 1u << ctl.deadline_req, __ATOMIC_RELEASE);
         }
-        uint32_t pend = __atomic_exchange_n(&ctl.pending, 0, __ATOMIC_ACQ_REL);
-        for (unsigned r = 1; r < MS_CTL_REQ_MAX; r++) {
-            if (!(pend & (1u << r)))
-                continue;
-            STAT_INC(requests);
-            ms_ctl_handler_fn fn = __atomic_load_n(&ctl.handlers[r], __ATOMIC_ACQUIRE);
-            if (fn)
-                fn(r, ctl.handler_args[r]);
-            else if (r == MS_CTL_REQ_DUMP)
-                ctl_snapshot("signal");
-            else if (r == MS_CTL_REQ_LEAKS)
-                ctl_leak_scan();
-        }
+        ctl_run_requests(__atomic_exchange_n(&ctl.pending, 0, __ATOMIC_ACQ_REL), NULL);
         if (__atomic_load_n(&ctl.gen, __ATOMIC_ACQUIRE) != gen)
             return NULL; /* told to end (detach): a later attach starts a new thread */
         now = mono_ns();
@@ -617,8 +673,10 @@ static int ctl_spawn(void)
  * looked for in /proc; while any lives, the control thread stays and polls. */
 void ms_control_program_gone(void)
 {
-    int expected = CTL_WAIT_MAIN;
+    int expected = CTL_WAIT_MAIN, idle = CTL_IDLE;
     if (__atomic_compare_exchange_n(&ctl.state, &expected, CTL_OFF, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED) ||
+        __atomic_compare_exchange_n(&ctl.state, &idle, CTL_OFF, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
         __atomic_store_n(&ms_ctl_need_start, 0, __ATOMIC_RELEASE);
         return; /* never started: it never will */
@@ -643,10 +701,27 @@ void ms_control_program_gone(void)
     __atomic_store_n(&ctl.state, CTL_OFF, __ATOMIC_RELEASE);
 }
 
+/* CTL_IDLE: requests a signal could not serve where it found the thread, served from
+ * the allocation that called in (the program's frames above are its roots). */
+static MS_NOINLINE void ctl_serve_from_alloc(void)
+{
+    __atomic_store_n(&ms_ctl_need_start, 0, __ATOMIC_RELEASE);
+    if (!__atomic_load_n(&ctl.pending, __ATOMIC_ACQUIRE))
+        return;
+    ms_leak_caller who;
+    memset(&who, 0, sizeof who);
+    MS_LEAK_CAPTURE(&who);
+    ctl_serve_here(&who);
+}
+
 void ms_control_start_slow(void)
 {
     if (!__atomic_load_n(&ctl.main_started, __ATOMIC_ACQUIRE))
         return; /* still in start-up (constructors): wait for main() */
+    if (__atomic_load_n(&ctl.state, __ATOMIC_ACQUIRE) == CTL_IDLE) {
+        ctl_serve_from_alloc();
+        return;
+    }
     int expected = CTL_WAIT_MAIN;
     if (!__atomic_compare_exchange_n(&ctl.state, &expected, CTL_STARTING, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
@@ -655,8 +730,37 @@ void ms_control_start_slow(void)
     ms_enter();
     int rc = ctl_spawn();
     ms_leave();
-    if (rc != 0) /* cannot create threads (limits): no periodic or requested snapshots */
-        __atomic_store_n(&ctl.state, CTL_OFF, __ATOMIC_RELEASE);
+    /* cannot create threads (limits): no periodic snapshots; requests are served on the
+     * program's threads (as without the need of a thread) */
+    if (rc != 0)
+        __atomic_store_n(&ctl.state, CTL_IDLE, __ATOMIC_RELEASE);
+}
+
+/* Whether the thread is needed from main() on: periodic work, or a byte trigger the
+ * allocation path wakes it for. */
+static int ctl_thread_wanted(void)
+{
+    return ctl.cfg.interval_ms || ctl.cfg.trigger_rss || ctl.cfg.trigger_bytes;
+}
+
+/* From idle to waiting for the thread's start (by the next allocation after main()). */
+static void ctl_want_thread(void)
+{
+    int expected = CTL_IDLE;
+    if (__atomic_compare_exchange_n(&ctl.state, &expected, CTL_WAIT_MAIN, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED))
+        __atomic_store_n(&ms_ctl_need_start, 1, __ATOMIC_RELEASE);
+}
+
+void ms_control_program_threaded(void)
+{
+    /* a request sent to the process may land on any thread, which may be busy for long:
+     * with several threads a thread of the agent answers (it costs the C library's
+     * single-thread fast paths no more: they are gone already) */
+    if (__atomic_load_n(&ctl.state, __ATOMIC_ACQUIRE) != CTL_IDLE)
+        return;
+    ctl_want_thread();
+    ms_control_start_slow();
 }
 
 int ms_control_start_now(void)
@@ -664,6 +768,7 @@ int ms_control_start_now(void)
     __atomic_store_n(&ctl.main_started, 1, __ATOMIC_RELEASE);
     if (!ctl.cfg.enabled)
         return -ENOTSUP;
+    ctl_want_thread(); /* a running program (attach, memsight_start): its thread at once */
     ms_control_start_slow();
     int s = __atomic_load_n(&ctl.state, __ATOMIC_ACQUIRE);
     return s == CTL_STARTING || s == CTL_RUNNING ? 0 : -EAGAIN;
@@ -686,8 +791,9 @@ static int ctl_install(void)
         return -errno;
     }
     ctl.have_old_sa = 1;
-    __atomic_store_n(&ctl.state, CTL_WAIT_MAIN, __ATOMIC_RELEASE);
-    __atomic_store_n(&ms_ctl_need_start, 1, __ATOMIC_RELEASE);
+    int wanted = ctl_thread_wanted();
+    __atomic_store_n(&ctl.state, wanted ? CTL_WAIT_MAIN : CTL_IDLE, __ATOMIC_RELEASE);
+    __atomic_store_n(&ms_ctl_need_start, wanted, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -778,9 +884,11 @@ void ms_control_fork_child(int keep)
     ctl.rss_fired = 0;
     if (ctl.cfg.trigger_bytes)
         ctl.trigger_at = ctl.cfg.trigger_bytes;
+    ctl.serving = 0;
     if (ctl.cfg.enabled && keep && ctl.state != CTL_OFF) {
-        ctl.state = CTL_WAIT_MAIN;
-        ms_ctl_need_start = 1;
+        /* the child has one thread: it needs its own only for periodic work */
+        ms_ctl_need_start = ctl_thread_wanted();
+        ctl.state = ms_ctl_need_start ? CTL_WAIT_MAIN : CTL_IDLE;
     } else {
         if (ctl.cfg.enabled) {
             signal(ctl.signo, SIG_IGN); /* a request must not kill the child */

@@ -15,6 +15,10 @@ enum ms_ctl_request {
     MS_CTL_REQ_DETACH = 3, /* memsight detach: final snapshot, hooks off (attach.c) */
     MS_CTL_REQ_MAX = 8
 };
+/* The signal's value: the request's code in the low bits, and above them a number that
+ * copies of one request share (0: none), so that a copy is not served twice. */
+#define MS_CTL_REQ_CODE_MASK 0xffu
+#define MS_CTL_REQ_SEQ_SHIFT 8
 
 /* Default request signal: SIGRTMIN + this. See docs/production.md for the choice. */
 #define MS_CTL_DEFAULT_SIGNAL_OFFSET 13
@@ -47,9 +51,13 @@ uint32_t ms_control_tid(void);
 typedef void (*ms_ctl_handler_fn)(unsigned request, void *arg);
 int ms_control_set_handler(unsigned request, ms_ctl_handler_fn fn, void *arg);
 
-/* Lazy start: the thread is created from the first top-level allocation made after
- * main() has been entered (never from a constructor, never inside the signal handler).
- * The allocation path calls ms_control_maybe_start(); it costs one load when started. */
+/* The thread exists only when something needs it: interval=, a trigger, a second program
+ * thread, an attach or memsight_start(). It is then created from the first top-level
+ * allocation made after main() has been entered (never from a constructor, never inside
+ * the signal handler). Without it, a request is served on the program thread the signal
+ * found waiting in a blocking call of the C library, or else from that thread's next
+ * allocation that reaches the agent; ms_ctl_need_start then asks the allocation path to
+ * call in. The allocation path calls ms_control_maybe_start(); it costs one load. */
 extern int ms_ctl_need_start;
 void ms_control_start_slow(void);
 static inline void ms_control_maybe_start(void)
@@ -57,6 +65,8 @@ static inline void ms_control_maybe_start(void)
     if (__builtin_expect(__atomic_load_n(&ms_ctl_need_start, __ATOMIC_RELAXED) != 0, 0))
         ms_control_start_slow();
 }
+/* The program started a thread of its own (threads.c): the agent's thread is wanted. */
+void ms_control_program_threaded(void);
 /* Starts the thread now (for memsight_start() called by the program itself). */
 int ms_control_start_now(void);
 

@@ -31,16 +31,6 @@ static void fatal_hook(ms_snap_writer *w, void *arg)
     ms_sw_end(w);
 }
 
-/* The interrupted context as the scan's caller: its stack from the interrupted stack
- * pointer (the handler's frames below are the agent's) and its callee-saved registers
- * (the rest of them is in the signal frame, below that stack pointer). */
-static void caller_from(ms_leak_caller *who, const void *uc)
-{
-    memset(who, 0, sizeof *who);
-    who->program_thread = 1;
-    ms_arch_context_callee(uc, &who->sp, who->regs);
-}
-
 static int fault_in_agent(const void *uc)
 {
     uintptr_t pc = ms_arch_context_pc(uc);
@@ -55,7 +45,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *ucv)
         ms_state == MS_STATE_READY && !fault_in_agent(uc) && !ms_snapshot_held_by_me()) {
         __atomic_store_n(&ms_fatal_signo, sig, __ATOMIC_RELEASE);
         ms_leak_caller who;
-        caller_from(&who, uc);
+        ms_leak_caller_from(&who, uc);
         int rc = -ENOTSUP;
         if (ms_opt.leak_check == 1 /* exit */)
             rc = ms_leak_check_and_write(&who, "fatal", NULL, 0);

@@ -109,6 +109,13 @@ int ms_leak_check_and_write(const ms_leak_caller *who, const char *reason, char 
     return ms_snapshot_write(reason, ms_leak_write_chunk, res, path, pathlen);
 }
 
+void ms_leak_caller_from(ms_leak_caller *who, const void *uc)
+{
+    memset(who, 0, sizeof *who);
+    who->program_thread = 1;
+    ms_arch_context_callee(uc, &who->sp, who->regs);
+}
+
 /* ===========================================================================
  * Public API
  * ========================================================================= */

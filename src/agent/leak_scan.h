@@ -61,6 +61,11 @@ typedef struct ms_leak_caller {
         MS_ARCH_CAPTURE(&(c)->sp, (c)->regs);                                           \
     } while (0)
 
+/* The context a signal interrupted as the scan's caller: its stack from the interrupted
+ * stack pointer (the handler's frames below are the agent's) and its callee-saved
+ * registers (the rest of them is in the signal frame, below that stack pointer). */
+void ms_leak_caller_from(ms_leak_caller *who, const void *ucontext);
+
 /* Where exit began on the thread that will run the exit scan (the exit interposer, the
  * return from main, _exit): that thread's stack is scanned from there, because the
  * frames of the exit path below hold dead values of earlier calls in their slots. */

@@ -38,6 +38,37 @@ static struct {
 } rs_funcs[4];
 static int rs_nfuncs;
 
+/* The C library's wrappers of calls that wait (a thread stopped in one holds none of the
+ * C library's internal locks and is in none of its allocator's work): where a request
+ * may be served on the thread itself (ms_sig_at_wait). */
+static const char *const wait_names[] = {
+    "read",      "readv",      "pread64",     "poll",        "ppoll",      "select",
+    "pselect",   "epoll_wait", "epoll_pwait", "nanosleep",   "clock_nanosleep",
+    "pause",     "sigsuspend", "sigtimedwait", "sigwaitinfo", "wait4",     "waitpid",
+    "waitid",    "accept",     "accept4",     "recv",        "recvfrom",   "recvmsg",
+    "msgrcv",
+};
+#define WAIT_MAX (sizeof wait_names / sizeof wait_names[0])
+static struct {
+    uintptr_t lo, hi;
+} wait_funcs[WAIT_MAX];
+static int wait_nfuncs;
+
+/* [lo, hi) of the C library's own definition of name, 0 when not known. */
+static int libc_func_range(const char *name, uintptr_t *lo, uintptr_t *hi)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+    Dl_info di;
+    if (!p || !dladdr(p, &di) || !di.dli_fname || !ms_libc_is_libc_path(di.dli_fname))
+        return 0; /* only the C library's own wrapper is known to be what it says */
+    size_t sz = ms_libc_func_size(p);
+    if (!sz)
+        return 0;
+    *lo = (uintptr_t)p;
+    *hi = (uintptr_t)p + sz;
+    return 1;
+}
+
 void ms_sig_resume_init(void)
 {
     if (rs_nfuncs)
@@ -49,19 +80,17 @@ void ms_sig_resume_init(void)
             /* ppoll restarts through no block (EINTR, or ERESTARTNOHAND): left alone */
             if (k == RS_POLL && j == 1)
                 continue;
-            void *p = dlsym(RTLD_DEFAULT, name);
-            Dl_info di;
-            if (!p || !dladdr(p, &di) || !di.dli_fname || !ms_libc_is_libc_path(di.dli_fname))
-                continue; /* only the C library's own wrapper is known to be what it says */
-            size_t sz = ms_libc_func_size(p);
-            if (!sz)
+            if (!libc_func_range(name, &rs_funcs[n].lo, &rs_funcs[n].hi))
                 continue;
-            rs_funcs[n].lo = (uintptr_t)p;
-            rs_funcs[n].hi = (uintptr_t)p + sz;
             rs_funcs[n].kind = k;
             n++;
         }
     __atomic_store_n(&rs_nfuncs, n, __ATOMIC_RELEASE);
+    int w = 0;
+    for (size_t i = 0; i < WAIT_MAX; i++)
+        if (libc_func_range(wait_names[i], &wait_funcs[w].lo, &wait_funcs[w].hi))
+            w++;
+    __atomic_store_n(&wait_nfuncs, w, __ATOMIC_RELEASE);
 }
 
 static int rs_kind_at(uintptr_t pc)
@@ -73,16 +102,23 @@ static int rs_kind_at(uintptr_t pc)
     return -1;
 }
 
-/* 1 when the instruction before pc is the system-call instruction: the thread was
- * stopped on return from a system call, not somewhere its result register merely held
- * -EINTR. Read through the kernel, which answers EFAULT instead of faulting. */
-static int after_syscall_insn(uintptr_t pc)
+/* 1 when the system-call instruction is at address a. Read through the kernel, which
+ * answers EFAULT instead of faulting. */
+static int syscall_insn_at(uintptr_t a)
 {
     unsigned char b[MS_ARCH_SYSCALL_INSN_LEN];
-    struct iovec local = {b, sizeof b}, remote = {(void *)(pc - sizeof b), sizeof b};
+    struct iovec local = {b, sizeof b}, remote = {(void *)a, sizeof b};
     long n = syscall(SYS_process_vm_readv, (long)syscall(SYS_getpid), &local, 1UL, &remote,
                      1UL, 0UL);
     return n == (long)sizeof b && ms_arch_is_syscall_insn(b);
+}
+
+/* 1 when the instruction before pc is the system-call instruction: the thread was
+ * stopped on return from a system call, not somewhere its result register merely held
+ * -EINTR. */
+static int after_syscall_insn(uintptr_t pc)
+{
+    return syscall_insn_at(pc - MS_ARCH_SYSCALL_INSN_LEN);
 }
 
 /* What this thread's handler is resuming now (RS_RESTART, RS_REISSUE), 0 when nothing:
@@ -91,6 +127,18 @@ static int after_syscall_insn(uintptr_t pc)
  * volatile: the nested handler reads it, which the compiler cannot see. */
 enum { RS_RESTART = 1, RS_REISSUE = 2 };
 static __thread volatile int rs_resuming __attribute__((tls_model("initial-exec")));
+
+int ms_sig_at_wait(const void *ucv)
+{
+    if (rs_resuming)
+        return 1; /* in a wait an agent handler resumes: it stopped at one of these */
+    uintptr_t pc = ms_arch_context_pc(ucv);
+    int n = __atomic_load_n(&wait_nfuncs, __ATOMIC_ACQUIRE), in = 0;
+    for (int i = 0; i < n && !in; i++)
+        in = pc > wait_funcs[i].lo && pc < wait_funcs[i].hi;
+    /* cut short (EINTR, pc after the instruction) or to be restarted (pc at it) */
+    return in && (after_syscall_insn(pc) || syscall_insn_at(pc));
+}
 
 void ms_sig_resume_interrupted(void *ucv)
 {

@@ -16,4 +16,10 @@ void ms_sig_resume_init(void);
  * (epoll_wait, select, pause, timed futex waits) return EINTR as after any handler. */
 void ms_sig_resume_interrupted(void *ucontext);
 
+/* 1 when the context (of a signal handler) stopped the thread waiting in one of the C
+ * library's calls that block (read, poll, select, epoll_wait, nanosleep, pause, wait4,
+ * accept, recv...), or in such a wait resumed by an agent handler: neither the C library's allocator nor its internal locks are in
+ * use on that thread there. Async-signal-safe. */
+int ms_sig_at_wait(const void *ucontext);
+
 #endif

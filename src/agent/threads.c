@@ -321,7 +321,7 @@ static void *ms_thread_start(void *arg)
     return ret;
 }
 
-MS_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+static int ms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     ms_init();
     if (!ms_real.pthread_create) {
@@ -372,6 +372,15 @@ MS_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
     if (!detached)
         s->handle = *t;
     return 0;
+}
+
+MS_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    int rc = ms_thread_create(t, attr, fn, arg);
+    /* the program is multi-threaded now: the agent's control thread may run too */
+    if (rc == 0 && ms_state == MS_STATE_READY && !ms_self.busy)
+        ms_control_program_threaded();
+    return rc;
 }
 
 static int ms_join_common(int rc_of_real, ms_thread_slot *s)

@@ -286,11 +286,15 @@ int ms_cli_control_tid(int pid)
 
 /* Sends the request to the agent's control thread alone when it runs (tgsigqueueinfo):
  * a signal sent to the process lands on whichever program thread the kernel picks and
- * interrupts what it was doing. Before the control thread exists, to the process (the
- * agent's handler then only wakes the thread, and resumes a sleep it cut short). */
-static int send_request(int pid, int signo, int request)
+ * interrupts what it was doing. Without a control thread (a single-threaded program: the
+ * agent starts none until something needs it), to the process: the agent serves it on
+ * the thread it finds waiting in a blocking call, or at the thread's next allocation.
+ * *to_thread says which. `seq` marks copies of one request (MS_REQ_SEQ_SHIFT). */
+static int send_request(int pid, int signo, int request, unsigned seq, int *to_thread)
 {
+    int value = (int)((unsigned)request | seq << MS_REQ_SEQ_SHIFT);
     int tid = ms_cli_control_tid(pid);
+    *to_thread = 0;
     if (tid > 0) {
         siginfo_t si;
         memset(&si, 0, sizeof si);
@@ -298,16 +302,21 @@ static int send_request(int pid, int signo, int request)
         si.si_code = SI_QUEUE;
         si.si_pid = getpid();
         si.si_uid = getuid();
-        si.si_value.sival_int = request;
-        if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, signo, &si) == 0)
+        si.si_value.sival_int = value;
+        if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, signo, &si) == 0) {
+            *to_thread = 1;
             return 0;
+        }
         if (errno != ESRCH) /* the thread is gone: the process may still be there */
             return -1;
     }
     union sigval v;
-    v.sival_int = request;
+    v.sival_int = value;
     return sigqueue(pid, signo, v);
 }
+
+/* How often a request goes again while no control thread answers it. */
+#define RESEND_S 0.25
 
 static double now_s(void)
 {
@@ -331,11 +340,17 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
                 strerror(errno));
         return -1;
     }
-    if (send_request(pid, t.signo, request) != 0) {
+    /* copies of this request share a number: the agent serves one of them */
+    unsigned number = ((unsigned)getpid() * 2654435761u ^ (unsigned)(now_s() * 1e6)) &
+                      MS_REQ_SEQ_MAX;
+    if (!number)
+        number = 1;
+    int to_thread = 0;
+    if (send_request(pid, t.signo, request, number, &to_thread) != 0) {
         set_err(err, errlen, "cannot signal process %d: %s", pid, strerror(errno));
         return -1;
     }
-    double deadline = now_s() + timeout;
+    double deadline = now_s() + timeout, resend = now_s() + RESEND_S;
     char name[NAME_MAX + 1];
     int planted = 0;
     for (;;) {
@@ -357,6 +372,16 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
         }
         if (now_s() >= deadline)
             break;
+        /* no control thread: the signal may have found the program busy, and it may not
+         * allocate again soon; a copy may find it waiting */
+        if (!to_thread && now_s() >= resend) {
+            resend = now_s() + RESEND_S;
+            if (send_request(pid, t.signo, request, number, &to_thread) != 0 &&
+                errno != ESRCH) {
+                set_err(err, errlen, "cannot signal process %d: %s", pid, strerror(errno));
+                return -1;
+            }
+        }
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

@@ -10,6 +10,8 @@
 #define MS_REQ_DUMP 1
 #define MS_REQ_LEAKS 2
 #define MS_DEFAULT_SIGNAL_OFFSET 13
+#define MS_REQ_SEQ_SHIFT 8        /* MS_CTL_REQ_SEQ_SHIFT: a request number above the code */
+#define MS_REQ_SEQ_MAX 0x7fffffu  /* numbers fit the signal's positive int value */
 
 /* Sends `request` to the agent in process `pid` (signal `signo`, 0: the agent's own or the
  * default) and waits up to `timeout` seconds for a new memsight-<pid>-<NNNN>-<reason>.msnap,

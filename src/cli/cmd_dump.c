@@ -25,7 +25,10 @@ static void usage(FILE *f)
             "                 its environment cannot be read (default: SIGRTMIN+%d = %d)\n"
             "\n"
             "The process must be owned by you (or you are root). The signal's handler in the\n"
-            "agent only wakes the agent's control thread, which writes the snapshot.\n",
+            "agent wakes the agent's control thread, which writes the snapshot; a program\n"
+            "with one thread has none: its thread writes it where the signal finds it waiting\n"
+            "(sleep, poll, read...) or at its next allocation (the request is sent again\n"
+            "every 0.25 s meanwhile, and served once).\n",
             MS_DEFAULT_SIGNAL_OFFSET, SIGRTMIN + MS_DEFAULT_SIGNAL_OFFSET);
 }
 

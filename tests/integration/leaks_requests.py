@@ -2,7 +2,8 @@
 """Requests must not disturb the program: rq_sleep sleeps in nanosleep while `memsight
 dump`, `memsight leaks` and a plain signal to the process (the request signal, which
 the kernel may deliver to the sleeping thread) reach the agent; each request gives its
-snapshot, and the sleep ends whole: nanosleep returns 0 after the full time."""
+snapshot, and the sleep ends whole: nanosleep returns 0 after the full time. The program
+has one thread and keeps one: the requests are served on it, without a control thread."""
 import os
 import re
 import signal
@@ -28,8 +29,9 @@ def main():
             line = p.stdout.readline()
             if not line.startswith("READY"):
                 fail("rq_sleep did not start: %r" % line)
-            pid = int(subprocess.run(["pgrep", "-n", "-x", "rq_sleep"], stdout=subprocess.PIPE,
-                                     text=True).stdout.split()[0])
+            # memsight run's own child (other rq_sleep processes may run on the machine)
+            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                pid = int(f.read().split()[0])
             for cmd in (["dump", str(pid)], ["leaks", "--timeout", "60", str(pid)]):
                 r = subprocess.run([memsight] + cmd, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, timeout=120)
@@ -38,6 +40,9 @@ def main():
             # a request sent to the process, as `kill -SIG PID` would: it may land on
             # the sleeping main thread
             os.kill(pid, signal.SIGRTMIN + 13)
+            tasks = os.listdir("/proc/%d/task" % pid)
+            if tasks != [str(pid)]:
+                fail("the program has threads %r after the requests (one expected)" % tasks)
             out = p.stdout.read()
             p.wait(timeout=120)
         finally:
