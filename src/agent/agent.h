@@ -48,6 +48,7 @@ typedef struct ms_tls {
     void *scache;         /* recent-stack cache, mapped on first use (record.c) */
     void *pend;           /* unflushed live-total changes, mapped on first use (control.c) */
     uint64_t scache_clock;
+    uintptr_t walk_fp;    /* frame record of the recording call a walk starts from (0: its own) */
     uint32_t nidx;        /* cached free live-table indices (live.c) */
     uint32_t idx[MS_IDX_CACHE];
 } ms_tls;

@@ -121,7 +121,9 @@ void ms_record_prepare(ms_rec_prep *rp, size_t size)
         if (!rp->weight) /* not sampled (realloc in place): a header saying "not tracked" */
             return;
     }
+    ms_self.walk_fp = (uintptr_t)__builtin_frame_address(0);
     uint32_t sid = ms_current_stack(MS_KIND_HEAP);
+    ms_self.walk_fp = 0;
     uint32_t idx = ms_live_take_index();
     if (MS_UNLIKELY(idx == 0 || sid > MS_HDR_MAX_STACK || size > MS_HDR_SIZE_MASK)) {
         if (idx)

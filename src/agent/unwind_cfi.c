@@ -730,8 +730,13 @@ typedef struct cfi_trace {
 #define MS_WC_SETS 64
 #define MS_WC_WAYS 4
 #define MS_WC_WORDS 40
+/* The first states of a set's ways share one cache line: a look-up reads it and then
+ * only the way whose first state matches (each way is about 700 bytes, mostly words). */
+typedef struct wc_tag {
+    uintptr_t pc0, sp0;
+} wc_tag;
 typedef struct wc_ent {
-    uintptr_t pc0, sp0, bp0;
+    uintptr_t bp0;
     uint32_t gen;          /* rule generation (0: empty) */
     uint32_t sid;          /* heap stack id (0: not known yet) */
     uint32_t stamp;
@@ -745,23 +750,27 @@ typedef struct cfi_thread {
     unsigned cur;
     uint32_t wc_clock;
     cfi_l1 l1[MS_CFI_L1];
+    wc_tag wct[MS_WC_SETS][MS_WC_WAYS] __attribute__((aligned(64)));
     wc_ent wc[MS_WC_SETS][MS_WC_WAYS];
 } cfi_thread;
 
-static inline wc_ent *wc_set(cfi_thread *me, uintptr_t pc0, uintptr_t sp0)
+static inline unsigned wc_setno(uintptr_t pc0, uintptr_t sp0)
 {
     uint64_t h = ((uint64_t)pc0 ^ ((uint64_t)sp0 << 17)) * 0x9E3779B97F4A7C15ull;
-    return me->wc[h >> 58];
+    return (unsigned)(h >> 58);
 }
 
 /* The entry whose words still hold their values for this first state, or NULL. */
 static inline wc_ent *wc_find(cfi_thread *me, uintptr_t pc0, uintptr_t sp0, uintptr_t bp0,
                               unsigned gen)
 {
-    wc_ent *set = wc_set(me, pc0, sp0);
+    unsigned s = wc_setno(pc0, sp0);
+    const wc_tag *tag = me->wct[s];
     for (unsigned w = 0; w < MS_WC_WAYS; w++) {
-        wc_ent *e = &set[w];
-        if (e->pc0 != pc0 || e->sp0 != sp0 || e->gen != gen || (e->needbp && e->bp0 != bp0))
+        if (tag[w].pc0 != pc0 || tag[w].sp0 != sp0)
+            continue;
+        wc_ent *e = &me->wc[s][w];
+        if (e->gen != gen || (e->needbp && e->bp0 != bp0))
             continue;
         unsigned i = 0, nw = e->nw;
         while (i < nw && *(const uintptr_t *)e->w[i][0] == e->w[i][1])
@@ -806,13 +815,15 @@ static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
             nw++;
         }
     }
-    wc_ent *set = wc_set(me, t->s[start].pc, sp0), *e = &set[0];
+    unsigned sn = wc_setno(t->s[start].pc, sp0), way = 0;
+    wc_ent *set = me->wc[sn];
     for (unsigned w = 1; w < MS_WC_WAYS; w++)
-        if (set[w].stamp < e->stamp)
-            e = &set[w];
+        if (set[w].stamp < set[way].stamp)
+            way = w;
+    wc_ent *e = &set[way];
     e->gen = 0; /* not valid while it is rewritten */
-    e->pc0 = t->s[start].pc;
-    e->sp0 = sp0;
+    me->wct[sn][way].pc0 = t->s[start].pc;
+    me->wct[sn][way].sp0 = sp0;
     e->bp0 = t->s[start].bp;
     e->needbp = need[0];
     e->nw = (uint16_t)nw;
@@ -972,7 +983,11 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
         /* The agent is built with frame pointers: leave its own frames by following
          * the frame records (CFA = fp + 16, return address at fp + 8, caller's fp at fp)
          * until the return address is outside the agent. No rule lookups for frames
-         * that are never kept. */
+         * that are never kept. A recording call names its own frame record (above ours
+         * on the same chain): fewer agent frames to leave. */
+        uintptr_t hint = ms_self.walk_fp;
+        if (hint > fp && hint < hi)
+            fp = hint;
         for (unsigned i = 0;; i++) {
             if (i == 64 || fp < lo || fp + 16 > hi || (fp & 7)) {
                 *flags |= MS_STACKF_UNWIND_FAIL;
