@@ -48,6 +48,7 @@ typedef struct ms_tls {
     void *scache;         /* recent-stack cache, mapped on first use (record.c) */
     void *pend;           /* unflushed live-total changes, mapped on first use (control.c) */
     uint64_t scache_clock;
+    int count_own;        /* 1: adds to shard 0 of heap stacks' counters alone; -1: not */
     uintptr_t walk_fp;    /* frame record of the recording call a walk starts from (0: its own) */
     uint32_t nidx;        /* cached free live-table indices (live.c) */
     uint32_t idx[MS_IDX_CACHE];
@@ -200,6 +201,30 @@ ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len) MS_INTERNAL;
 extern ms_stack_rec *ms_stack_recs MS_INTERNAL;
 extern uint64_t *ms_stack_shards MS_INTERNAL; /* [(shard-1) * cap + id] * 2 */
 extern uint32_t ms_stack_cap MS_INTERNAL;
+/* Heap stacks: shard 0 belongs to one thread, the first that records a block (usually the
+ * main thread: the whole program when it is single-threaded), which adds to it without a
+ * locked instruction (ms_arch_add_own); every other thread adds to shards 1.. with
+ * relaxed atomics by its thread id. Only one thread ever writes shard 0, so the sums stay
+ * exact. Region stacks (mmap.c) keep the shards by thread id: their records are other
+ * records. */
+void ms_stack_count_claim(void) MS_INTERNAL; /* sets ms_self.count_own to 1 or -1 */
+static inline void ms_stack_count_heap_alloc(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
+{
+    if (MS_UNLIKELY(ms_self.count_own == 0))
+        ms_stack_count_claim();
+    if (MS_LIKELY(ms_self.count_own > 0)) {
+        ms_arch_add_own(&r->alloc_blocks, blocks);
+        ms_arch_add_own(&r->alloc_bytes, bytes);
+        return;
+    }
+    uint64_t *c = &r->alloc_blocks;
+    if (MS_LIKELY(ms_stack_shards != NULL)) {
+        unsigned sh = 1 + ms_self.tid % (MS_STACK_SHARDS - 1);
+        c = &ms_stack_shards[((uint64_t)(sh - 1) * ms_stack_cap + (uint64_t)(r - ms_stack_recs)) * 2];
+    }
+    __atomic_fetch_add(&c[0], blocks, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c[1], bytes, __ATOMIC_RELAXED);
+}
 /* 1 if the stack ever had an allocation counted (sum over shards). */
 int ms_stack_used(const ms_stack_rec *r) MS_INTERNAL;
 

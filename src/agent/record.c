@@ -134,9 +134,11 @@ void ms_record_prepare(ms_rec_prep *rp, size_t size)
     rp->sid = sid;
     rp->idx = idx;
     rp->rec = ms_stack_get(sid);
-    if (rp->rec)
-        ms_stack_account_alloc_n(rp->rec, ms_sampler_count_estimate(size, rp->weight),
-                                 rp->weight);
+    if (rp->rec) {
+        uint64_t blocks = ms_sampler_count_estimate(size, rp->weight);
+        ms_stack_count_heap_alloc(rp->rec, blocks, rp->weight);
+        ms_control_note(rp->rec, (int64_t)rp->weight, (int64_t)blocks);
+    }
     rp->ticks = ms_ticks();
     rp->tid = ms_sampler_tag_tid(ms_gettid(), size, rp->weight);
 }

@@ -62,6 +62,17 @@ int ms_stacks_init(uint64_t capacity)
     return 0;
 }
 
+/* The first thread that asks owns shard 0 of the heap stacks (agent.h); without the shard
+ * array every thread adds to shard 0, so nobody may own it. */
+void ms_stack_count_claim(void)
+{
+    static int taken;
+    int free_ = 0;
+    int won = ms_stack_shards && __atomic_compare_exchange_n(&taken, &free_, 1, 0, __ATOMIC_RELAXED,
+                                                             __ATOMIC_RELAXED);
+    ms_self.count_own = won ? 1 : -1;
+}
+
 /* Room for depth pcs in one mapped chunk: their offset, or UINT64_MAX (arena full, or a
  * chunk that cannot be mapped). */
 static uint64_t pcs_take(unsigned depth)

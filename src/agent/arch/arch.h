@@ -33,6 +33,8 @@
  *   ms_arch_cpu_relax()          the spin-wait hint (pause, yield)
  *   ms_arch_strip_pc(pc)         a return address without authentication bits
  *   ms_arch_untag(addr)          an address without a top-byte tag
+ *   ms_arch_add_own(p, v)        *p += v by the word's only writer, safe against the
+ *                                same thread's signal handlers (no lock prefix on x86)
  *   MS_ARCH_CURRENT_STATE(pc,sp,fp)  the calling function's exact pc, sp and fp
  *   MS_ARCH_CAPTURE(sp, regs)    the caller's sp and callee-saved registers
  *   MS_ARCH_CALLER_SP()          the caller's sp before its call into the current

@@ -45,6 +45,13 @@ static inline uintptr_t ms_arch_strip_pc(uintptr_t pc)
 /* Top-byte ignore: user-space data addresses are 56 bits, the top byte is a tag. */
 static inline uintptr_t ms_arch_untag(uintptr_t a) { return a & 0x00ffffffffffffffull; }
 
+/* A counter with one writing thread: a load and a store could be split by a signal
+ * handler that allocates, so a relaxed atomic add (one STADD with LSE). */
+static inline void ms_arch_add_own(uint64_t *p, uint64_t v)
+{
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
 /* The calling function's exact pc (a label), sp and x29, read together. */
 #define MS_ARCH_CURRENT_STATE(pc, sp, fp)                                                \
     do {                                                                                 \

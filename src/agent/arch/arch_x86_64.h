@@ -29,6 +29,12 @@ static inline uintptr_t ms_arch_thread_pointer(void)
 static inline void ms_arch_cpu_relax(void) { __builtin_ia32_pause(); }
 static inline uintptr_t ms_arch_strip_pc(uintptr_t pc) { return pc; }
 static inline uintptr_t ms_arch_untag(uintptr_t a) { return a; }
+/* A counter with one writing thread: one add to memory without the lock prefix (a signal
+ * handler on that thread cannot split it; other threads read the old or the new value). */
+static inline void ms_arch_add_own(uint64_t *p, uint64_t v)
+{
+    __asm__ volatile("addq %1, %0" : "+m"(*p) : "er"(v));
+}
 
 /* Not used where MS_ARCH_AGENT_FP_CFA is 1: the walk starts from the frame record. */
 #define MS_ARCH_CURRENT_STATE(pc, sp, fp)                                                \
