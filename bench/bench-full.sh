@@ -27,22 +27,9 @@ with open(sys.argv[1], 'w') as f:
     f.write("COMMIT;\nCREATE INDEX t_name ON t(name);\nCREATE INDEX t_k ON t(k, v);\n")
     f.write("SELECT count(*), sum(length(name)) FROM t;\nSELECT k FROM t WHERE k < 50 ORDER BY k LIMIT 3;\n")
 PYEOF
-cat > "$WORK/churn.py" <<'PYEOF'
-import sys
-total = 0
-for rnd in range(20):
-    d = {}
-    for i in range(60000):
-        d['key-%d-%d' % (rnd, i)] = [i, str(i), (i, i + 1)]
-    lst = [s.upper() + '-' + s for s in map(str, range(60000))]
-    st = set(lst[::3])
-    total += len(d) + len(lst) + len(st)
-    del d, lst, st
-print(total)
-PYEOF
 # $1: a command prefix (words, no spaces inside them): env, the agent, heaptrack
 run_sqlite() { rm -f "$WORK/db"; tm $1 sqlite3 "$WORK/db" < "$WORK/sqlite.sql" > "$WORK/out.txt" 2>"$WORK/err.txt"; }
-run_python() { PYTHONMALLOC=malloc tm $1 $PY "$WORK/churn.py" > "$WORK/out.txt" 2>"$WORK/err.txt"; }
+run_python() { PYTHONMALLOC=malloc tm $1 $PY "$SRC/bench/churn.py" > "$WORK/out.txt" 2>"$WORK/err.txt"; }
 
 now() { date +%s.%N; }
 # Measured: CPU seconds (user + system) of the whole process tree (heaptrack's

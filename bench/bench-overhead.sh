@@ -36,18 +36,6 @@ with open(sys.argv[1], 'w') as f:
     f.write("COMMIT;\nCREATE INDEX t_name ON t(name);\nCREATE INDEX t_k ON t(k, v);\n")
     f.write("SELECT count(*), sum(length(name)) FROM t;\n")
 PYEOF
-cat > "$WORK/churn.py" <<'PYEOF'
-total = 0
-for rnd in range(8):
-    d = {}
-    for i in range(60000):
-        d['key-%d-%d' % (rnd, i)] = [i, str(i), (i, i + 1)]
-    lst = [s.upper() + '-' + s for s in map(str, range(60000))]
-    st = set(lst[::3])
-    total += len(d) + len(lst) + len(st)
-    del d, lst, st
-print(total)
-PYEOF
 # 8 MB of compressible but not trivial text for xz (1 MiB blocks: both threads work)
 $PY - "$WORK/xz.in" <<'PYEOF'
 import random, sys
@@ -74,7 +62,7 @@ run_one() {
     in=/dev/null
     case $wl in
     sqlite) rm -f "$WORK/db"; in=$WORK/sqlite.sql; set -- sqlite3 "$WORK/db" ;;
-    python) set -- $PY "$WORK/churn.py" ;;
+    python) set -- $PY "$SRC/bench/churn.py" 8 ;;
     xz) set -- xz -T2 -3 --block-size=1MiB -c "$WORK/xz.in" ;;
     esac
     case $tool in
