@@ -5,6 +5,7 @@
 
 #include "agent/agent.h"
 #include "agent/sampler.h"
+#include "agent/unwind_cfi.h"
 
 uint64_t ms_hdr_secret;
 
@@ -122,7 +123,9 @@ void ms_record_prepare(ms_rec_prep *rp, size_t size)
             return;
     }
     ms_self.walk_fp = (uintptr_t)__builtin_frame_address(0);
-    uint32_t sid = ms_current_stack(MS_KIND_HEAP);
+    uint32_t sid = ms_cfi_cached_id((unsigned)ms_opt.max_depth);
+    if (!sid)
+        sid = ms_current_stack(MS_KIND_HEAP);
     ms_self.walk_fp = 0;
     uint32_t idx = ms_live_take_index();
     if (MS_UNLIKELY(idx == 0 || sid > MS_HDR_MAX_STACK || size > MS_HDR_SIZE_MASK)) {

@@ -772,10 +772,12 @@ static inline wc_ent *wc_find(cfi_thread *me, uintptr_t pc0, uintptr_t sp0, uint
         wc_ent *e = &me->wc[s][w];
         if (e->gen != gen || (e->needbp && e->bp0 != bp0))
             continue;
+        /* two words per step, one branch (nw is even: wc_keep pads) */
         unsigned i = 0, nw = e->nw;
-        while (i < nw && *(const uintptr_t *)e->w[i][0] == e->w[i][1])
-            i++;
-        if (i == nw) {
+        while (i < nw && ((*(const uintptr_t *)e->w[i][0] ^ e->w[i][1]) |
+                          (*(const uintptr_t *)e->w[i + 1][0] ^ e->w[i + 1][1])) == 0)
+            i += 2;
+        if (i >= nw) {
             e->stamp = ++me->wc_clock;
             return e;
         }
@@ -814,6 +816,12 @@ static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
             tmp.w[nw][1] = v[x];
             nw++;
         }
+    }
+    _Static_assert((MS_WC_WORDS & 1) == 0, "words are checked in pairs");
+    if (nw & 1) { /* even for the look-up's pairs: the first word once more */
+        tmp.w[nw][0] = tmp.w[0][0];
+        tmp.w[nw][1] = tmp.w[0][1];
+        nw++;
     }
     unsigned sn = wc_setno(t->s[start].pc, sp0), way = 0;
     wc_ent *set = me->wc[sn];
@@ -960,6 +968,37 @@ static MS_NOINLINE int leave_agent_by_rules(cfi_thread *me, uintptr_t hi, uintpt
     return 0;
 }
 
+/* Leaves the agent's own frames by their frame records from fp (CFA = fp + 16, return
+ * address at fp + 8, caller's fp at fp): the first state outside the agent, or 0. */
+static inline int leave_agent_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintptr_t self_lo,
+                                 uintptr_t self_hi, uintptr_t *pc, uintptr_t *sp, uintptr_t *bp)
+{
+    for (unsigned i = 0; i < 64 && fp >= lo && fp + 16 <= hi && !(fp & 7); i++) {
+        uintptr_t ra = ms_arch_strip_pc(((const uintptr_t *)fp)[1]);
+        uintptr_t next = ((const uintptr_t *)fp)[0];
+        if (ra < self_lo || ra >= self_hi) {
+            *pc = ra;
+            *sp = fp + 16;
+            *bp = next;
+            return 1;
+        }
+        fp = next;
+    }
+    return 0;
+}
+
+uint32_t ms_cfi_cached_id(unsigned max)
+{
+    cfi_thread *me = ms_self.cfi;
+    uintptr_t hi = ms_self.stack_hi, fp = ms_self.walk_fp;
+    uintptr_t lo = (uintptr_t)__builtin_frame_address(0), pc = 0, sp = 0, bp = 0;
+    if (!MS_ARCH_AGENT_FP_CFA || !me || lo >= hi || lo < ms_self.stack_lo || fp <= lo ||
+        !leave_agent_fp(fp, lo, hi, ms_self_lo, ms_self_hi, &pc, &sp, &bp) || pc < 4096)
+        return 0;
+    wc_ent *e = wc_find(me, pc, sp, bp, __atomic_load_n(&ms_gen, __ATOMIC_RELAXED));
+    return e && e->depth <= max ? e->sid : 0;
+}
+
 int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot)
 {
     if (sid_slot)
@@ -988,21 +1027,10 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
         uintptr_t hint = ms_self.walk_fp;
         if (hint > fp && hint < hi)
             fp = hint;
-        for (unsigned i = 0;; i++) {
-            if (i == 64 || fp < lo || fp + 16 > hi || (fp & 7)) {
-                *flags |= MS_STACKF_UNWIND_FAIL;
-                MS_HEALTH_INC(unwind_failures);
-                return 0;
-            }
-            uintptr_t ra = ms_arch_strip_pc(((const uintptr_t *)fp)[1]);
-            uintptr_t next = ((const uintptr_t *)fp)[0];
-            if (ra < self_lo || ra >= self_hi) {
-                pc = ra;
-                sp = fp + 16;
-                bp = next;
-                break;
-            }
-            fp = next;
+        if (!leave_agent_fp(fp, lo, hi, self_lo, self_hi, &pc, &sp, &bp)) {
+            *flags |= MS_STACKF_UNWIND_FAIL;
+            MS_HEALTH_INC(unwind_failures);
+            return 0;
         }
     } else if (!leave_agent_by_rules(me, hi, self_lo, self_hi, &pc, &sp, &bp)) {
         *flags |= MS_STACKF_UNWIND_FAIL;

@@ -15,6 +15,11 @@ int ms_cfi_init(uint64_t cache_entries);
  * thread's next walk: when it holds an id, pcs are not filled (the walk was recognised
  * without walking); when it holds 0, pcs are complete and the caller stores the id. */
 int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot);
+/* The heap stack id the walk cache holds for the walk that would start from the frame
+ * record ms_self.walk_fp names (0: none, walk): the look-up alone, without a walk's
+ * set-up, for the recording path. 0 when this thread has no walker state (another
+ * unwinder is in use) or the agent is not built with frame records. */
+uint32_t ms_cfi_cached_id(unsigned max);
 /* Releases the calling thread's walker state (thread exit). */
 void ms_cfi_thread_exit(void);
 /* Modules may have been unloaded: cached rules and the module list are refreshed. */
