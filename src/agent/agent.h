@@ -58,7 +58,12 @@ extern __thread ms_tls ms_self __attribute__((tls_model("initial-exec"))) MS_INT
 
 static inline void ms_enter(void) { ms_self.busy++; }
 static inline void ms_leave(void) { ms_self.busy--; }
-uint32_t ms_gettid(void) MS_INTERNAL;
+uint32_t ms_gettid_slow(void) MS_INTERNAL;
+/* Inline: the recording path asks for it on every block. */
+static inline uint32_t ms_gettid(void)
+{
+    return MS_LIKELY(ms_self.tid != 0) ? ms_self.tid : ms_gettid_slow();
+}
 
 /* ===========================================================================
  * Lifecycle (init.c).

@@ -112,10 +112,9 @@ void *ms_sys_mremap(void *old, size_t old_len, size_t new_len)
     return (void *)r;
 }
 
-uint32_t ms_gettid(void)
+uint32_t ms_gettid_slow(void)
 {
-    if (MS_UNLIKELY(ms_self.tid == 0))
-        ms_self.tid = (uint32_t)syscall(SYS_gettid);
+    ms_self.tid = (uint32_t)syscall(SYS_gettid);
     return ms_self.tid;
 }
 
