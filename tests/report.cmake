@@ -43,3 +43,5 @@ ms_integration_test(report_merge ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_
 ms_integration_test(report_install ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_install.sh)
 ms_integration_test(report_suppress ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_suppress.py)
 ms_integration_test(report_messages ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_messages.py)
+# `memsight merge` sums the inputs' temporary allocations and size histograms.
+ms_integration_test(report15_merge_temp_hist ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_merge_temp_hist.py)

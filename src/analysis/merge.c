@@ -13,6 +13,7 @@
 #include "analysis/stack_agg.h"
 #include "core/fileio.h"
 #include "core/labels.h"
+#include "core/proc_read.h"
 #include "core/snapshot_write.h"
 
 /* ---- merging ------------------------------------------------------------------------ */
@@ -379,6 +380,50 @@ static void fold_leaks(ms_snapshot *out)
     qsort(out->leaks, out->nleaks, sizeof *out->leaks, cmp_leak_bytes);
 }
 
+static int cmp_bucket(const void *a, const void *b)
+{
+    const ms_size_bucket *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* The inputs' size histograms summed bucket by bucket. Buckets of equal bounds add up
+ * (the agent's power-of-two classes always are); buckets that overlap without being
+ * equal cannot be split without knowing the sizes inside, so then none is kept
+ * (*kept = 0). -1 on out of memory. */
+static int merge_hist(ms_snapshot *out, ms_snapshot *const *in, size_t n, int *kept)
+{
+    size_t total = 0;
+    *kept = 0;
+    for (size_t i = 0; i < n; i++)
+        total += in[i]->nhist;
+    ms_size_bucket *v = malloc((total ? total : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < in[i]->nhist; j++)
+            v[k++] = in[i]->hist[j];
+    qsort(v, k, sizeof *v, cmp_bucket);
+    size_t w = 0;
+    for (size_t r = 0; r < k; r++) {
+        if (w && v[w - 1].lo == v[r].lo && v[w - 1].hi == v[r].hi) {
+            v[w - 1].count = ms_sat_add(v[w - 1].count, v[r].count);
+            continue;
+        }
+        if (w && v[r].lo <= v[w - 1].hi) {
+            free(v);
+            return 0;
+        }
+        v[w++] = v[r];
+    }
+    out->hist = v;
+    out->nhist = w;
+    *kept = 1;
+    return 0;
+}
+
 /* merge_process_parts with pr[i], the processes of input i, to fill. */
 static int merge_parts(ms_snapshot *out, ms_snapshot *const *in, size_t n, uint32_t *const *ids,
                        procs *pr, ms_merge_info *info)
@@ -390,6 +435,8 @@ static int merge_parts(ms_snapshot *out, ms_snapshot *const *in, size_t n, uint3
         info->with_blocks += in[i]->has_blocks != 0;
         info->with_leaks += in[i]->has_leaks != 0;
         info->with_peak += in[i]->has_peak != 0;
+        info->with_temp += in[i]->has_temp != 0;
+        info->with_hist += in[i]->hist != NULL;
         info->with_threads += in[i]->nthreads != 0;
         nblocks += in[i]->nblocks;
         nleaks += in[i]->nleaks;
@@ -398,6 +445,11 @@ static int merge_parts(ms_snapshot *out, ms_snapshot *const *in, size_t n, uint3
     info->processes = nproc;
     info->blocks_kept = info->with_blocks == n && nproc <= UINT16_MAX;
     info->peak_kept = info->with_peak == n;
+    /* a count that some inputs lack would be a lower bound passed off as the sum */
+    info->temp_kept = info->with_temp == n;
+    out->has_temp = info->temp_kept;
+    if (info->with_hist == n && merge_hist(out, in, n, &info->hist_kept) != 0)
+        return -1;
     if (info->blocks_kept) {
         out->blocks = malloc((nblocks ? nblocks : 1) * sizeof *out->blocks);
         if (!out->blocks)
@@ -461,6 +513,10 @@ static int merge_parts(ms_snapshot *out, ms_snapshot *const *in, size_t n, uint3
                 d->peak_live_blocks += s->stacks[j].peak_live_blocks;
                 d->peak_live_bytes += s->stacks[j].peak_live_bytes;
             }
+        }
+        for (size_t j = 0; out->has_temp && j < s->nstacks; j++) {
+            ms_stack *d = &out->stacks[ids[i][j] - 1];
+            d->temp_blocks = ms_sat_add(d->temp_blocks, s->stacks[j].temp_blocks);
         }
         if (sum_named(&out->health, &out->nhealth, s->health, s->nhealth) != 0 ||
             sum_named(&out->acct, &out->nacct, s->acct, s->nacct) != 0)
@@ -779,6 +835,35 @@ static void write_peak(ms_snap_writer *w, const ms_snapshot *s)
     ms_sw_end(w);
 }
 
+static void write_temp(ms_snap_writer *w, const ms_snapshot *s)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < s->nstacks; i++)
+        n += s->stacks[i].temp_blocks != 0;
+    ms_sw_begin(w, MS_CHUNK_TEMP, 0);
+    ms_sw_u32(w, n);
+    for (size_t i = 0; i < s->nstacks; i++) {
+        if (!s->stacks[i].temp_blocks)
+            continue;
+        ms_sw_u32(w, s->stacks[i].id);
+        ms_sw_u32(w, 0);
+        ms_sw_u64(w, s->stacks[i].temp_blocks);
+    }
+    ms_sw_end(w);
+}
+
+static void write_hist(ms_snap_writer *w, const ms_snapshot *s)
+{
+    ms_sw_begin(w, MS_CHUNK_HIST, 0);
+    ms_sw_u32(w, (uint32_t)s->nhist);
+    for (size_t i = 0; i < s->nhist; i++) {
+        ms_sw_u64(w, s->hist[i].lo);
+        ms_sw_u64(w, s->hist[i].hi);
+        ms_sw_u64(w, s->hist[i].count);
+    }
+    ms_sw_end(w);
+}
+
 static void write_leaks(ms_snap_writer *w, const ms_snapshot *s)
 {
     ms_sw_begin(w, MS_CHUNK_LEAK, 0);
@@ -865,6 +950,10 @@ int ms_merge_write(const ms_snapshot *s, const char *path, char *err, size_t err
         write_blocks(w, s);
     if (s->has_peak)
         write_peak(w, s);
+    if (s->has_temp)
+        write_temp(w, s);
+    if (s->hist)
+        write_hist(w, s);
     if (s->has_leaks)
         write_leaks(w, s);
     if (s->nacct)

@@ -49,6 +49,19 @@ static void report_parts(const ms_merge_info *i, const ms_snapshot *m, size_t n)
     else if (i->with_peak)
         fprintf(stderr, "memsight merge: peak: not kept: only %zu of %zu snapshots record one\n",
                 i->with_peak, n);
+    if (i->temp_kept)
+        fprintf(stderr, "memsight merge: temporary allocations: summed per stack\n");
+    else if (i->with_temp)
+        fprintf(stderr, "memsight merge: temporary allocations: not kept: only %zu of %zu "
+                        "snapshots count them\n", i->with_temp, n);
+    if (i->hist_kept)
+        fprintf(stderr, "memsight merge: size histogram: summed bucket by bucket\n");
+    else if (i->with_hist == n)
+        fprintf(stderr, "memsight merge: size histogram: not kept: the snapshots' buckets "
+                        "overlap without being equal\n");
+    else if (i->with_hist)
+        fprintf(stderr, "memsight merge: size histogram: not kept: only %zu of %zu snapshots "
+                        "have one\n", i->with_hist, n);
     if (i->with_threads)
         fprintf(stderr, "memsight merge: threads: not kept (a thread belongs to one process; "
                         "blocks keep their thread id)\n");

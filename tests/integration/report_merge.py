@@ -11,27 +11,18 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_common import MEMSIGHT, PROGRAMS, check, json, report_json, tmpdir  # noqa: E402
+from export_common import MEMSIGHT, check, json, report_json, tmpdir  # noqa: E402
+import merge_common  # noqa: E402
 
 d = tmpdir("merge")
 
 
-def record(name, *args, opts=("--leak-check", "exit", "--dump-at-peak")):
-    out = os.path.join(d, name)
-    p = subprocess.run([MEMSIGHT, "run", "-q", "-o", out, *opts, "--",
-                        os.path.join(PROGRAMS, "mg_parts"), *map(str, args)],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    check(p.returncode == 0, f"mg_parts {args}: {p.stderr[-2000:]}")
-    snaps = [f for f in os.listdir(out) if f.endswith("-exit.msnap")]
-    check(len(snaps) == 1, f"{name}: snapshots {snaps}")
-    return os.path.join(out, snaps[0]), json.loads(p.stdout)
+def record(name, *args, **kw):
+    return merge_common.record(d, name, *args, **kw)
 
 
 def merge(out, *files):
-    p = subprocess.run([MEMSIGHT, "merge", "-o", os.path.join(d, out), *files],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    check(p.returncode == 0, f"merge: {p.stderr}")
-    return os.path.join(d, out), p.stderr
+    return merge_common.merge(d, out, *files)
 
 
 def blocks(path):
