@@ -45,3 +45,5 @@ ms_integration_test(report_suppress ${CMAKE_CURRENT_SOURCE_DIR}/integration/repo
 ms_integration_test(report_messages ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_messages.py)
 # `memsight merge` sums the inputs' temporary allocations and size histograms.
 ms_integration_test(report15_merge_temp_hist ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_merge_temp_hist.py)
+# The compact JSON report (--json-frames=table), expanded, equals the full form.
+ms_integration_test(report15_json_table ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_json_table.py)

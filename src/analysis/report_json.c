@@ -13,6 +13,7 @@
 #include "analysis/report_model.h"
 
 #define JSON_REPORT_VERSION 1
+#define JSON_REPORT_VERSION_TABLE 2 /* stacks[].frames are indexes into frame_table */
 
 static void counters(ms_json *j, const char *prefix, const ms_snap_counters *c, int cumulative)
 {
@@ -33,16 +34,162 @@ static void counters(ms_json *j, const char *prefix, const ms_snap_counters *c, 
     ms_json_kv_u64(j, k, c->free_blocks);
 }
 
-static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st)
+/* The frame table of the compact form (`--json-frames=table`): every distinct source
+ * frame once, its strings in tables of their own; stacks list indexes into it. The same
+ * frame interned twice gets the same index, so a second pass over the stacks writes
+ * exactly the indexes the first pass put in the tables. */
+typedef struct frame_row {
+    uint64_t address, module_offset;
+    long module, function, file; /* indexes into the string tables, -1 for null */
+    int line, inlined;
+} frame_row;
+
+typedef struct frame_table {
+    ms_agg *modules, *functions, *files; /* string tables (ms_agg's interned names) */
+    ms_agg *keys;                        /* one interned key per frame row */
+    frame_row *rows;
+    size_t nrows, caprows;
+} frame_table;
+
+static void table_free(frame_table *t)
+{
+    ms_agg_free(t->modules);
+    ms_agg_free(t->functions);
+    ms_agg_free(t->files);
+    ms_agg_free(t->keys);
+    free(t->rows);
+}
+
+static int table_init(frame_table *t)
+{
+    memset(t, 0, sizeof *t);
+    t->modules = ms_agg_new();
+    t->functions = ms_agg_new();
+    t->files = ms_agg_new();
+    t->keys = ms_agg_new();
+    if (t->modules && t->functions && t->files && t->keys)
+        return 0;
+    table_free(t);
+    return -1;
+}
+
+static long str_index(ms_agg *tab, const char *s, int *oom)
+{
+    long i = s ? ms_agg_intern(tab, s) : -1;
+    if (s && i < 0)
+        *oom = 1;
+    return i;
+}
+
+/* Index of frame f in the table, added when new; -1 on out of memory. */
+static long table_frame(frame_table *t, const ms_frame *f)
+{
+    int oom = 0;
+    frame_row r = {f->address, f->module ? f->module_offset : 0,
+                   str_index(t->modules, f->module, &oom),
+                   str_index(t->functions, f->function, &oom),
+                   str_index(t->files, f->file, &oom),
+                   f->line > 0 ? f->line : 0, f->inlined != 0};
+    if (oom)
+        return -1;
+    char key[128];
+    snprintf(key, sizeof key, "%" PRIx64 "/%ld/%ld/%ld/%d/%d", r.address, r.module, r.function,
+             r.file, r.line, r.inlined);
+    size_t before = t->keys->nnames;
+    long i = ms_agg_intern(t->keys, key);
+    if (i < 0 || t->keys->nnames == before)
+        return i;
+    if (t->nrows == t->caprows) {
+        size_t cap = t->caprows ? t->caprows * 2 : 1024;
+        frame_row *g = realloc(t->rows, cap * sizeof *g);
+        if (!g)
+            return -1;
+        t->rows = g;
+        t->caprows = cap;
+    }
+    t->rows[t->nrows++] = r;
+    return i;
+}
+
+static void string_table(ms_json *j, const char *name, const ms_agg *tab)
+{
+    ms_json_key(j, name);
+    ms_json_array_begin(j);
+    int pretty = j->pretty;
+    j->pretty = 0;
+    for (size_t i = 0; i < tab->nnames; i++)
+        ms_json_str(j, tab->names[i]);
+    ms_json_array_end(j);
+    j->pretty = pretty;
+}
+
+static void index_or_null(ms_json *j, const char *key, long i)
+{
+    ms_json_key(j, key);
+    if (i >= 0)
+        ms_json_i64(j, i);
+    else
+        ms_json_null(j);
+}
+
+static void table_write(ms_json *j, const frame_table *t)
+{
+    string_table(j, "modules", t->modules);
+    string_table(j, "functions", t->functions);
+    string_table(j, "files", t->files);
+    ms_json_key(j, "frame_table");
+    ms_json_array_begin(j);
+    int pretty = j->pretty;
+    for (size_t i = 0; i < t->nrows; i++) {
+        const frame_row *r = &t->rows[i];
+        ms_json_object_begin(j);
+        j->pretty = 0;
+        ms_json_key(j, "address");
+        ms_json_hex(j, r->address);
+        index_or_null(j, "module", r->module);
+        ms_json_key(j, "module_offset");
+        if (r->module >= 0)
+            ms_json_hex(j, r->module_offset);
+        else
+            ms_json_null(j);
+        index_or_null(j, "function", r->function);
+        index_or_null(j, "file", r->file);
+        index_or_null(j, "line", r->line > 0 ? r->line : -1);
+        ms_json_key(j, "inlined");
+        ms_json_bool(j, r->inlined);
+        ms_json_object_end(j);
+        j->pretty = pretty;
+    }
+    ms_json_array_end(j);
+}
+
+/* The frames of a stack: objects (the full form), or indexes into t when t is given
+ * (j NULL: only fills the table). */
+static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st,
+                  frame_table *t)
 {
     size_t n = 0;
     ms_frame *f = st ? ms_report_frames(s, sym, st, &n) : NULL;
     if (st && !f && st->depth)
         return -1;
-    ms_json_key(j, "frames");
-    ms_json_array_begin(j);
-    int pretty = j->pretty;
-    for (size_t i = 0; i < n; i++) {
+    if (j) {
+        ms_json_key(j, "frames");
+        ms_json_array_begin(j);
+    }
+    int pretty = j ? j->pretty : 0, rc = 0;
+    if (j && t)
+        j->pretty = 0; /* one line of indexes per stack */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (t) {
+            long k = table_frame(t, &f[i]);
+            if (k < 0)
+                rc = -1;
+            else if (j)
+                ms_json_i64(j, k);
+            continue;
+        }
+        if (!j)
+            break; /* symbolized only (for the warnings) */
         ms_json_object_begin(j);
         j->pretty = 0; /* one line per frame: reports of big snapshots stay readable */
         ms_json_key(j, "address");
@@ -65,9 +212,12 @@ static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms
         ms_json_object_end(j);
         j->pretty = pretty;
     }
-    ms_json_array_end(j);
+    if (j) {
+        ms_json_array_end(j);
+        j->pretty = pretty;
+    }
     free(f);
-    return 0;
+    return rc;
 }
 
 static void meta(ms_json *j, const ms_snapshot *s)
@@ -109,7 +259,7 @@ static void labels(ms_json *j, const ms_snapshot *s)
     ms_json_object_end(j);
 }
 
-static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym)
+static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, frame_table *t)
 {
     const ms_snap_leak_summary *ls = &s->leak_summary;
     ms_json_key(j, "leaks");
@@ -144,7 +294,7 @@ static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym)
             snprintf(hex + 2 * b, 3, "%02x", r->sample[b]);
         hex[2 * n] = 0;
         ms_json_kv_str(j, "sample_hex", hex);
-        if (frames(j, s, sym, ms_snapshot_stack(s, r->stack_id)))
+        if (frames(j, s, sym, ms_snapshot_stack(s, r->stack_id), t))
             return -1;
         ms_json_object_end(j);
     }
@@ -159,7 +309,17 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
     ms_json_init(&j, out, 1);
     ms_json_object_begin(&j);
     ms_json_kv_str(&j, "format", "memsight-report");
-    ms_json_kv_i64(&j, "version", JSON_REPORT_VERSION);
+    frame_table table, *ft = NULL;
+    if (o && o->frame_table) {
+        if (table_init(&table) != 0) {
+            snprintf(err, errlen, "%s: out of memory", s->path);
+            return -1;
+        }
+        ft = &table;
+    }
+    ms_json_kv_i64(&j, "version", ft ? JSON_REPORT_VERSION_TABLE : JSON_REPORT_VERSION);
+    if (ft)
+        ms_json_kv_str(&j, "frames", "table");
     ms_json_kv_str(&j, "file", s->path);
     char ver[32];
     snprintf(ver, sizeof ver, "%u.%u", s->version_major, s->version_minor);
@@ -236,16 +396,18 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
     const ms_stack **ranked = ms_report_ranked(s, MS_METRIC_LIVE_BYTES, 1, &n);
     if (!ranked) {
         snprintf(err, errlen, "%s: out of memory", s->path);
+        if (ft)
+            table_free(ft);
         return -1;
     }
     size_t top = (o && o->top > 0 && (size_t)o->top < n) ? (size_t)o->top : n;
-    /* Symbolize first so that symbolizer warnings (changed files) are in the list. */
-    ms_frame *probe = NULL;
-    for (size_t i = 0; i < top && sym; i++) {
-        size_t k;
-        probe = ms_report_frames(s, sym, ranked[i], &k);
-        free(probe);
-    }
+    /* Symbolize first so that symbolizer warnings (changed files) are in the list; the
+     * same pass fills the frame table of the compact form. */
+    int rc = 0;
+    for (size_t i = 0; i < top && (sym || ft) && rc == 0; i++)
+        rc = frames(NULL, s, sym, ranked[i], ft);
+    for (size_t i = 0; ft && s->has_leaks && i < s->nleaks && rc == 0; i++)
+        rc = frames(NULL, s, sym, ms_snapshot_stack(s, s->leaks[i].stack_id), ft);
     if (sym) {
         const char *const *lines;
         size_t nw = ms_symbolizer_warnings(sym, &lines);
@@ -262,9 +424,11 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
         ms_json_object_end(&j);
     }
 
+    if (ft && rc == 0)
+        table_write(&j, ft);
+
     ms_json_key(&j, "stacks");
     ms_json_array_begin(&j);
-    int rc = 0;
     for (size_t i = 0; i < top && rc == 0; i++) {
         const ms_stack *st = ranked[i];
         ms_json_object_begin(&j);
@@ -281,14 +445,16 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
         ms_json_bool(&j, (st->flags & MS_STACKF_TRUNCATED) != 0);
         ms_json_key(&j, "unwind_failed");
         ms_json_bool(&j, (st->flags & MS_STACKF_UNWIND_FAIL) != 0);
-        rc = frames(&j, s, sym, st);
+        rc = frames(&j, s, sym, st, ft);
         ms_json_object_end(&j);
     }
     ms_json_array_end(&j);
     free(ranked);
     if (rc == 0 && s->has_leaks)
-        rc = leaks(&j, s, sym);
+        rc = leaks(&j, s, sym, ft);
     ms_json_object_end(&j);
+    if (ft)
+        table_free(ft);
     if (rc != 0) {
         snprintf(err, errlen, "%s: out of memory", s->path);
         return -1;

@@ -77,6 +77,8 @@ static void usage(FILE *out)
             "  -f, --format FMT   text (default), json, pprof, collapsed, svg, html or massif\n"
             "                     (html and massif take the run's interval snapshots too)\n"
             "  -n, --top N        stacks shown per table (text: 10; json: all)\n"
+            "      --json-frames FORM  json: inline (default: every frame written in every\n"
+            "                     stack) or table (each frame once, stacks list indexes)\n"
             "  -m, --metric M     live-bytes (default), live-blocks, alloc-bytes, alloc-blocks\n"
             "                     (what flame graphs and collapsed stacks count)\n"
             "  -o, --output FILE  write to FILE (created 0600) instead of stdout\n"
@@ -212,6 +214,7 @@ int ms_cmd_report(int argc, char **argv)
         {"no-series", no_argument, NULL, 'N'},
         {"suppress", required_argument, NULL, 'U'},
         {"filter-function", required_argument, NULL, 'F'},
+        {"json-frames", required_argument, NULL, 'J'},
         {NULL, 0, NULL, 0},
     };
     const char *format = "text", *output = NULL;
@@ -243,6 +246,14 @@ int ms_cmd_report(int argc, char **argv)
         case 'N': series = 0; break;
         case 'U': supp_path = optarg; break;
         case 'F': filter_fn = optarg; break;
+        case 'J':
+            if (strcmp(optarg, "table") && strcmp(optarg, "inline")) {
+                fprintf(stderr, "memsight report: --json-frames: '%s' is neither table nor "
+                                "inline\n", optarg);
+                return 2;
+            }
+            opts.frame_table = !strcmp(optarg, "table");
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -259,6 +270,10 @@ int ms_cmd_report(int argc, char **argv)
     if (!fmt) {
         fprintf(stderr, "memsight report: unknown format '%s' (text, json, pprof, collapsed, svg, html, massif)\n",
                 format);
+        return 2;
+    }
+    if (opts.frame_table && strcmp(format, "json")) {
+        fprintf(stderr, "memsight report: --json-frames is for -f json, not %s\n", format);
         return 2;
     }
     if (!format_available(fmt)) {
