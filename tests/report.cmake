@@ -47,3 +47,5 @@ ms_integration_test(report_messages ${CMAKE_CURRENT_SOURCE_DIR}/integration/repo
 ms_integration_test(report15_merge_temp_hist ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_merge_temp_hist.py)
 # The compact JSON report (--json-frames=table), expanded, equals the full form.
 ms_integration_test(report15_json_table ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_json_table.py)
+# Collapsed stacks as flamegraph.pl and speedscope read them, against the JSON frames.
+ms_integration_test(report15_collapsed ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_collapsed.py)

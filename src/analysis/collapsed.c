@@ -1,5 +1,7 @@
 /* Collapsed ("folded") stacks, the input format of flamegraph.pl, speedscope and
  * inferno: one line per stack, frames root first joined by ';', a space and the value.
+ * Frames are function names, as those tools expect; the allocation site keeps its
+ * file:line and inlined frames carry flamegraph.pl's "_[i]" (stack_agg.h, FOLDED).
  * Tools only; writes only to the stream it is given. */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -19,7 +21,7 @@ int ms_export_collapsed(const ms_snapshot *s, ms_symbolizer *sym, const ms_expor
                         FILE *out, char *err, size_t errlen)
 {
     ms_metric m = o ? o->metric : MS_METRIC_LIVE_BYTES;
-    ms_agg *a = ms_agg_build(s, sym, MS_AGG_BY_SYMBOLS, err, errlen);
+    ms_agg *a = ms_agg_build(s, sym, MS_AGG_FOLDED, err, errlen);
     if (!a)
         return -1;
     size_t *ord = ms_agg_order(a, m);

@@ -416,7 +416,7 @@ static const char *base_name(const char *path)
     return b ? b + 1 : path;
 }
 
-static char *frame_name(const ms_frame *f, ms_agg_key by)
+static char *frame_name(const ms_frame *f, ms_agg_key by, int innermost)
 {
     char *out = NULL;
     if (by == MS_AGG_BY_PCS) {
@@ -430,7 +430,13 @@ static char *frame_name(const ms_frame *f, ms_agg_key by)
         return r < 0 ? NULL : out;
     }
     int r;
-    if (f->function && f->file && by == MS_AGG_BY_LINES)
+    if (by == MS_AGG_FOLDED && f->function) {
+        const char *mark = f->inlined ? "_[i]" : "";
+        if (innermost && f->file)
+            r = asprintf(&out, "%s %s:%d%s", f->function, base_name(f->file), f->line, mark);
+        else
+            r = asprintf(&out, "%s%s", f->function, mark);
+    } else if (f->function && f->file && by == MS_AGG_BY_LINES)
         r = asprintf(&out, "%s %s:%d", f->function, base_name(f->file), f->line);
     else if (f->function)
         r = asprintf(&out, "%s", f->function);
@@ -479,7 +485,7 @@ ms_agg *ms_agg_build(const ms_snapshot *s, ms_symbolizer *sym, ms_agg_key by, ch
             int k = ms_agg_resolve(s, sym, st->pcs[d], ms_agg_is_return_address(st, d), fr,
                                    MS_AGG_MAX_INLINE);
             for (int j = 0; j < k; j++) {
-                char *nm = frame_name(&fr[j], by);
+                char *nm = frame_name(&fr[j], by, n == 0);
                 if (!nm)
                     goto oom_names;
                 names[n++] = nm;

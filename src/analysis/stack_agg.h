@@ -17,7 +17,15 @@
  * to module+offset for unresolved pcs. PCS: by module path and offset of every pc.
  * LINES: by function name and source location ("worker mt.c:12"), so that two call
  * sites in one function stay apart; frames without a line as with SYMBOLS. */
-typedef enum ms_agg_key { MS_AGG_BY_SYMBOLS = 0, MS_AGG_BY_PCS = 1, MS_AGG_BY_LINES = 2 } ms_agg_key;
+/* FOLDED: what flame-graph tools read in collapsed stacks: function names, the innermost
+ * frame (the allocation site) with its "file:line" so that two call sites of one function
+ * stay apart, inlined frames marked "_[i]" (flamegraph.pl's inline annotation). */
+typedef enum ms_agg_key {
+    MS_AGG_BY_SYMBOLS = 0,
+    MS_AGG_BY_PCS = 1,
+    MS_AGG_BY_LINES = 2,
+    MS_AGG_FOLDED = 3,
+} ms_agg_key;
 
 /* Resolves one recorded pc of a stack into source frames (innermost first) through the
  * symbolizer (may be NULL), then through names the snapshot itself carries (imported

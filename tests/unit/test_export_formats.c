@@ -303,7 +303,10 @@ static void test_collapsed_and_svg(void **state)
     char *c = run_export(ms_export_collapsed, s, sym, MS_METRIC_LIVE_BYTES, NULL);
     /* mmap under its own root; the inlined frame is a frame of its own; freed stacks out */
     assert_non_null(strstr(c, "[mmap];0x10 1048576\n"));
-    if (!strstr(c, ";outer_function;inlined_helper 3000\n")) /* inlined: a frame of its own */
+    /* inlined: a frame of its own, marked as flamegraph.pl reads it; the allocation site
+     * with its file:line */
+    if (!strstr(c, ";outer_function;inlined_helper test_export_formats.c:") ||
+        !strstr(c, "_[i] 3000\n"))
         fail_msg("%s", c);
     assert_null(strstr(c, "0x20"));
     free(c);
