@@ -49,3 +49,22 @@ ms_integration_test(report15_merge_temp_hist ${CMAKE_CURRENT_SOURCE_DIR}/integra
 ms_integration_test(report15_json_table ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_json_table.py)
 # Collapsed stacks as flamegraph.pl and speedscope read them, against the JSON frames.
 ms_integration_test(report15_collapsed ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_collapsed.py)
+# libFuzzer target for the suppression-file parser, the rules applied to a leak scan and
+# the function filter, run for a bounded 10 s from the committed seeds.
+set(MS_FUZZ_SUPPRESS ${MS_TEST_BIN}/fuzz/fuzz_suppress)
+if(MS_CLANG_FUZZER)
+  ms_clang_fuzzer(report_fuzz_suppress_bin ${MS_FUZZ_SUPPRESS} COMMENT "Building the suppression-file fuzzer with clang"
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_suppress.c ${PROJECT_SOURCE_DIR}/src/analysis/suppress.c
+      ${PROJECT_SOURCE_DIR}/src/analysis/report_model.c ${PROJECT_SOURCE_DIR}/src/analysis/stack_agg.c
+      ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c
+      ${PROJECT_SOURCE_DIR}/src/core/fileio.c ${PROJECT_SOURCE_DIR}/src/core/safe_file.c
+      ${PROJECT_SOURCE_DIR}/src/core/labels.c
+    LIBS -ldw -lelf -lz -lstdc++ -lm)
+  add_test(NAME report15_fuzz_suppress COMMAND sh -c
+    "rm -rf \"$1\" && mkdir -p \"$1\" && cp \"$2\"/* \"$1\"/ && \"$0\" -max_total_time=10 -timeout=10 -rss_limit_mb=1024 -max_len=8192 -artifact_prefix=\"$1\"/ -print_final_stats=1 \"$1\""
+    ${MS_FUZZ_SUPPRESS} ${MS_TEST_BIN}/fuzz/corpus-suppress ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/suppress)
+  set_tests_properties(report15_fuzz_suppress PROPERTIES TIMEOUT 120)
+else()
+  add_test(NAME report15_fuzz_suppress COMMAND sh -c
+    "echo 'skip: clang with libFuzzer (Debian: clang, libclang-rt-dev) is not available'")
+endif()

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "analysis/suppress.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdlib.h>
@@ -35,6 +36,20 @@ static char *trim(char *s)
     return s;
 }
 
+/* The colon ending a rule's "type:" (leak:, LeakSanitizer's race:...), or NULL when the
+ * line is a bare pattern: the type is a plain word and one colon, so C++ names
+ * ("std::vector<int>::push_back") and "file.c:12" are patterns, not unknown types. */
+static char *rule_type(char *s)
+{
+    char *colon = strchr(s, ':');
+    if (!colon || colon[1] == ':')
+        return NULL;
+    for (const char *c = s; c < colon; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != ' ' && *c != '\t')
+            return NULL;
+    return colon;
+}
+
 ms_suppressions *ms_supp_load(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "re");
@@ -42,6 +57,13 @@ ms_suppressions *ms_supp_load(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return NULL;
     }
+    ms_suppressions *sp = ms_supp_parse(f, path, err, errlen);
+    fclose(f);
+    return sp;
+}
+
+ms_suppressions *ms_supp_parse(FILE *f, const char *path, char *err, size_t errlen)
+{
     ms_suppressions *sp = calloc(1, sizeof *sp);
     char *buf = NULL;
     size_t bufcap = 0, cap = 0;
@@ -66,7 +88,7 @@ ms_suppressions *ms_supp_load(const char *path, char *err, size_t errlen)
         char *s = trim(buf);
         if (!*s)
             continue;
-        char *colon = strchr(s, ':');
+        char *colon = rule_type(s);
         if (colon) {
             *colon = 0;
             if (strcmp(trim(s), "leak") != 0) {
@@ -119,13 +141,11 @@ ms_suppressions *ms_supp_load(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: no suppression in the file", path);
         goto fail;
     }
-    fclose(f);
     free(buf);
     return sp;
 oom:
     snprintf(err, errlen, "%s: out of memory", path);
 fail:
-    fclose(f);
     free(buf);
     ms_supp_free(sp);
     return NULL;

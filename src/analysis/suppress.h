@@ -32,6 +32,8 @@ typedef struct ms_suppressions {
  * whose function, source file or module contains it ('*' matches anything; '^' and '$'
  * anchor it to the start or end of the name). NULL + "file:line: reason" on error. */
 ms_suppressions *ms_supp_load(const char *path, char *err, size_t errlen);
+/* The same from an open stream (read to its end, not closed); path names it in errors. */
+ms_suppressions *ms_supp_parse(FILE *f, const char *path, char *err, size_t errlen);
 void ms_supp_free(ms_suppressions *sp);
 
 /* Drops the snapshot's lost (not still-reachable) leak records whose allocation stack has

@@ -75,6 +75,11 @@ check(rc == 0 and doc["stacks"] and all(any(f["function"] and "parse_line" in f[
 check(doc["leaks"]["definitely_lost"]["blocks"] == 199 and len(doc["stacks"]) < len(base["stacks"]),
       "filter leaks %r" % doc["leaks"])
 
+# a bare pattern may hold "::" (C++ names) or "file:line" text: a pattern, not a type
+rc, out, err = rep("-f", "json", "--suppress", supp("cxx.supp", "std::vector<int>::push_back\n"
+                                                     "demo.c:12\nleak:std::map\n"), snap)
+check(rc == 0 and json.loads(out)["leaks"]["definitely_lost"]["blocks"] == 535, "cxx: %d %r" % (rc, err))
+
 # damaged suppression files: file:line and the reason, status 2, nothing on stdout
 for name, text, msg in (("type.supp", "leak:ok\nrace:foo\n", "type.supp:2: unknown suppression type"),
                         ("empty.supp", "leak:\n", "empty.supp:1: an empty pattern"),
