@@ -19,6 +19,7 @@ set(MS_FUZZ_SNAPSHOT_SRCS
   ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c ${PROJECT_SOURCE_DIR}/src/core/fileio.c
   ${PROJECT_SOURCE_DIR}/src/core/safe_file.c ${PROJECT_SOURCE_DIR}/src/core/labels.c
   ${PROJECT_SOURCE_DIR}/src/analysis/report_json.c ${PROJECT_SOURCE_DIR}/src/analysis/report_text.c
+  ${PROJECT_SOURCE_DIR}/src/analysis/sites.c
   ${PROJECT_SOURCE_DIR}/src/analysis/report_model.c ${PROJECT_SOURCE_DIR}/src/analysis/json_writer.c
   ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c ${PROJECT_SOURCE_DIR}/src/analysis/stack_agg.c)
 set(MS_FUZZ_SNAPSHOT ${MS_TEST_BIN}/fuzz/fuzz_snapshot)
@@ -68,3 +69,7 @@ else()
   add_test(NAME report15_fuzz_suppress COMMAND sh -c
     "echo 'skip: clang with libFuzzer (Debian: clang, libclang-rt-dev) is not available'")
 endif()
+# Allocation sites of the text report: the innermost frame of the program (--sites).
+ms_test_program(st_sites SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/st_sites.cpp
+  FLAGS -O1 -g -fno-omit-frame-pointer)
+ms_integration_test(report15_sites ${CMAKE_CURRENT_SOURCE_DIR}/integration/report_sites.py)

@@ -9,6 +9,7 @@
 
 #include "analysis/export.h"
 #include "analysis/report_model.h"
+#include "analysis/sites.h"
 
 #define DEFAULT_TOP 10
 #define MAX_FRAMES_SHOWN 16
@@ -119,6 +120,44 @@ static void print_ranked(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, ms
         print_frames(out, s, sym, st);
     }
     free(r);
+}
+
+/* Stacks grouped by allocation site (sites.h): where the program allocated, whatever
+ * runtime function (strdup, operator new, std::vector) it went through. */
+static void print_sites(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, ms_metric m,
+                        int top, ms_site_mode mode)
+{
+    char err[256];
+    ms_agg *a = ms_sites_build(s, sym, mode, err, sizeof err);
+    size_t *ord = a ? ms_agg_order(a, m) : NULL;
+    if (!ord) {
+        fprintf(out, "\n(out of memory while grouping allocation sites)\n");
+        ms_agg_free(a);
+        return;
+    }
+    size_t n = 0;
+    while (n < a->nstacks && ms_metric_value(&a->stacks[ord[n]].c, m))
+        n++;
+    size_t shown = (size_t)top < n ? (size_t)top : n;
+    fprintf(out, "\nTop %zu of %zu allocation sites by %s (%s):\n", shown, n, metric_title(m),
+            mode == MS_SITE_PROGRAM ? "the innermost frame of the program, past libc and the "
+                                      "C++ runtime; --sites=caller: the allocator's caller"
+                                    : "the allocator's caller");
+    for (size_t i = 0; i < shown; i++) {
+        const ms_agg_stack *st = &a->stacks[ord[i]];
+        char b1[32], b2[32], b[SAFE_LEN];
+        fprintf(out, "  #%zu  %s live in %" PRIu64 " blocks   allocated %s in %" PRIu64 " blocks",
+                i + 1, human(st->c.live_bytes, b1, sizeof b1), st->c.live_blocks,
+                human(st->c.alloc_bytes, b2, sizeof b2), st->c.alloc_blocks);
+        if (s->has_temp && st->temps)
+            fprintf(out, ", %" PRIu64 " temporary", st->temps);
+        fprintf(out, ", %u stack%s\n      %s%s\n", st->nsrc, st->nsrc == 1 ? "" : "s",
+                safe(a->names[st->frames[st->nframes - 1]], b),
+                st->kind == MS_KIND_HEAP ? "" : st->kind == MS_KIND_MMAP ? "  (mmap)"
+                                                                          : "  (thread stacks)");
+    }
+    free(ord);
+    ms_agg_free(a);
 }
 
 static void print_header(FILE *out, const ms_snapshot *s)
@@ -327,6 +366,7 @@ int ms_export_text(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
         m = MS_METRIC_LIVE_BYTES;
     print_header(out, s);
     print_totals(out, s);
+    print_sites(out, s, sym, m, top, o && o->site_caller ? MS_SITE_CALLER : MS_SITE_PROGRAM);
     for (int i = 0; i < 3; i++)
         print_ranked(out, s, sym, order[m][i], top);
     if (s->has_peak)

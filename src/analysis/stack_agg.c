@@ -416,7 +416,7 @@ static const char *base_name(const char *path)
     return b ? b + 1 : path;
 }
 
-static char *frame_name(const ms_frame *f, ms_agg_key by, int innermost)
+char *ms_agg_frame_name(const ms_frame *f, ms_agg_key by, int innermost)
 {
     char *out = NULL;
     if (by == MS_AGG_BY_PCS) {
@@ -447,7 +447,7 @@ static char *frame_name(const ms_frame *f, ms_agg_key by, int innermost)
     return r < 0 ? NULL : out;
 }
 
-static const char *kind_root(uint8_t kind)
+const char *ms_agg_kind_root(uint8_t kind)
 {
     switch (kind) {
     case MS_KIND_MMAP: return "[mmap]";
@@ -485,13 +485,13 @@ ms_agg *ms_agg_build(const ms_snapshot *s, ms_symbolizer *sym, ms_agg_key by, ch
             int k = ms_agg_resolve(s, sym, st->pcs[d], ms_agg_is_return_address(st, d), fr,
                                    MS_AGG_MAX_INLINE);
             for (int j = 0; j < k; j++) {
-                char *nm = frame_name(&fr[j], by, n == 0);
+                char *nm = ms_agg_frame_name(&fr[j], by, n == 0);
                 if (!nm)
                     goto oom_names;
                 names[n++] = nm;
             }
         }
-        const char *root = kind_root(st->kind);
+        const char *root = ms_agg_kind_root(st->kind);
         if (root) {
             char *nm = strdup(root);
             if (!nm)

@@ -73,6 +73,12 @@ typedef struct ms_agg {
     ms_snap_counters total;
 } ms_agg;
 
+/* A frame's name in an aggregate keyed by `by` (innermost: the stack's first frame);
+ * malloc'ed, NULL on out of memory. */
+char *ms_agg_frame_name(const ms_frame *f, ms_agg_key by, int innermost);
+/* The root frame a kind's stacks get ("[mmap]", "[thread stacks]"), NULL for the heap. */
+const char *ms_agg_kind_root(uint8_t kind);
+
 /* Empty aggregate (for building by hand, e.g. in diff and tests). */
 ms_agg *ms_agg_new(void);
 /* Aggregates every stack of s. NULL + message on out of memory. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/export.h"
+#include "analysis/sites.h"
 #include "analysis/suppress.h"
 #include "analysis/symbolize.h"
 #include "analysis/trend.h"
@@ -79,6 +80,9 @@ static void usage(FILE *out)
             "  -n, --top N        stacks shown per table (text: 10; json: all)\n"
             "      --json-frames FORM  json: inline (default: every frame written in every\n"
             "                     stack) or table (each frame once, stacks list indexes)\n"
+            "      --sites WHICH  text: group allocation sites by the innermost frame of the\n"
+            "                     program (program, the default) or the allocator's caller\n"
+            "                     (caller: strdup, operator new...)\n"
             "  -m, --metric M     live-bytes (default), live-blocks, alloc-bytes, alloc-blocks\n"
             "                     (what flame graphs and collapsed stacks count)\n"
             "  -o, --output FILE  write to FILE (created 0600) instead of stdout\n"
@@ -215,6 +219,7 @@ int ms_cmd_report(int argc, char **argv)
         {"suppress", required_argument, NULL, 'U'},
         {"filter-function", required_argument, NULL, 'F'},
         {"json-frames", required_argument, NULL, 'J'},
+        {"sites", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     const char *format = "text", *output = NULL;
@@ -254,6 +259,16 @@ int ms_cmd_report(int argc, char **argv)
             }
             opts.frame_table = !strcmp(optarg, "table");
             break;
+        case 'G': {
+            ms_site_mode mode;
+            if (ms_site_mode_parse(optarg, &mode) != 0) {
+                fprintf(stderr, "memsight report: --sites: '%s' is neither program nor caller\n",
+                        optarg);
+                return 2;
+            }
+            opts.site_caller = mode == MS_SITE_CALLER;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
