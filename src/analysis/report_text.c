@@ -139,10 +139,11 @@ static void print_sites(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, ms_
     while (n < a->nstacks && ms_metric_value(&a->stacks[ord[n]].c, m))
         n++;
     size_t shown = (size_t)top < n ? (size_t)top : n;
-    fprintf(out, "\nTop %zu of %zu allocation sites by %s (%s):\n", shown, n, metric_title(m),
-            mode == MS_SITE_PROGRAM ? "the innermost frame of the program, past libc and the "
-                                      "C++ runtime; --sites=caller: the allocator's caller"
-                                    : "the allocator's caller");
+    fprintf(out, "\nTop %zu of %zu allocation sites by %s:\n  (%s)\n", shown, n,
+            metric_title(m),
+            mode == MS_SITE_PROGRAM ? "a site is the innermost frame of the program, past libc "
+                                      "and the C++ runtime; --sites=caller: the allocator's caller"
+                                    : "a site is the allocator's caller");
     for (size_t i = 0; i < shown; i++) {
         const ms_agg_stack *st = &a->stacks[ord[i]];
         char b1[32], b2[32], b[SAFE_LEN];
