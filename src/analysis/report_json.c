@@ -44,11 +44,23 @@ typedef struct frame_row {
     int line, inlined;
 } frame_row;
 
+/* The rows a recorded pc resolves to, cached: a stack's frames are its pcs' rows in
+ * order (as ms_report_frames resolves them), so each distinct pc is resolved and
+ * interned once, not once per stack through it. */
+typedef struct pc_slot {
+    uint64_t key; /* pc << 1 | is_return_address, + 1 (0: empty) */
+    uint32_t first, count; /* rows in pool[first .. first + count) */
+} pc_slot;
+
 typedef struct frame_table {
     ms_agg *modules, *functions, *files; /* string tables (ms_agg's interned names) */
     ms_agg *keys;                        /* one interned key per frame row */
     frame_row *rows;
     size_t nrows, caprows;
+    pc_slot *slots;
+    size_t nslots, nused;
+    uint32_t *pool;
+    size_t npool, cappool;
 } frame_table;
 
 static void table_free(frame_table *t)
@@ -58,6 +70,8 @@ static void table_free(frame_table *t)
     ms_agg_free(t->files);
     ms_agg_free(t->keys);
     free(t->rows);
+    free(t->slots);
+    free(t->pool);
 }
 
 static int table_init(frame_table *t)
@@ -67,10 +81,26 @@ static int table_init(frame_table *t)
     t->functions = ms_agg_new();
     t->files = ms_agg_new();
     t->keys = ms_agg_new();
-    if (t->modules && t->functions && t->files && t->keys)
+    t->nslots = 4096;
+    t->slots = calloc(t->nslots, sizeof *t->slots);
+    if (t->modules && t->functions && t->files && t->keys && t->slots)
         return 0;
     table_free(t);
     return -1;
+}
+
+/* p (holding *cap elements) with room for need; NULL (p unchanged) on out of memory. */
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need)
+        c *= 2;
+    void *g = realloc(p, c * elem);
+    if (g)
+        *cap = c;
+    return g;
 }
 
 static long str_index(ms_agg *tab, const char *s, int *oom)
@@ -99,16 +129,70 @@ static long table_frame(frame_table *t, const ms_frame *f)
     long i = ms_agg_intern(t->keys, key);
     if (i < 0 || t->keys->nnames == before)
         return i;
-    if (t->nrows == t->caprows) {
-        size_t cap = t->caprows ? t->caprows * 2 : 1024;
-        frame_row *g = realloc(t->rows, cap * sizeof *g);
-        if (!g)
-            return -1;
-        t->rows = g;
-        t->caprows = cap;
-    }
+    frame_row *g = grow(t->rows, &t->caprows, t->nrows + 1, sizeof *g);
+    if (!g)
+        return -1;
+    t->rows = g;
     t->rows[t->nrows++] = r;
     return i;
+}
+
+static size_t slot_of(const frame_table *t, uint64_t key)
+{
+    size_t mask = t->nslots - 1, i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+    while (t->slots[i].key && t->slots[i].key != key)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int slots_grow(frame_table *t)
+{
+    pc_slot *old = t->slots;
+    size_t oldn = t->nslots;
+    t->slots = calloc(oldn * 2, sizeof *t->slots);
+    if (!t->slots) {
+        t->slots = old;
+        return -1;
+    }
+    t->nslots = oldn * 2;
+    for (size_t i = 0; i < oldn; i++)
+        if (old[i].key)
+            t->slots[slot_of(t, old[i].key)] = old[i];
+    free(old);
+    return 0;
+}
+
+/* The rows of one recorded pc (pool[*first .. *first + *count)); -1 on out of memory. */
+static int table_pc(frame_table *t, const ms_snapshot *s, ms_symbolizer *sym, uint64_t pc,
+                    int is_ret, uint32_t *first, uint32_t *count)
+{
+    uint64_t key = (pc << 1 | (is_ret ? 1u : 0u)) + 1;
+    size_t i = key ? slot_of(t, key) : 0;
+    if (key && t->slots[i].key) {
+        *first = t->slots[i].first;
+        *count = t->slots[i].count;
+        return 0;
+    }
+    ms_frame f[MS_REPORT_MAX_INLINE];
+    int n = ms_agg_resolve(s, sym, pc, is_ret, f, MS_REPORT_MAX_INLINE);
+    uint32_t *g = grow(t->pool, &t->cappool, t->npool + (size_t)n, sizeof *g);
+    if (!g)
+        return -1;
+    t->pool = g;
+    *first = (uint32_t)t->npool;
+    *count = (uint32_t)n;
+    for (int k = 0; k < n; k++) {
+        long r = table_frame(t, &f[k]);
+        if (r < 0)
+            return -1;
+        t->pool[t->npool++] = (uint32_t)r;
+    }
+    if (!key) /* pc ~0 as a return address: not cached */
+        return 0;
+    t->slots[i] = (pc_slot){key, *first, *count};
+    if (++t->nused * 2 > t->nslots)
+        return slots_grow(t);
+    return 0;
 }
 
 static void string_table(ms_json *j, const char *name, const ms_agg *tab)
@@ -163,11 +247,36 @@ static void table_write(ms_json *j, const frame_table *t)
     ms_json_array_end(j);
 }
 
+/* The frames of a stack as indexes into t (j NULL: only fills the table). */
+static int frame_indexes(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym,
+                         const ms_stack *st, frame_table *t)
+{
+    int pretty = j ? j->pretty : 0, rc = 0;
+    if (j) {
+        ms_json_key(j, "frames");
+        ms_json_array_begin(j);
+        j->pretty = 0; /* one line of indexes per stack */
+    }
+    for (uint32_t d = 0; st && d < st->depth && rc == 0; d++) {
+        uint32_t first, count;
+        rc = table_pc(t, s, sym, st->pcs[d], ms_agg_is_return_address(st, d), &first, &count);
+        for (uint32_t k = 0; j && rc == 0 && k < count; k++)
+            ms_json_i64(j, t->pool[first + k]);
+    }
+    if (j) {
+        ms_json_array_end(j);
+        j->pretty = pretty;
+    }
+    return rc;
+}
+
 /* The frames of a stack: objects (the full form), or indexes into t when t is given
  * (j NULL: only fills the table). */
 static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st,
                   frame_table *t)
 {
+    if (t)
+        return frame_indexes(j, s, sym, st, t);
     size_t n = 0;
     ms_frame *f = st ? ms_report_frames(s, sym, st, &n) : NULL;
     if (st && !f && st->depth)
@@ -176,20 +285,8 @@ static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms
         ms_json_key(j, "frames");
         ms_json_array_begin(j);
     }
-    int pretty = j ? j->pretty : 0, rc = 0;
-    if (j && t)
-        j->pretty = 0; /* one line of indexes per stack */
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (t) {
-            long k = table_frame(t, &f[i]);
-            if (k < 0)
-                rc = -1;
-            else if (j)
-                ms_json_i64(j, k);
-            continue;
-        }
-        if (!j)
-            break; /* symbolized only (for the warnings) */
+    int pretty = j ? j->pretty : 0;
+    for (size_t i = 0; i < n && j; i++) {
         ms_json_object_begin(j);
         j->pretty = 0; /* one line per frame: reports of big snapshots stay readable */
         ms_json_key(j, "address");
@@ -217,7 +314,7 @@ static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms
         j->pretty = pretty;
     }
     free(f);
-    return rc;
+    return 0;
 }
 
 static void meta(ms_json *j, const ms_snapshot *s)

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_INLINE 16
 
 const char *ms_kind_name(unsigned kind)
 {
@@ -99,10 +98,10 @@ ms_frame *ms_report_frames(const ms_snapshot *s, ms_symbolizer *sym, const ms_st
     for (uint32_t i = 0; i < st->depth; i++) {
         uint64_t pc = st->pcs[i];
         int is_ret = i > 0 || !(st->flags & MS_STACKF_FIRST_IS_PC);
-        ms_frame tmp[MAX_INLINE];
+        ms_frame tmp[MS_REPORT_MAX_INLINE];
         /* Shared with the exporters: symbolizer, then names an imported dump carries,
          * then the module holding the call site. */
-        int k = ms_agg_resolve(s, sym, pc, is_ret, tmp, MAX_INLINE);
+        int k = ms_agg_resolve(s, sym, pc, is_ret, tmp, MS_REPORT_MAX_INLINE);
         if (*n + (size_t)k > cap) {
             cap = (*n + (size_t)k) * 2;
             ms_frame *g = realloc(out, cap * sizeof *out);

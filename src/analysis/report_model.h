@@ -24,6 +24,9 @@ uint64_t ms_report_metric(const ms_stack *st, ms_metric m);
 const ms_stack **ms_report_ranked(const ms_snapshot *s, ms_metric m, int include_zero,
                                   size_t *n);
 
+/* At most this many source frames per recorded pc (a pc inside inlined code gives several). */
+#define MS_REPORT_MAX_INLINE 16
+
 /* Source frames of a stack, innermost first, inlined frames included; *n frames in a
  * malloc'ed array (NULL on out-of-memory). sym may be NULL (addresses only). Names an
  * imported dump carries fill functions the symbolizer could not resolve (stack_agg.h). */
