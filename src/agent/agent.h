@@ -370,14 +370,8 @@ typedef struct ms_live_entry {
 } ms_live_entry;         /* 32 bytes */
 
 int ms_live_init(uint64_t capacity) MS_INTERNAL;
-/* An unused entry index (from the thread's cache), or 0 when the table is full. */
-uint32_t ms_live_take_index(void) MS_INTERNAL;
-void ms_live_put_index(uint32_t idx) MS_INTERNAL;
-void ms_live_set(uint32_t idx, const ms_live_entry *e) MS_INTERNAL;
-/* The same from values (a leaf: keeps the address off the stack). */
-void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uint64_t ticks,
-                   uint32_t stack_id, uint32_t tid) MS_INTERNAL;
-void ms_live_clear(uint32_t idx) MS_INTERNAL;
+/* Taking and giving back entry indices, storing and clearing entries: live_hot.h
+ * (inline, for the recording path). */
 int ms_live_get(uint32_t idx, ms_live_entry *out) MS_INTERNAL;
 /* Gives the calling thread's cached indices back (thread exit). */
 void ms_live_thread_exit(void) MS_INTERNAL;

@@ -14,11 +14,12 @@
 #include "agent/agent.h"
 #include "agent/arch/arch.h"
 #include "agent/chunks.h"
+#include "agent/live_hot.h"
 
 /* Entries are mapped 64K at a time (2 MiB) as the high-water mark reaches them, so the
  * table takes address space in proportion to use, not to `capacity`. */
 #define LIVE_CHUNK_SHIFT 16
-static ms_chunks ms_entries;      /* index 0 unused */
+ms_chunks ms_live_entries;         /* index 0 unused (live_hot.h) */
 static uint32_t ms_entries_cap;
 static uint64_t ms_pool_cap;      /* entries the pool's mapping holds (grows, under the lock) */
 static uint32_t ms_hwm = 1;       /* next never-used index */
@@ -55,7 +56,7 @@ int ms_live_init(uint64_t capacity)
     ms_entries_cap = (uint32_t)capacity + 1;
     ms_pool_cap = 4096;
     ms_pool = ms_sys_mmap(ms_pool_cap * sizeof(uint32_t));
-    return ms_chunks_init(&ms_entries, ms_entries_cap, LIVE_CHUNK_SHIFT, sizeof(ms_live_entry)) == 0 &&
+    return ms_chunks_init(&ms_live_entries, ms_entries_cap, LIVE_CHUNK_SHIFT, sizeof(ms_live_entry)) == 0 &&
                    ms_pool
                ? 0
                : -1;
@@ -83,7 +84,7 @@ static int pool_room(uint64_t n)
 }
 
 /* Refills the calling thread's cache: a batch from the pool, else fresh indices. */
-static MS_NOINLINE uint32_t live_refill(void)
+MS_NOINLINE uint32_t ms_live_refill(void)
 {
     ms_tls *t = &ms_self;
     pool_lock();
@@ -103,7 +104,7 @@ static MS_NOINLINE uint32_t live_refill(void)
             return 0;
         if (end > ms_entries_cap)
             end = ms_entries_cap;
-        if (ms_chunks_ensure(&ms_entries, start) != 0 || ms_chunks_ensure(&ms_entries, end - 1) != 0)
+        if (ms_chunks_ensure(&ms_live_entries, start) != 0 || ms_chunks_ensure(&ms_live_entries, end - 1) != 0)
             return 0; /* no memory for the table's next chunk: counted, the block untracked */
         uint32_t n = 0;
         for (uint32_t i = end; i > start;) /* popped from the end: increasing order */
@@ -113,15 +114,7 @@ static MS_NOINLINE uint32_t live_refill(void)
     return t->idx[--t->nidx];
 }
 
-uint32_t ms_live_take_index(void)
-{
-    ms_tls *t = &ms_self;
-    if (MS_LIKELY(t->nidx > 0))
-        return t->idx[--t->nidx];
-    return live_refill();
-}
-
-static MS_NOINLINE void live_spill(void)
+MS_NOINLINE void ms_live_spill(void)
 {
     ms_tls *t = &ms_self;
     pool_lock();
@@ -134,21 +127,12 @@ static MS_NOINLINE void live_spill(void)
     pool_unlock();
 }
 
-void ms_live_put_index(uint32_t idx)
-{
-    ms_tls *t = &ms_self;
-    if (MS_UNLIKELY(t->nidx == MS_IDX_CACHE))
-        live_spill();
-    if (MS_LIKELY(t->nidx < MS_IDX_CACHE))
-        t->idx[t->nidx++] = idx;
-}
-
 void ms_live_thread_exit(void)
 {
     ms_tls *t = &ms_self;
     while (t->nidx >= MS_IDX_BATCH) {
         uint32_t before = t->nidx;
-        live_spill();
+        ms_live_spill();
         if (t->nidx == before)
             break;
     }
@@ -163,36 +147,9 @@ void ms_live_thread_exit(void)
     }
 }
 
-void ms_live_set(uint32_t idx, const ms_live_entry *e)
-{
-    ms_live_entry *d = ms_chunks_at(&ms_entries, idx);
-    d->size = e->size;
-    d->ticks = e->ticks;
-    d->stack_id = e->stack_id;
-    d->tid = e->tid;
-    __atomic_store_n(&d->addr, e->addr, __ATOMIC_RELEASE);
-}
-
-void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uint64_t ticks,
-                   uint32_t stack_id, uint32_t tid)
-{
-    ms_live_entry *d = ms_chunks_at(&ms_entries, idx);
-    d->size = size;
-    d->ticks = ticks;
-    d->stack_id = stack_id;
-    d->tid = tid;
-    __atomic_store_n(&d->addr, addr, __ATOMIC_RELEASE);
-}
-
-void ms_live_clear(uint32_t idx)
-{
-    ms_live_entry *d = ms_chunks_at(&ms_entries, idx);
-    __atomic_store_n(&d->addr, 0, __ATOMIC_RELEASE);
-}
-
 int ms_live_get(uint32_t idx, ms_live_entry *out)
 {
-    const ms_live_entry *e = idx ? ms_chunks_get(&ms_entries, idx) : NULL;
+    const ms_live_entry *e = idx ? ms_chunks_get(&ms_live_entries, idx) : NULL;
     if (!e || idx >= ms_entries_cap) /* any index: headers are checked through here */
         return 0;
     *out = *e;
@@ -206,7 +163,7 @@ uint64_t ms_live_count(void)
         hwm = ms_entries_cap;
     uint64_t n = 0; /* exact but O(high-water mark): for snapshots, not the hot path */
     for (uint32_t i = 1; i < hwm; i++) {
-        const ms_live_entry *e = ms_chunks_get(&ms_entries, i);
+        const ms_live_entry *e = ms_chunks_get(&ms_live_entries, i);
         n += e && __atomic_load_n(&e->addr, __ATOMIC_RELAXED) != 0;
     }
     return n;
@@ -229,7 +186,7 @@ int ms_live_foreach(ms_live_fn fn, void *arg, unsigned flags)
     if (hwm > ms_entries_cap)
         hwm = ms_entries_cap;
     for (uint32_t i = 1; i < hwm; i++) {
-        const ms_live_entry *p = ms_chunks_get(&ms_entries, i);
+        const ms_live_entry *p = ms_chunks_get(&ms_live_entries, i);
         if (!p || !__atomic_load_n(&p->addr, __ATOMIC_ACQUIRE))
             continue;
         ms_live_entry e = *p;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/live_hot.h"
 #include "agent/sampler.h"
 #include "agent/unwind_cfi.h"
 

@@ -1,0 +1,52 @@
+/* The live table's per-call operations, inline for the recording path (record.c): an
+ * entry index from the thread's cache and back, an entry stored and cleared. The table,
+ * the pool the caches exchange batches with, and everything else are in live.c. */
+#ifndef MS_AGENT_LIVE_HOT_H
+#define MS_AGENT_LIVE_HOT_H
+
+#include "agent/agent.h"
+#include "agent/chunks.h"
+
+extern ms_chunks ms_live_entries MS_INTERNAL;
+/* The thread's cache is empty: a batch from the pool or fresh indices (0: table full). */
+uint32_t ms_live_refill(void) MS_INTERNAL;
+/* The thread's cache is full: a batch goes back to the pool. */
+void ms_live_spill(void) MS_INTERNAL;
+
+/* An unused entry index (from the thread's cache), or 0 when the table is full. */
+static inline uint32_t ms_live_take_index(void)
+{
+    ms_tls *t = &ms_self;
+    if (MS_LIKELY(t->nidx > 0))
+        return t->idx[--t->nidx];
+    return ms_live_refill();
+}
+
+static inline void ms_live_put_index(uint32_t idx)
+{
+    ms_tls *t = &ms_self;
+    if (MS_UNLIKELY(t->nidx == MS_IDX_CACHE))
+        ms_live_spill();
+    if (MS_LIKELY(t->nidx < MS_IDX_CACHE))
+        t->idx[t->nidx++] = idx;
+}
+
+/* The address is published last (release): a reader that sees it sees the rest. */
+static inline void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uint64_t ticks,
+                                 uint32_t stack_id, uint32_t tid)
+{
+    ms_live_entry *d = ms_chunks_at(&ms_live_entries, idx);
+    d->size = size;
+    d->ticks = ticks;
+    d->stack_id = stack_id;
+    d->tid = tid;
+    __atomic_store_n(&d->addr, addr, __ATOMIC_RELEASE);
+}
+
+static inline void ms_live_clear(uint32_t idx)
+{
+    ms_live_entry *d = ms_chunks_at(&ms_live_entries, idx);
+    __atomic_store_n(&d->addr, 0, __ATOMIC_RELEASE);
+}
+
+#endif
