@@ -82,7 +82,7 @@ echo "CPU seconds (user+sys, best of $REPS, runs interleaved); wall seconds in b
 printf '%-8s %15s %15s %15s %8s %8s %10s %10s %12s\n' workload base agent heaptrack agent_x htrack_x agent_ns/c htrack_ns/c alloc+free
 have_ht=0; command -v heaptrack >/dev/null 2>&1 && have_ht=1
 for w in sqlite python; do
-    base_b=""; agent_b=""; ht_b=""; ht_worst=0; ht_bw=0
+    for v in base agent ht; do eval "${v}_b= ${v}_worst= ${v}_bw="; done
     i=0
     while [ $i -lt "$REPS" ]; do
         measure run_$w "$PLAIN"; fold base
@@ -95,7 +95,7 @@ for w in sqlite python; do
         i=$((i + 1))
     done
     base=$base_b; basew=$base_bw; agent=$agent_b; agentw=$agent_bw
-    ht=${ht_b:-0}; htw=$ht_bw
+    ht=${ht_b:-0}; htw=${ht_bw:-0}; ht_worst=${ht_worst:-0}
     set -- $(count_calls); allocs=$1; frees=$2; fallbacks=$3; misses=$4; tbytes=$5; nstacks=$6
     calls=$((allocs + frees))
     printf '%-8s %6.2f [%6.2f] %6.2f [%6.2f] %6.2f [%6.2f] %8.2f %8.2f %10.0f %10.0f %12d\n' "$w" \
