@@ -817,7 +817,7 @@ int ms_control_init(const ms_control_config *c)
     ms_snapshot_add_hook(ctl_snapshot_hook, NULL);
     if (!c->enabled)
         return 0;
-    ctl.signo = c->signo > 0 ? c->signo : SIGRTMIN + MS_CTL_DEFAULT_SIGNAL_OFFSET;
+    ctl.signo = c->signo > 0 ? c->signo : MS_DEFAULT_REQUEST_SIGNAL;
     if (ctl.signo <= 0 || ctl.signo > SIGRTMAX) {
         ctl.cfg.enabled = 0;
         return -EINVAL;

@@ -20,12 +20,9 @@ enum ms_ctl_request {
 #define MS_CTL_REQ_CODE_MASK 0xffu
 #define MS_CTL_REQ_SEQ_SHIFT 8
 
-/* Default request signal: SIGRTMIN + this. See docs/production.md for the choice. */
-#define MS_CTL_DEFAULT_SIGNAL_OFFSET 13
-
 typedef struct ms_control_config {
     int enabled;            /* control=1: install the handler and run the thread */
-    int signo;              /* request signal; 0 = SIGRTMIN + MS_CTL_DEFAULT_SIGNAL_OFFSET */
+    int signo;              /* request signal; 0 = MS_DEFAULT_REQUEST_SIGNAL */
     uint64_t interval_ms;   /* interval=MS: periodic numbered snapshots (0 = off) */
     int dump_at_peak;       /* keep per-stack counters at the peak; PEAK in every snapshot */
     uint64_t trigger_bytes; /* snapshot when tracked live bytes reach this (0 = off) */

@@ -90,7 +90,7 @@ static int finish_target(agent_target *t, char *err, size_t errlen)
         return -1;
     }
     if (t->signo == 0)
-        t->signo = SIGRTMIN + MS_DEFAULT_SIGNAL_OFFSET;
+        t->signo = MS_DEFAULT_REQUEST_SIGNAL;
 
     /* The agent installs its handler at start-up; without it the signal would kill. */
     snprintf(path, sizeof path, "/proc/%d/status", t->pid);

@@ -9,7 +9,6 @@
 /* Kept in step with src/agent/control.h (the CLI does not include agent headers). */
 #define MS_REQ_DUMP 1
 #define MS_REQ_LEAKS 2
-#define MS_DEFAULT_SIGNAL_OFFSET 13
 #define MS_REQ_SEQ_SHIFT 8        /* MS_CTL_REQ_SEQ_SHIFT: a request number above the code */
 #define MS_REQ_SEQ_MAX 0x7fffffu  /* numbers fit the signal's positive int value */
 

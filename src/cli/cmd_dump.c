@@ -10,6 +10,7 @@
 #include "agent_request.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "core/agent_options.h"
 
 static void usage(FILE *f)
 {
@@ -22,14 +23,14 @@ static void usage(FILE *f)
             "\n"
             "  --timeout SEC  how long to wait for the snapshot (default 10)\n"
             "  --signal N     request signal, if the agent was started with dump_signal=N and\n"
-            "                 its environment cannot be read (default: SIGRTMIN+%d = %d)\n"
+            "                 its environment cannot be read (default: %d)\n"
             "\n"
             "The process must be owned by you (or you are root). The signal's handler in the\n"
             "agent wakes the agent's control thread, which writes the snapshot; a program\n"
             "with one thread has none: its thread writes it where the signal finds it waiting\n"
             "(sleep, poll, read...) or at its next allocation (the request is sent again\n"
             "every 0.25 s meanwhile, and served once).\n",
-            MS_DEFAULT_SIGNAL_OFFSET, SIGRTMIN + MS_DEFAULT_SIGNAL_OFFSET);
+            MS_DEFAULT_REQUEST_SIGNAL);
 }
 
 int ms_cmd_dump(int argc, char **argv)

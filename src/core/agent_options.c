@@ -58,7 +58,7 @@ const ms_option_def ms_option_table[] = {
     {"trigger_rss", MS_OPT_SIZE, OFF(trigger_rss), 8, "0", NULL,
      "write a snapshot when the process RSS reaches this (0 = off)", 0, NOLIM},
     {"dump_signal", MS_OPT_SIGNAL, OFF(dump_signal), 8, "0", NULL,
-     "signal asking for a snapshot (0 = SIGRTMIN+13)", 0, 64},
+     "signal asking for a snapshot (0 = 47, glibc's SIGRTMIN+13)", 0, 64},
     {"control", MS_OPT_BOOL, OFF(control), 8, "1", NULL,
      "answer snapshot requests and run the control thread", 0, 0},
     {"labels", MS_OPT_STR, OFF(labels), sizeof(((ms_options *)0)->labels), "", NULL,

@@ -9,6 +9,11 @@
 #include <stdint.h>
 
 #define MS_MAX_DEPTH_LIMIT 256
+/* The control thread's request signal when dump_signal=0: one number for the agent and
+ * the command, whatever C library each is built with. It is glibc's SIGRTMIN+13; with
+ * musl (SIGRTMIN 35) SIGRTMIN+13 would be 48, and a glibc memsight would send the agent
+ * a signal it has no handler for (docs/production.md says why this one). */
+#define MS_DEFAULT_REQUEST_SIGNAL 47
 
 enum ms_unwind_mode { MS_UNWIND_AUTO = 0, MS_UNWIND_FP = 1, MS_UNWIND_DWARF = 2, MS_UNWIND_LIBUNWIND = 3 };
 
@@ -37,7 +42,7 @@ typedef struct ms_options {
     uint64_t dump_at_peak;   /* dump_at_peak=0|1: per-stack counters at the peak (PEAK) */
     uint64_t trigger_bytes;  /* trigger_bytes=N: snapshot when tracked live bytes reach N */
     uint64_t trigger_rss;    /* trigger_rss=N: snapshot when the RSS reaches N */
-    uint64_t dump_signal;    /* dump_signal=N: request signal (0 = SIGRTMIN+13) */
+    uint64_t dump_signal;    /* dump_signal=N: request signal (0 = MS_DEFAULT_REQUEST_SIGNAL) */
     uint64_t control;        /* control=0|1: request handler and control thread */
     char labels[512];        /* labels=k=v;k=v: user labels for META (core/labels.h) */
     uint64_t detach_after_ms;/* detach_after=MS: an attached agent detaches by itself */
