@@ -43,8 +43,11 @@ if(MS_AGENT_LIBC STREQUAL "glibc")
   ms_platform_program(gh_modules gh_modules.c ${MS_GH_FLAGS})
   target_link_options(gh_modules PRIVATE -Wl,-z,now -Wl,-z,relro)
 endif()
-# sampled mode (tests/sampling.cmake): blocks far above the sampling rate, known exactly
-ms_platform_program(sm_peak sm_peak.c -O2 -g)
+# sampled mode and the control thread (tests/sampling.cmake): blocks far above the
+# sampling rate, known exactly; a server asked for snapshots; memsight_dump()
+foreach(p sm_peak sm_serve sm_api)
+  ms_platform_program(${p} ${p}.c -O2 -g)
+endforeach()
 if(MS_AGENT_ARCH STREQUAL "aarch64")
   # return addresses signed with pointer authentication (qemu-user's CPU has it)
   ms_platform_program(gt_heap_pac gt_heap.c -O2 -g -fomit-frame-pointer -mbranch-protection=pac-ret)
