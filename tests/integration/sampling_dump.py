@@ -7,7 +7,9 @@ MS_RUNNER (qemu-user, tests/platforms.cmake): the programs run under it with
 dump_signal=SIGUSR2, since qemu-user carries the guest's real-time signals on other host
 signals (the default SIGRTMIN+13 sent from outside reaches the guest as another one).
 The refusals are not checked there: qemu catches every signal on the host, so a process
-without a handler cannot be told from outside."""
+without a handler cannot be told from outside.
+usage: sampling_dump.py [--no-idle]   (--no-idle: not the single-threaded idle server,
+which AArch64 under qemu-user and musl do not serve yet: docs/platforms.md)"""
 import os
 import shlex
 import signal
@@ -156,7 +158,8 @@ def check_api():
 
 check_api()
 check_dump([], 'busy')
-check_dump(['idle'], 'idle')
+if '--no-idle' not in sys.argv[1:]:
+    check_dump(['idle'], 'idle')
 check_interval()
 if not RUNNER:
     check_refusals()
