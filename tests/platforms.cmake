@@ -86,7 +86,8 @@ if(MS_QEMU_AARCH64 AND MS_AARCH64_GCC)
   # sampled mode: the peak and the thresholds, blocks far above the rate known exactly
   ms_platform_test(platform_arm64_sampling_peak arm64 ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_peak.py)
   # the control thread: memsight dump (from x86-64), interval series, memsight_dump();
-  # not the idle single-threaded server (docs/platforms.md: not served under qemu-user)
+  # not the idle single-threaded server (qemu-user lacks process_vm_readv, which the
+  # agent reads the interrupted instruction with: docs/platforms.md)
   ms_platform_test(platform_arm64_sampling_dump arm64 ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_dump.py --no-idle)
   # unwind=libunwind with Debian's libunwind for arm64 (libunwind-dev:arm64): it must run
   set(MS_A64_PC /usr/lib/aarch64-linux-gnu/pkgconfig)
