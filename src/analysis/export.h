@@ -23,7 +23,7 @@ typedef struct ms_export_opts {
     int top;           /* how many stacks a table shows (0 = format's default) */
     const char *title; /* optional */
     int frame_table;   /* json: frames once in a table, stacks refer to them by index */
-    int site_caller;   /* text: sites are the allocator's callers, not the program's frames */
+    int site_caller;   /* text, json: sites are the allocator's callers, not the program's frames */
 } ms_export_opts;
 
 /* Opens any snapshot-like file: a memsight snapshot, or an Android malloc-debug native

@@ -11,6 +11,7 @@
 #include "analysis/stack_agg.h"
 #include "core/labels.h"
 #include "analysis/report_model.h"
+#include "analysis/sites.h"
 
 #define JSON_REPORT_VERSION 1
 #define JSON_REPORT_VERSION_TABLE 2 /* stacks[].frames are indexes into frame_table */
@@ -356,6 +357,41 @@ static void labels(ms_json *j, const ms_snapshot *s)
     ms_json_object_end(j);
 }
 
+/* Every stack grouped by allocation site (sites.h), by live bytes: what the text report's
+ * sites table shows, all of them. */
+static int sites(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, ms_site_mode mode)
+{
+    char err[256];
+    ms_agg *a = ms_sites_build(s, sym, mode, err, sizeof err);
+    size_t *ord = a ? ms_agg_order(a, MS_METRIC_LIVE_BYTES) : NULL;
+    if (!ord) {
+        ms_agg_free(a);
+        return -1;
+    }
+    ms_json_key(j, "sites");
+    ms_json_array_begin(j);
+    int pretty = j->pretty;
+    for (size_t i = 0; i < a->nstacks; i++) {
+        const ms_agg_stack *st = &a->stacks[ord[i]];
+        ms_json_object_begin(j);
+        j->pretty = 0; /* one line per site */
+        ms_json_kv_str(j, "site", a->names[st->frames[st->nframes - 1]]);
+        ms_json_kv_str(j, "kind", ms_kind_name(st->kind));
+        counters(j, "", &st->c, 1);
+        if (s->has_peak)
+            ms_json_kv_u64(j, "peak_live_bytes", st->peak_bytes);
+        if (s->has_temp)
+            ms_json_kv_u64(j, "temporary_blocks", st->temps);
+        ms_json_kv_u64(j, "stacks", st->nsrc);
+        ms_json_object_end(j);
+        j->pretty = pretty;
+    }
+    ms_json_array_end(j);
+    free(ord);
+    ms_agg_free(a);
+    return 0;
+}
+
 static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, frame_table *t)
 {
     const ms_snap_leak_summary *ls = &s->leak_summary;
@@ -547,6 +583,8 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
     }
     ms_json_array_end(&j);
     free(ranked);
+    if (rc == 0)
+        rc = sites(&j, s, sym, o && o->site_caller ? MS_SITE_CALLER : MS_SITE_PROGRAM);
     if (rc == 0 && s->has_leaks)
         rc = leaks(&j, s, sym, ft);
     ms_json_object_end(&j);

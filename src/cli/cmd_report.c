@@ -80,7 +80,7 @@ static void usage(FILE *out)
             "  -n, --top N        stacks shown per table (text: 10; json: all)\n"
             "      --json-frames FORM  json: inline (default: every frame written in every\n"
             "                     stack) or table (each frame once, stacks list indexes)\n"
-            "      --sites WHICH  text: group allocation sites by the innermost frame of the\n"
+            "      --sites WHICH  text, json: group allocation sites by the innermost frame of the\n"
             "                     program (program, the default) or the allocator's caller\n"
             "                     (caller: strdup, operator new...)\n"
             "  -m, --metric M     live-bytes (default), live-blocks, alloc-bytes, alloc-blocks\n"

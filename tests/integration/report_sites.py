@@ -26,7 +26,7 @@ ROW = re.compile(r"^  #\d+  .* live in (\d+) blocks   allocated .* in (\d+) bloc
 
 
 def sites(*args):
-    text = memsight("report", "-m", "live-blocks", "--top", "100", *args, snap)
+    text = memsight("report", "-m", "live-blocks", "--top", "1000", *args, snap)
     part = text.split("allocation sites by live blocks", 1)
     check(len(part) == 2, "no sites table:\n" + text[:2000])
     table = part[1].split("\nTop ", 1)[0]
@@ -50,6 +50,15 @@ new = [k for k in got if k.startswith("operator new")]
 check(new and sum(got[k][0] for k in new) >= 2 * N + 4, "caller: operator new %r\n%s" % (new, table))
 check(not any(k.startswith("st_objects") or k.startswith("st_names") for k in got),
       "caller: a program frame as the allocator's caller:\n" + table)
+
+# The JSON report's sites: the same rows, every stack in exactly one of them.
+for args, text_rows in (((), sites()[0]), (("--sites=caller",), got)):
+    doc = json.loads(memsight("report", "-f", "json", *args, snap))
+    js = {x["site"]: (x["live_blocks"], x["stacks"]) for x in doc["sites"] if x["live_blocks"]}
+    check(js == text_rows, "json sites %r: %r != text %r" % (args, js, text_rows))
+    for k in ("live_bytes", "live_blocks", "allocated_bytes", "allocated_blocks"):
+        check(sum(x[k] for x in doc["sites"]) == doc["totals"][k], "json sites %r: %s sum" % (args, k))
+    check(sum(x["stacks"] for x in doc["sites"]) == len(doc["stacks"]), "json sites %r: stacks" % (args,))
 
 p = subprocess.run([MEMSIGHT, "report", "--sites=nowhere", snap], stdout=subprocess.PIPE,
                    stderr=subprocess.PIPE, text=True)
