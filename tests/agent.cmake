@@ -22,6 +22,11 @@ foreach(p heap deep mmap threads cxx samesp coro)
   endif()
 endforeach()
 
+# One stack for five threads (max_depth=1): the heap counters' shard 0, which the main
+# thread adds to without atomics, beside the other threads' shards; the sums exact.
+ms_integration_test(agent_gt_threads_shared ${MS_AGENT_TESTS}/integration/agent_groundtruth.py gt_threads_o2 max_depth=1)
+set_tests_properties(agent_gt_threads_shared PROPERTIES LABELS agent)
+
 # Real programs under `memsight run`: unchanged output and status, complete snapshots.
 foreach(p fork exec threads64 dlopen exit_thread ctor ucontext)
   ms_test_program(rp_${p} SOURCES ${MS_AGENT_TESTS}/programs/rp_${p}.c FLAGS -O2 -g

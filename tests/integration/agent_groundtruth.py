@@ -80,6 +80,7 @@ def check(prog, args):
         if not snap['health'].get('bad_options'):
             fail('HLTH bad_options not counted: %r' % snap['health'])
     expects = [l.split() for l in stdout.splitlines() if l.startswith('expect ')]
+    allocs = [l.split() for l in stdout.splitlines() if l.startswith('allocs ')]
     chains = [l.split()[1:] for l in stdout.splitlines() if l.startswith('chain ')]
     if not expects:
         fail('program printed no expectations')
@@ -87,9 +88,10 @@ def check(prog, args):
     for st in snap['stacks'].values():
         f = innermost_exe_function(snap, st, exe)
         key = (f, st['kind'])
-        agg = by_func.setdefault(key, {'live_blocks': 0, 'live_bytes': 0, 'ids': set()})
-        agg['live_blocks'] += st['live_blocks']
-        agg['live_bytes'] += st['live_bytes']
+        agg = by_func.setdefault(key, {'live_blocks': 0, 'live_bytes': 0, 'ids': set(),
+                                       'alloc_blocks': 0, 'alloc_bytes': 0})
+        for k in ('live_blocks', 'live_bytes', 'alloc_blocks', 'alloc_bytes'):
+            agg[k] += st[k]
         agg['ids'].add(st['id'])
     blocks = snap['blocks'] or []
     errors = []
@@ -105,6 +107,11 @@ def check(prog, args):
                           % (func, kind, len(bl), sum(b['size'] for b in bl), nblk, nbytes))
         if int(nblk) and int(nbytes) and int(nblk) > 0 and not got['ids'] and (func, kind) not in by_func:
             errors.append('%s %s: no stack found' % (func, kind))
+    for _, func, kind, nblk, nbytes in allocs:
+        got = by_func.get((func, kind), {'alloc_blocks': 0, 'alloc_bytes': 0})
+        if (got['alloc_blocks'], got['alloc_bytes']) != (int(nblk), int(nbytes)):
+            errors.append('%s %s: expected %s allocations / %s bytes in all, agent says %d / %d'
+                          % (func, kind, nblk, nbytes, got['alloc_blocks'], got['alloc_bytes']))
     for chain in chains:
         ok = False
         for st in snap['stacks'].values():

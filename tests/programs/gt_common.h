@@ -15,6 +15,13 @@ static inline void gt_expect(const char *fn, const char *kind, unsigned long blo
 {
     printf("expect %s %s %lu %lu\n", fn, kind, blocks, bytes);
 }
+/* "allocs F K N B": the stacks whose innermost frame of the program is F, of kind K,
+ * counted N allocations of B bytes in all (freed ones included). */
+static inline void gt_expect_allocs(const char *fn, const char *kind, unsigned long blocks,
+                                    unsigned long bytes)
+{
+    printf("allocs %s %s %lu %lu\n", fn, kind, blocks, bytes);
+}
 /* "chain A B C": frames A, B and C all appear, innermost first, in some stack. */
 static inline void gt_chain(const char *a, const char *b, const char *c)
 {

@@ -1,5 +1,7 @@
-/* Ground truth: 4 threads allocating and freeing concurrently (each keeps a known
- * number of blocks), joined; one detached thread that exits; one thread still running
+/* Ground truth: 4 threads and the main thread allocating and freeing concurrently (each
+ * keeps a known number of blocks, and the allocations are counted too: with max_depth=1
+ * all five share one stack, whose counters the main thread adds to without atomics and
+ * the others with), joined; one detached thread that exits; one thread still running
  * at exit. Thread stacks: joined and exited-detached ones are gone, the running one is
  * live with its requested size. */
 #define _GNU_SOURCE
@@ -69,6 +71,7 @@ GT_NOINLINE void gt_spawn_workers(void)
     pthread_t th[4];
     for (long i = 0; i < 4; i++)
         pthread_create(&th[i], NULL, worker, (void *)i);
+    gt_worker_alloc(4);
     for (int i = 0; i < 4; i++)
         pthread_join(th[i], NULL);
     gt_keep[5000] = 0;
@@ -108,7 +111,11 @@ int main(void)
     gt_spawn_workers();
     gt_spawn_detached();
     gt_spawn_sleeper();
-    gt_expect("gt_worker_alloc", "heap", 4 * KEEP, 4 * KEEP * 64);
+    gt_expect("gt_worker_alloc", "heap", 5 * KEEP, 5 * KEEP * 64);
+    unsigned long bytes = 0;
+    for (int i = 0; i < ITER; i++)
+        bytes += 16 + (unsigned long)(i % 200);
+    gt_expect_allocs("gt_worker_alloc", "heap", 5ul * (ITER + KEEP), 5 * (bytes + KEEP * 64ul));
     gt_expect("gt_spawn_workers", "stack", 0, 0);
     gt_expect("gt_spawn_detached", "stack", 0, 0);
     gt_expect("gt_spawn_sleeper", "stack", 1, 512 * 1024);
