@@ -6,7 +6,7 @@ ms_unit_test(sampling_sampler SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_sample
 target_include_directories(sampling_sampler PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 
 # Ground-truth programs (plain -O2, no frame pointers: the default unwinder must cope).
-foreach(p sm_mix sm_peak sm_serve sm_forks sm_fork_walks sm_scale sm_api sm_single)
+foreach(p sm_mix sm_peak sm_serve sm_forks sm_fork_walks sm_scale sm_api sm_single sm_noheader)
   ms_test_program(${p} SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/${p}.c FLAGS -O2 -g
     LIBS Threads::Threads dl)
 endforeach()
@@ -19,6 +19,8 @@ ms_integration_test(sampling_run ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_
 ms_integration_test(sampling_guard ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_guard.py)
 # No control thread unless something needs it; requests still answered
 ms_integration_test(sampling_on_demand ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_on_demand.py)
+# Recorded blocks without header: glibc's chunks as asked, found by address
+ms_integration_test(sampling_noheader ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_noheader.py)
 # fork() in the middle of the agent's walks of the loaded modules, made likely by a shim
 # that slows every walk down
 add_library(slow_walk SHARED ${CMAKE_CURRENT_LIST_DIR}/programs/slow_walk.c)

@@ -1,8 +1,10 @@
-/* Hot path: the malloc-family interposers. Each asks the real allocator for 16 bytes
- * more, records the block (header below the program's pointer + one live entry) with
- * the re-entrancy flag raised (so the allocator's own mmap calls are not recorded), and
- * undoes this on free. Blocks without a valid header go to the real functions as they
- * are. Runs inside the target: no locks, no malloc of ours. */
+/* Hot path: the malloc-family interposers. In full mode each asks the real allocator for
+ * 16 bytes more, records the block (header below the program's pointer + one live entry)
+ * with the re-entrancy flag raised (so the allocator's own mmap calls are not recorded),
+ * and undoes this on free; blocks without a valid header go to the real functions as
+ * they are. In sampled and min_size modes (ms_addr_mode) a recorded block is the real
+ * allocator's block unchanged, known by its address (addr_table.h). Runs inside the
+ * target: no locks of ours on the plain paths, no malloc of ours. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/addr_table.h"
 #include "agent/agent.h"
 #include "agent/sampler.h"
 
@@ -70,6 +73,15 @@ static MS_NOINLINE void *ms_aligned_passthrough(size_t align, size_t n)
     return ms_boot_alloc(n, align);
 }
 
+/* A block the filter may know (ms_addr_mode): forgotten if recorded, then freed. */
+static MS_NOINLINE void ms_free_addr(void *p)
+{
+    ms_enter();
+    ms_forget_addr(p, NULL);
+    ms_real.free(p);
+    ms_leave();
+}
+
 /* Frees p whatever it is: bootstrap arena, a block with our header, or a foreign one. */
 static MS_NOINLINE void ms_free_any(void *p)
 {
@@ -78,6 +90,10 @@ static MS_NOINLINE void ms_free_any(void *p)
     ms_init();
     if (!ms_real.free)
         return;
+    if (ms_state == MS_STATE_READY && ms_addr_mode) {
+        ms_free_addr(p);
+        return;
+    }
     if (ms_state == MS_STATE_READY && ms_hdr_valid(p)) {
         void *base = ms_hdr_base(p); /* before forgetting: that wipes the header */
         ms_enter();
@@ -95,7 +111,7 @@ static size_t ms_usable(void *p)
         return ms_boot_size(p);
     if (!ms_real.malloc_usable_size)
         return 0;
-    if (ms_state == MS_STATE_READY && ms_hdr_valid(p)) {
+    if (ms_state == MS_STATE_READY && !ms_addr_mode && ms_hdr_valid(p)) {
         void *base = ms_hdr_base(p);
         size_t u = ms_real.malloc_usable_size(ms_real_ptr(base));
         size_t off = (size_t)((char *)p - (char *)base);
@@ -129,6 +145,18 @@ static MS_NOINLINE void *ms_malloc_recorded(size_t n)
     return p;
 }
 
+/* A recorded block without header (ms_addr_mode): the real allocator's block as asked,
+ * zeroed for calloc. */
+static MS_NOINLINE void *ms_alloc_addr(size_t n, int zero)
+{
+    ms_enter();
+    ms_rec_prep rp;
+    ms_record_prepare(&rp, n);
+    void *r = ms_record_commit_addr(zero ? ms_real.calloc(1, n) : ms_real.malloc(n), n, &rp);
+    ms_leave();
+    return r;
+}
+
 /* ===========================================================================
  * Interposers
  * ========================================================================= */
@@ -141,6 +169,8 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
             return ms_real.malloc(n);
         return ms_malloc_plain(n);
     }
+    if (ms_addr_mode)
+        return ms_alloc_addr(n, 0);
     return ms_malloc_recorded(n);
 }
 
@@ -172,13 +202,22 @@ static MS_NOINLINE void ms_free_checked(void *p)
 /* Every path ends in a tail call, so the plain-block path (most blocks in sampled mode)
  * costs no stack frame: the checks, then a jump into the real free. (The agent is built
  * without sibling calls; free unwinds nothing, so it may take them.) Inside the agent
- * (re-entrancy flag raised) a free does the same as outside, so the flag is not read. */
+ * (re-entrancy flag raised) a free does the same as outside, so the flag is not read.
+ * In sampled mode the check is one load from the address filter. */
 MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void free(void *p)
 {
     if (MS_UNLIKELY(__atomic_load_n(&ms_state, __ATOMIC_RELAXED) != MS_STATE_READY) ||
         MS_UNLIKELY(ms_boot_owns(p))) {
         if (p)
             ms_free_any(p);
+        return;
+    }
+    if (ms_addr_mode) {
+        if (MS_LIKELY(!ms_addr_maybe(p))) {
+            ms_real.free(p); /* free(NULL) included */
+            return;
+        }
+        ms_free_addr(p);
         return;
     }
     if (MS_LIKELY(!ms_hdr_check_matches(p))) {
@@ -232,6 +271,8 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
             return ms_real.calloc(a, b);
         return ms_calloc_plain(a, b);
     }
+    if (ms_addr_mode)
+        return ms_alloc_addr(n, 1);
     return ms_calloc_recorded(n);
 }
 
@@ -261,6 +302,31 @@ static void *ms_realloc_copy(void *old, size_t n)
     return p;
 }
 
+/* ms_addr_mode: the block moves or grows in place through the real realloc whatever it
+ * is; its record (if any) is forgotten before, and the new size is weighed as any
+ * allocation (recorded when picked, without a copy: no header to make room for). */
+static MS_NOINLINE void *ms_realloc_addr(void *old, size_t n)
+{
+    ms_enter();
+    size_t asked = 0;
+    int known = ms_addr_maybe(old) && ms_forget_addr(old, &asked);
+    if (MS_UNLIKELY(ms_self.busy > 1)) { /* inside the agent: nothing recorded */
+        void *q = ms_real.realloc(old, n);
+        ms_leave();
+        return q;
+    }
+    ms_rec_prep rp;
+    ms_record_prepare(&rp, n);
+    void *r = ms_record_commit_addr(ms_real.realloc(old, n), n, &rp);
+    if (MS_UNLIKELY(!r) && known) {
+        /* the old block is intact: weighed again (from this call site) */
+        ms_record_prepare(&rp, asked);
+        ms_record_commit_addr(old, asked, &rp);
+    }
+    ms_leave();
+    return r;
+}
+
 static void *ms_realloc_impl(void *old, size_t n)
 {
     if (!old)
@@ -269,6 +335,9 @@ static void *ms_realloc_impl(void *old, size_t n)
         free(old);
         return NULL;
     }
+    if (ms_addr_mode && __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_READY &&
+        !ms_boot_owns(old) && n <= SIZE_MAX - 64)
+        return ms_realloc_addr(old, n);
     if (!ms_fast_ok()) {
         if (ms_boot_owns(old) || (ms_state == MS_STATE_READY && ms_hdr_valid(old)))
             return ms_realloc_copy(old, n);
@@ -319,7 +388,8 @@ MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *realloc(void
     /* a non-zero fast share means ready and sampling; the header test comes first: a
      * block with a header takes the general path, which counts the size itself */
     if (MS_LIKELY(ms_sampler_tls.remaining != 0) && old && n && !ms_boot_owns(old) &&
-        !ms_hdr_check_matches(old) && ms_sampler_fast(&ms_sampler_tls, n))
+        (ms_addr_mode ? !ms_addr_maybe(old) : !ms_hdr_check_matches(old)) &&
+        ms_sampler_fast(&ms_sampler_tls, n))
         return ms_real.realloc(old, n);
     return ms_realloc_impl(old, n);
 }
@@ -364,6 +434,11 @@ static void *ms_aligned(size_t align, size_t n)
     }
     ms_rec_prep rp;
     ms_record_prepare(&rp, n);
+    if (ms_addr_mode) {
+        void *q = ms_record_commit_addr(ms_real.memalign(align, n), n, &rp);
+        ms_leave();
+        return q;
+    }
     char *r = ms_real.memalign(align, n + align);
     void *p = NULL;
     if (MS_LIKELY(r != NULL))

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/addr_table.h"
 #include "agent/agent.h"
 #include "agent/leak_scan.h"
 #include "agent/sampler.h"
@@ -395,7 +396,7 @@ static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
     ms_control_stats st;
     ms_control_get_stats(&st);
     ms_sw_begin(w, MS_CHUNK_HLTH, 0);
-    ms_sw_u32(w, 9);
+    ms_sw_u32(w, 11);
     ms_sw_cstr(w, "sample_interval");
     ms_sw_u64(w, ms_sampler_cfg.interval);
     ms_sw_cstr(w, "sample_min_size");
@@ -414,6 +415,10 @@ static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
     ms_sw_u64(w, st.triggers);
     ms_sw_cstr(w, "tracked_live_bytes");
     ms_sw_u64(w, ms_control_live_total());
+    ms_sw_cstr(w, "addr_table_blocks"); /* recorded blocks known by address */
+    ms_sw_u64(w, ms_addr_count());
+    ms_sw_cstr(w, "addr_table_bytes");
+    ms_sw_u64(w, ms_addr_bytes_reserved());
     ms_sw_end(w);
 }
 
@@ -951,6 +956,10 @@ int ms_hdr_confirm(const void *p)
 void ms_production_init(void)
 {
     ms_sampler_configure(ms_opt.sample_interval, ms_opt.min_size, ms_opt.seed != 0, ms_opt.seed);
+    /* recorded blocks without header, known by address (should the filter not map:
+     * headers, as in full mode) */
+    if (ms_sampler_cfg.enabled)
+        ms_addr_init();
     /* most blocks get no header: a header's check must be confirmed before trusting it */
     ms_hdr_confirm_needed = ms_sampler_cfg.enabled;
     ms_control_config c;

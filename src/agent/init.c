@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/addr_table.h"
 #include "agent/agent.h"
 #include "agent/sig_resume.h"
 #include "agent/libc/libc.h"
@@ -516,10 +517,12 @@ static void ms_atfork_prepare(void)
     ms_dl_fork_prepare();
     ms_regions_fork_prepare();
     ms_live_fork_prepare();
+    ms_addr_fork_prepare();
 }
 
 static void ms_atfork_parent(void)
 {
+    ms_addr_fork_parent();
     ms_live_fork_parent();
     ms_regions_fork_parent();
     ms_dl_fork_parent();
@@ -531,6 +534,7 @@ static void ms_atfork_child(void)
     ms_self.tid = 0;
     ms_pid = getpid();
     ms_exit_done = 0;
+    ms_addr_fork_child();
     ms_live_fork_child();
     ms_regions_fork_child();
     ms_dl_fork_child();

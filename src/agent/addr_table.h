@@ -1,0 +1,58 @@
+/* Recorded blocks found by address, for the modes that record few blocks (sample=,
+ * min_size=): such blocks carry no header (a header moved every recorded block into the
+ * allocator's next size class), so free() must tell them from the many plain ones by
+ * their address alone. A filter of counters answers "certainly plain" with one load for
+ * almost every plain block; behind it, a table keyed by address gives the live entry.
+ * Runs inside the target: no malloc (agent mappings), short spinlocks per shard, none
+ * held across fork. */
+#ifndef MS_AGENT_ADDR_TABLE_H
+#define MS_AGENT_ADDR_TABLE_H
+
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+/* 1: recorded blocks carry no header and are kept here (set once at start, kept by forked
+ * children and across detach/attach, since blocks recorded either way outlive a mode). */
+extern int ms_addr_mode MS_INTERNAL;
+
+/* 2^MS_ADDR_FILTER_BITS one-byte counters of the live recorded blocks whose address
+ * hashes there (saturating: a counter that reached 255 stays). 64 KiB: with N recorded
+ * live blocks, a plain block's free looks in the table with probability ~N / 2^16; a
+ * larger filter cost the plain frees more (its pages in the TLB) than it saved. */
+#define MS_ADDR_FILTER_BITS 16
+extern uint8_t *ms_addr_filter MS_INTERNAL;
+
+static inline uint32_t ms_addr_hash(const void *p)
+{
+    return (uint32_t)(((ms_ptr_key(p) >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - MS_ADDR_FILTER_BITS));
+}
+
+/* 0 when p is certainly not a recorded block: the check free() makes for every block. */
+static inline int ms_addr_maybe(const void *p)
+{
+    return ms_addr_filter[ms_addr_hash(p)] != 0;
+}
+
+/* Maps the filter and turns the mode on. 0, or -ENOMEM (the mode stays off). */
+int ms_addr_init(void) MS_INTERNAL;
+/* Keeps p -> live index idx. 0, or -ENOMEM when the table cannot grow (not kept). */
+int ms_addr_insert(const void *p, uint32_t idx) MS_INTERNAL;
+/* Forgets p: the live index kept for it, or 0 when none was. */
+uint32_t ms_addr_remove(const void *p) MS_INTERNAL;
+/* Blocks kept, and agent memory the table and filter take (for HLTH). */
+uint64_t ms_addr_count(void) MS_INTERNAL;
+uint64_t ms_addr_bytes_reserved(void) MS_INTERNAL;
+void ms_addr_fork_prepare(void) MS_INTERNAL;
+void ms_addr_fork_parent(void) MS_INTERNAL;
+void ms_addr_fork_child(void) MS_INTERNAL;
+
+/* Recording without a header (record_addr.c): commit a prepared record (ms_record_prepare)
+ * for the block p the allocator gave; nothing when the record was not taken; the record
+ * undone when p is NULL (the allocation failed). Returns p. */
+void *ms_record_commit_addr(void *p, size_t size, const ms_rec_prep *rp) MS_INTERNAL;
+/* Forgets p before it is freed or moved: 1 when it was a recorded block (its size asked
+ * in *size when size is not NULL), 0 when plain. */
+int ms_forget_addr(const void *p, size_t *size) MS_INTERNAL;
+
+#endif

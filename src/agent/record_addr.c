@@ -1,0 +1,46 @@
+/* Recording without a header (sample=, min_size=): a recorded block is the allocator's
+ * block as it is, its live entry found through the address table. The commit may call
+ * out: these modes run no leak scan, which is what the header path's store-only commit
+ * protects (no copy of the address left in the agent's dead frames).
+ * Runs inside the target with the re-entrancy flag raised: no malloc. */
+#include "agent/addr_table.h"
+#include "agent/live_hot.h"
+#include "agent/sampler.h"
+
+void *ms_record_commit_addr(void *p, size_t size, const ms_rec_prep *rp)
+{
+    if (MS_UNLIKELY(!p)) { /* the allocation failed */
+        ms_record_abort(rp, size);
+        return NULL;
+    }
+    if (!rp->idx)
+        return p; /* not sampled, or no room: a plain block */
+    if (MS_UNLIKELY(ms_addr_insert(p, rp->idx) != 0)) {
+        /* the table cannot grow: the block stays plain, as if the live table were full */
+        ms_record_abort(rp, size);
+        MS_HEALTH_INC(dropped_blocks);
+        return p;
+    }
+    ms_live_store(rp->idx, (uint64_t)(uintptr_t)p, size, rp->ticks, rp->sid, rp->tid);
+    return p;
+}
+
+int ms_forget_addr(const void *p, size_t *size)
+{
+    uint32_t idx = ms_addr_remove(p);
+    if (!idx)
+        return 0;
+    ms_live_entry e;
+    int have = ms_live_get(idx, &e);
+    ms_live_clear(idx);
+    ms_live_put_index(idx);
+    if (!have)
+        return 1;
+    if (size)
+        *size = (size_t)e.size;
+    uint64_t w = ms_sampler_entry_weight(e.size, e.tid);
+    ms_stack_rec *r = ms_stack_get(e.stack_id);
+    if (r)
+        ms_stack_account_free_n(r, ms_sampler_count_estimate(e.size, w), w);
+    return 1;
+}
