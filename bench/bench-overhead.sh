@@ -1,19 +1,25 @@
 #!/bin/sh
 # Overhead budget of production mode: real allocation-heavy workloads (sqlite3 inserting
 # and indexing rows, python3 dict/list/str churn with PYTHONMALLOC=malloc, xz -T2
-# compressing with two threads) uninstrumented, under memsight full mode, sample=4096,
-# sample=524288, heaptrack, valgrind massif and LeakSanitizer preloaded; prints best-of-N
-# wall time and peak RSS, and their ratios to the uninstrumented run. Then the agent's
+# compressing with two threads, and a single-threaded malloc/free loop: sm_scale on its
+# main thread, 4096 blocks allocated then freed, past glibc's per-thread cache) uninstrumented, under memsight full mode, sample=4096, sample=524288,
+# heaptrack, valgrind massif and LeakSanitizer preloaded; prints best-of-N wall time, CPU
+# time and peak RSS, and their ratios to the uninstrumented run, with the spread of the
+# CPU times over the N runs. Then the agent's
 # 2-thread vs 1-thread malloc/free throughput and its memory per tracked block.
 # Asserts nothing (the machine is noisy): it prints which of the sampled modes' targets in
 # docs/production.md the run meets.
-# usage: bench/bench-overhead.sh [BUILD_DIR] [REPEATS]   (env: SKIP="massif lsan ...")
+# usage: bench/bench-overhead.sh [BUILD_DIR] [REPEATS]
+#   env: SKIP="massif lsan ..." (tools left out), WORKLOADS="sqlite python xz loop",
+#        PARTS="budget scale memory" (the parts run)
 set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-${BUILD:-$SRC/build}}
 case $BUILD in /*) ;; *) BUILD=$SRC/$BUILD ;; esac
 REPS=${2:-3}
 SKIP=${SKIP:-}
+WORKLOADS=${WORKLOADS:-sqlite python xz loop}
+PARTS=${PARTS:-budget scale memory}
 AGENT=$BUILD/lib/libmemsight.so
 MEMSIGHT=$BUILD/bin/memsight
 SCALE=$BUILD/tests/programs/sm_scale
@@ -64,12 +70,16 @@ run_one() {
     sqlite) rm -f "$WORK/db"; in=$WORK/sqlite.sql; set -- sqlite3 "$WORK/db" ;;
     python) set -- $PY "$SRC/bench/churn.py" 8 ;;
     xz) set -- xz -T2 -3 --block-size=1MiB -c "$WORK/xz.in" ;;
+    loop) set -- "$SCALE" 0 20000000 4096 ;; # 20 M pairs in batches of 4096, no thread
     esac
     case $tool in
     base) ;;
     full) set -- "$MEMSIGHT" run -q -o "$WORK/snaps" -- "$@" ;;
     s4096) set -- "$MEMSIGHT" run -q -o "$WORK/snaps" --sample 4096 -- "$@" ;;
     s512k) set -- "$MEMSIGHT" run -q -o "$WORK/snaps" --sample 524288 -- "$@" ;;
+    # the same with the control thread running from the first allocation (an interval
+    # that never comes): what a second thread costs a single-threaded program
+    s512kt) set -- "$MEMSIGHT" run -q -o "$WORK/snaps" --sample 524288 --interval 3600000 -- "$@" ;;
     heaptrack) set -- heaptrack -o "$WORK/ht/ht" "$@" ;;
     massif) set -- valgrind -q --tool=massif --massif-out-file="$WORK/massif.out" "$@" ;;
     lsan) set -- env LD_PRELOAD="$WORK/lsaninit.so" LSAN_OPTIONS=exitcode=0 "$@" ;;
@@ -79,37 +89,43 @@ run_one() {
         > "$WORK/out.txt" 2> "$WORK/err.txt" || echo "  ($tool $wl: exit status $?)" >&2
 }
 
-# measure TOOL WORKLOAD: one more run, keeping per tool the best wall and CPU time and the
-# largest peak RSS (in variables W_tool, C_tool, R_tool). The benchmark interleaves the
+# measure TOOL WORKLOAD: one more run, keeping per tool the best wall and CPU time, the
+# worst CPU time and the largest peak RSS (in variables W_tool, C_tool, X_tool, R_tool). The benchmark interleaves the
 # tools (base, full, s4096, ... then again) so that load changes on a shared machine
 # hit every tool alike instead of one tool's repeats.
 measure() {
     run_one "$1" "$2"
     set -- "$1" "$2" $(tail -n 1 "$WORK/t.txt")
     c=$(echo "$4 + $5" | bc -l)
-    eval "ow=\${W_$1:-}; oc=\${C_$1:-}; orss=\${R_$1:-0}"
+    eval "ow=\${W_$1:-}; oc=\${C_$1:-}; ox=\${X_$1:-}; orss=\${R_$1:-0}"
     if [ -z "$ow" ] || [ "$(echo "$3 < $ow" | bc -l)" = 1 ]; then eval "W_$1=$3"; fi
     if [ -z "$oc" ] || [ "$(echo "$c < $oc" | bc -l)" = 1 ]; then eval "C_$1=$c"; fi
+    if [ -z "$ox" ] || [ "$(echo "$c > $ox" | bc -l)" = 1 ]; then eval "X_$1=$c"; fi
     [ "$6" -gt "$orss" ] && eval "R_$1=$6"
     return 0
 }
 
 skip() { case " $SKIP " in *" $1 "*) return 0 ;; esac; return 1; }
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 ratio() { echo "scale=2; $1 / $2" | bc -l | sed 's/^\./0./'; }
 
-TOOLS="full s4096 s512k heaptrack massif lsan"
+TOOLS="full s4096 s512k s512kt heaptrack massif lsan"
 GOALS=""
 command -v heaptrack > /dev/null 2>&1 || SKIP="$SKIP heaptrack"
 command -v valgrind > /dev/null 2>&1 || SKIP="$SKIP massif"
 [ -n "$LSAN" ] || SKIP="$SKIP lsan"
 
+if part budget; then
 echo "wall time, CPU time (user+sys) and peak RSS against the uninstrumented run"
-echo "(best of $REPS interleaved runs, massif once; on a loaded machine trust cpu_x more)"
-echo "tools: full = memsight full mode, s4096 / s512k = sample=4096 / sample=524288"
+echo "(best of $REPS interleaved runs, massif once; on a loaded machine trust cpu_x more;"
+echo " cpu_spread: (worst - best) / best CPU time of the runs)"
+echo "tools: full = memsight full mode, s4096 / s512k = sample=4096 / sample=524288,"
+echo "       s512kt = sample=524288 with the control thread (interval=3600000)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-7s %-9s %8s %8s %10s %7s %7s %7s\n' work tool wall_s cpu_s peak_rss_k wall_x cpu_x rss_x
-for wl in sqlite python xz; do
-    for tool in base $TOOLS; do unset W_$tool C_$tool R_$tool; done
+printf '%-7s %-9s %8s %8s %10s %7s %7s %7s %10s\n' work tool wall_s cpu_s peak_rss_k wall_x cpu_x \
+    rss_x cpu_spread
+for wl in $WORKLOADS; do
+    for tool in base $TOOLS; do unset W_$tool C_$tool X_$tool R_$tool; done
     r=0
     while [ $r -lt "$REPS" ]; do
         for tool in base $TOOLS; do
@@ -121,9 +137,10 @@ for wl in sqlite python xz; do
     done
     for tool in base $TOOLS; do
         skip $tool && continue
-        eval "w=\$W_$tool; c=\$C_$tool; m=\$R_$tool"
-        printf '%-7s %-9s %8.2f %8.2f %10d %7s %7s %7s\n' $wl $tool "$w" "$c" "$m" \
-            "$(ratio "$w" "$W_base")" "$(ratio "$c" "$C_base")" "$(ratio "$m" "$R_base")"
+        eval "w=\$W_$tool; c=\$C_$tool; x=\$X_$tool; m=\$R_$tool"
+        printf '%-7s %-9s %8.2f %8.2f %10d %7s %7s %7s %9s%%\n' $wl $tool "$w" "$c" "$m" \
+            "$(ratio "$w" "$W_base")" "$(ratio "$c" "$C_base")" "$(ratio "$m" "$R_base")" \
+            "$(echo "scale=1; 100 * ($x - $c) / $c" | bc -l | sed 's/^\./0./')"
     done
     # the sampled modes' targets (docs/production.md), on CPU time
     for t in "s512k 1.03" "s4096 1.10"; do
@@ -139,11 +156,13 @@ for wl in sqlite python xz; do
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%s' "$GOALS"
+fi
 
 # --- scalability: 2 threads vs 1 thread of malloc/free pairs under the agent ---------
 # Wall-clock speedup needs two idle cores; on a shared machine the CPU time per pair
 # tells the same story without them: if two threads need no more CPU per pair than one
 # (no contention, no spinning), two free cores give 2x. Both are printed.
+if part scale; then
 echo
 echo "malloc/free throughput, 2 threads vs 1 (target under the agent: >= 1.6x)"
 printf '%-7s %10s %10s %8s %12s %12s %10s\n' mode 1thr_Mops 2thr_Mops speedup 1thr_ns/pair 2thr_ns/pair cpu_speedup
@@ -185,13 +204,14 @@ for mode in base full s4096; do
         echo "s4096 2-thread speedup $(echo "scale=3; $m2 / $m1" | bc -l)x (target >= 1.6x, wall clock: needs two idle cores): $met"
     fi
 done
+fi
 
 # --- agent memory per tracked live block (full mode, sm_mix: ~310k live blocks) -------
 # Two views: the live table's own bytes per block (from the snapshot's health counters,
 # plus the 16-byte header each block carries), and the whole growth of the peak RSS
 # over the uninstrumented run divided by the live blocks (everything the agent costs:
 # tables, headers, unwinder caches, the stack table of sm_mix's few stacks).
-if [ -x "$MIX" ]; then
+if part memory && [ -x "$MIX" ]; then
     echo
     /usr/bin/time -f "%M" -o "$WORK/t.txt" "$MIX" > /dev/null
     base_rss=$(tail -n 1 "$WORK/t.txt")
