@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "agent/arch/arch.h"
+#include "agent/chunks.h"
 #include "agent/control.h"
 #include "core/agent_options.h"
 #include "core/snapshot_write.h"
@@ -162,6 +163,11 @@ typedef struct ms_health {
 extern ms_health_t ms_health MS_INTERNAL;
 #define MS_HEALTH_INC(f) __atomic_fetch_add(&ms_health.f, 1, __ATOMIC_RELAXED)
 #define MS_HEALTH_ADD(f, v) __atomic_fetch_add(&ms_health.f, (v), __ATOMIC_RELAXED)
+/* A table could not grow (no address space or memory): counted in table_grow_failures,
+ * and told once on stderr (chunks.c). */
+void ms_table_grow_failed(void) MS_INTERNAL;
+/* One line "memsight: pid N: " + the parts on stderr, in one write() (snapshot.c). */
+void ms_say(const char *const *parts, size_t nparts) MS_INTERNAL;
 
 /* ===========================================================================
  * Stack table (stacks.c): interned (kind, pcs), lock-free, ids from 1.
@@ -175,13 +181,19 @@ typedef struct ms_stack_rec {
     uint8_t pad;
     uint64_t alloc_blocks, alloc_bytes; /* cumulative, relaxed atomics */
     uint64_t free_blocks, free_bytes;
-    uint64_t pad2;
+    uint32_t id;
+    uint32_t pad2;
 } __attribute__((aligned(64))) ms_stack_rec;
 
 int ms_stacks_init(uint64_t capacity) MS_INTERNAL;
 /* Returns the id of (kind, pcs[0..depth)), inserting it; 0 when the table is full. */
 uint32_t ms_stack_intern(unsigned kind, const uint64_t *pcs, unsigned depth, unsigned flags) MS_INTERNAL;
 ms_stack_rec *ms_stack_get(uint32_t id) MS_INTERNAL; /* NULL if unknown */
+/* Agent memory the stack tables hold (records, shards, pcs, index). */
+uint64_t ms_stacks_bytes_mapped(void) MS_INTERNAL;
+void ms_stacks_fork_prepare(void) MS_INTERNAL;
+void ms_stacks_fork_parent(void) MS_INTERNAL;
+void ms_stacks_fork_child(void) MS_INTERNAL;
 const uint64_t *ms_stack_pcs(const ms_stack_rec *r) MS_INTERNAL;
 uint32_t ms_stack_max_id(void) MS_INTERNAL; /* ids are 1..max_id */
 /* Counters of a stack at a moment; live = alloc - free. */
@@ -200,12 +212,11 @@ ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len) MS_INTERNAL;
 /* Allocation counters are sharded: threads allocating from one call site would otherwise
  * bounce the record's cache line on every locked add. Shard 0 is the record's own
  * alloc_blocks/alloc_bytes; shards 1..MS_STACK_SHARDS-1 live in a side array (one
- * {blocks, bytes} pair per stack per shard, each shard a separate array), chosen by the
- * thread id. Readers sum them (ms_stack_counters, ms_stack_used): exact once quiet. */
+ * {blocks, bytes} pair per stack per shard, each shard a separate table that grows with
+ * the records), chosen by the thread id. Readers sum them (ms_stack_counters,
+ * ms_stack_used): exact once quiet. */
 #define MS_STACK_SHARDS 4
-extern ms_stack_rec *ms_stack_recs MS_INTERNAL;
-extern uint64_t *ms_stack_shards MS_INTERNAL; /* [(shard-1) * cap + id] * 2 */
-extern uint32_t ms_stack_cap MS_INTERNAL;
+extern ms_chunks ms_stack_shards[MS_STACK_SHARDS - 1] MS_INTERNAL; /* [shard-1]: id -> pair */
 /* Heap stacks: shard 0 belongs to one thread, the first that records a block (usually the
  * main thread: the whole program when it is single-threaded), which adds to it without a
  * locked instruction (ms_arch_add_own); every other thread adds to shards 1.. with
@@ -222,11 +233,8 @@ static inline void ms_stack_count_heap_alloc(ms_stack_rec *r, uint64_t blocks, u
         ms_arch_add_own(&r->alloc_bytes, bytes);
         return;
     }
-    uint64_t *c = &r->alloc_blocks;
-    if (MS_LIKELY(ms_stack_shards != NULL)) {
-        unsigned sh = 1 + ms_self.tid % (MS_STACK_SHARDS - 1);
-        c = &ms_stack_shards[((uint64_t)(sh - 1) * ms_stack_cap + (uint64_t)(r - ms_stack_recs)) * 2];
-    }
+    unsigned sh = 1 + ms_self.tid % (MS_STACK_SHARDS - 1);
+    uint64_t *c = (uint64_t *)ms_chunks_at(&ms_stack_shards[sh - 1], r->id); /* mapped */
     __atomic_fetch_add(&c[0], blocks, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c[1], bytes, __ATOMIC_RELAXED);
 }
@@ -323,7 +331,7 @@ static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t block
 
 static inline void ms_control_note(const ms_stack_rec *r, int64_t bytes, int64_t blocks)
 {
-    ms_control_note_id((uint32_t)(r - ms_stack_recs), bytes, blocks, 0, bytes > 0);
+    ms_control_note_id(r->id, bytes, blocks, 0, bytes > 0);
 }
 
 /* blocks > 1: a sampled record standing for several blocks. ms_control_note keeps the
@@ -332,8 +340,8 @@ static inline void ms_stack_count_alloc_n(ms_stack_rec *r, uint64_t blocks, uint
 {
     unsigned sh = ms_self.tid & (MS_STACK_SHARDS - 1); /* 0 (shard 0) until the tid is known */
     uint64_t *c = &r->alloc_blocks;
-    if (sh && MS_LIKELY(ms_stack_shards != NULL))
-        c = &ms_stack_shards[((uint64_t)(sh - 1) * ms_stack_cap + (uint64_t)(r - ms_stack_recs)) * 2];
+    if (sh) /* every stack interned has its shards mapped (stacks.c) */
+        c = (uint64_t *)ms_chunks_at(&ms_stack_shards[sh - 1], r->id);
     __atomic_fetch_add(&c[0], blocks, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c[1], bytes, __ATOMIC_RELAXED);
 }

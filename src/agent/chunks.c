@@ -14,6 +14,18 @@ int ms_chunks_init(ms_chunks *c, uint64_t capacity, unsigned shift, size_t elem)
     return c->dir ? 0 : -1;
 }
 
+void ms_table_grow_failed(void)
+{
+    static int told;
+    MS_HEALTH_INC(table_grow_failures);
+    if (__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+        return;
+    static const char *const parts[] = {
+        "a table of the agent could not grow (no address space or memory left): records "
+        "from now on may be dropped, the snapshot's health counts them (table_grow_failures)"};
+    ms_say(parts, 1);
+}
+
 int ms_chunks_ensure(ms_chunks *c, uint64_t i)
 {
     uint64_t k = i >> c->shift;
@@ -25,7 +37,7 @@ int ms_chunks_ensure(ms_chunks *c, uint64_t i)
     void *p = ms_sys_mmap(bytes);
     if (!p) { /* counted once per chunk that could not be mapped, not per attempt */
         if (__atomic_exchange_n(&c->failed_at, k + 1, __ATOMIC_RELAXED) != k + 1)
-            MS_HEALTH_INC(table_grow_failures);
+            ms_table_grow_failed();
         return -1;
     }
     void *none = 0;

@@ -71,9 +71,9 @@ typedef struct ms_peak_slot {
     uint64_t epoch;
     uint64_t temps; /* temporary allocations (agent.h) */
 } ms_peak_slot;
-static ms_peak_slot *peak_slots;
-static uint64_t peak_nslots;
-static const ms_stack_rec *peak_rec0; /* address of the record of id 0 (ids index slots) */
+/* indexed by stack id; grows with the stacks (chunks.h) */
+static ms_chunks peak_slots;
+static int peak_on;
 
 #define STAT_INC(f) __atomic_fetch_add(&ctl.stats.f, 1, __ATOMIC_RELAXED)
 
@@ -181,9 +181,14 @@ int ms_control_set_handler(unsigned request, ms_ctl_handler_fn fn, void *arg)
 /* A change of stack sid's live counters (and its temporaries) in its shared slot. */
 static void ms_control_apply(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps)
 {
-    if (!peak_slots || sid >= peak_nslots)
+    if (!peak_on)
         return;
-    ms_peak_slot *s = &peak_slots[sid];
+    ms_peak_slot *s = ms_chunks_get(&peak_slots, sid);
+    if (MS_UNLIKELY(!s)) { /* the first change of a stack in a new chunk */
+        if (ms_chunks_ensure(&peak_slots, sid) != 0)
+            return;
+        s = ms_chunks_at(&peak_slots, sid);
+    }
     uint64_t epoch = __atomic_load_n(&ctl.epoch, __ATOMIC_ACQUIRE);
     uint64_t seen = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
     if (seen != epoch &&
@@ -331,11 +336,9 @@ static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
 {
     (void)arg;
     ms_control_flush_self();
-    if (ctl.cfg.dump_at_peak && peak_slots) {
+    if (ctl.cfg.dump_at_peak && peak_on) {
         uint64_t epoch = __atomic_load_n(&ctl.epoch, __ATOMIC_ACQUIRE);
         uint64_t maxid = ms_stack_max_id();
-        if (maxid >= peak_nslots)
-            maxid = peak_nslots - 1;
         ms_sw_begin(w, MS_CHUNK_PEAK, 0);
         ms_sw_u64(w, ms_control_peak_total());
         uint64_t pt = __atomic_load_n(&ctl.peak_ticks, __ATOMIC_RELAXED);
@@ -344,7 +347,9 @@ static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
         ms_sw_u32(w, 0);
         uint32_t n = 0;
         for (uint64_t id = 0; id <= maxid; id++) {
-            ms_peak_slot *s = &peak_slots[id];
+            ms_peak_slot *s = ms_chunks_get(&peak_slots, id);
+            if (!s)
+                continue;
             int at_peak = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) == epoch;
             int64_t bytes = at_peak ? s->peak_bytes : s->cur_bytes;
             int64_t blocks = at_peak ? s->peak_blocks : s->cur_blocks;
@@ -364,7 +369,8 @@ static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
         ms_sw_u32(w, 0);
         n = 0;
         for (uint64_t id = 1; id <= maxid; id++) {
-            uint64_t t = __atomic_load_n(&peak_slots[id].temps, __ATOMIC_RELAXED);
+            const ms_peak_slot *s = ms_chunks_get(&peak_slots, id);
+            uint64_t t = s ? __atomic_load_n(&s->temps, __ATOMIC_RELAXED) : 0;
             if (!t)
                 continue;
             ms_sw_u32(w, (uint32_t)id);
@@ -807,14 +813,10 @@ int ms_control_init(const ms_control_config *c)
     ctl.cfg = *c;
     if (c->trigger_bytes || c->dump_at_peak) {
         ctl.trigger_at = c->trigger_bytes ? c->trigger_bytes : UINT64_MAX;
-        const ms_stack_rec *r1 = ms_stack_get(1);
-        if (c->dump_at_peak && r1) {
-            peak_rec0 = r1 - 1;
-            uint64_t n = c->stack_capacity + 2;
-            peak_slots = ms_sys_mmap(n * sizeof(ms_peak_slot));
-            if (peak_slots)
-                peak_nslots = n;
-        }
+        /* 16K slots (768 KiB) per chunk, as the stack records */
+        if (c->dump_at_peak && ms_stack_get(1) &&
+            ms_chunks_init(&peak_slots, c->stack_capacity + 2, 14, sizeof(ms_peak_slot)) == 0)
+            peak_on = 1;
         __atomic_store_n(&ms_ctl_track, 1, __ATOMIC_RELEASE);
     } else {
         ctl.trigger_at = UINT64_MAX;

@@ -516,6 +516,7 @@ static void ms_atfork_prepare(void)
     ms_enter();
     ms_dl_fork_prepare();
     ms_regions_fork_prepare();
+    ms_stacks_fork_prepare(); /* after the regions: an mprotect interns under their lock */
     ms_live_fork_prepare();
     ms_addr_fork_prepare();
 }
@@ -524,6 +525,7 @@ static void ms_atfork_parent(void)
 {
     ms_addr_fork_parent();
     ms_live_fork_parent();
+    ms_stacks_fork_parent();
     ms_regions_fork_parent();
     ms_dl_fork_parent();
     ms_leave();
@@ -536,6 +538,7 @@ static void ms_atfork_child(void)
     ms_exit_done = 0;
     ms_addr_fork_child();
     ms_live_fork_child();
+    ms_stacks_fork_child();
     ms_regions_fork_child();
     ms_dl_fork_child();
     ms_threads_fork_child();

@@ -75,7 +75,7 @@ static int pool_room(uint64_t n)
     if (!r) {
         static uint64_t failed_cap; /* counted once per size it could not reach */
         if (__atomic_exchange_n(&failed_cap, cap, __ATOMIC_RELAXED) != cap)
-            MS_HEALTH_INC(table_grow_failures);
+            ms_table_grow_failed();
         return 0;
     }
     ms_pool = r;

@@ -78,7 +78,7 @@ static int regs_room_locked(uint64_t n)
     if (!r) {
         static uint64_t failed_cap; /* counted once per size it could not reach */
         if (failed_cap != cap)
-            MS_HEALTH_INC(table_grow_failures);
+            ms_table_grow_failed();
         failed_cap = cap;
         return 0;
     }

@@ -383,6 +383,7 @@ static void write_hlth(snap_ctx *c)
     hv(w, &n, "live_table_bytes", ms_live_bytes_reserved());
     hv(w, &n, "stack_table_used", ms_stack_max_id());
     hv(w, &n, "stack_table_capacity", ms_opt.stack_capacity);
+    hv(w, &n, "stack_table_bytes", ms_stacks_bytes_mapped());
     hv(w, &n, "region_table_used", ms_regions_count());
     hv(w, &n, "region_table_capacity", ms_opt.region_capacity);
     if (ms_libc_missing()) /* what this C library lacks that glibc gives (libc.h) */
@@ -452,7 +453,7 @@ static const char *errno_text(int e)
 }
 
 /* One line "memsight: pid N: " + the parts, written with one write(). */
-static void say(const char *const *parts, size_t nparts)
+void ms_say(const char *const *parts, size_t nparts)
 {
     char line[3 * MS_SW_PATH_MAX], pid[24];
     ms_fmt_u64(pid, (uint64_t)getpid());
@@ -479,7 +480,7 @@ static void say_failure(const char *reason, const char *path, int err)
     ms_fmt_u64(num + 6, (uint64_t)err);
     const char *t = errno_text(err);
     const char *parts[] = {"cannot write the ", reason, " snapshot ", path, ": ", t ? t : num};
-    say(parts, 6);
+    ms_say(parts, 6);
 }
 
 /* The rename failed because the name belongs to something this process may not replace
@@ -502,7 +503,7 @@ static int place_snapshot(ms_snap_writer *w, char *final, size_t cap, const char
         MS_HEALTH_INC(snapshot_renamed);
         const char *parts[] = {taken, " is taken by a file this process may not replace; "
                                       "the snapshot is ", final, " instead"};
-        say(parts, 4);
+        ms_say(parts, 4);
     }
     return rc;
 }
