@@ -335,9 +335,13 @@ static int ms_got_name_index(const char *s, size_t room)
     return -1;
 }
 
-/* Walks one relocation table; returns the number of slots patched. */
-static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz, uintptr_t symtab,
-                              uintptr_t strtab, size_t strsz, int self, int takes, int restore)
+/* Calls fn for every JUMP_SLOT and GLOB_DAT slot of one relocation table that lies in
+ * the module, with the name of its symbol (inside strtab, `room` bytes to its end). */
+typedef uint64_t (*ms_slot_fn)(const ms_mod_view *m, uintptr_t slot, const char *name,
+                               size_t room, void *arg);
+static uint64_t ms_got_each_slot(const ms_mod_view *m, uintptr_t rel, size_t relsz,
+                                 uintptr_t symtab, uintptr_t strtab, size_t strsz,
+                                 ms_slot_fn fn, void *arg)
 {
     uint64_t n = 0;
     for (size_t off = 0; off + sizeof(ElfW(Rela)) <= relsz; off += sizeof(ElfW(Rela))) {
@@ -354,21 +358,40 @@ static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz,
         const ElfW(Sym) *sym = (const ElfW(Sym) *)sa;
         if (sym->st_name >= strsz)
             continue;
-        int idx = ms_got_name_index((const char *)strtab + sym->st_name, strsz - sym->st_name);
-        if (idx < 0 || ms_got_table[idx].takes != takes || (self && idx == (int)MS_GOT_DLOPEN))
-            continue;
         uintptr_t slot = m->base + r->r_offset;
         if (slot < m->base || (slot & (sizeof(void *) - 1)) || !ms_mod_has(m, slot, sizeof(void *)))
             continue;
-        if (restore) { /* only slots that hold the agent's function: the rest are the program's */
-            void *real = ms_got_real_of[idx];
-            if (real && __atomic_load_n((void **)slot, __ATOMIC_RELAXED) == ms_got_table[idx].own)
-                n += (uint64_t)ms_got_write(m, slot, real);
-            continue;
-        }
-        n += (uint64_t)ms_got_write(m, slot, ms_got_table[idx].own);
+        n += fn(m, slot, (const char *)strtab + sym->st_name, strsz - sym->st_name, arg);
     }
     return n;
+}
+
+typedef struct ms_table_walk {
+    int self, takes, restore;
+} ms_table_walk;
+
+static uint64_t ms_got_table_slot(const ms_mod_view *m, uintptr_t slot, const char *name,
+                                  size_t room, void *arg)
+{
+    const ms_table_walk *t = arg;
+    int idx = ms_got_name_index(name, room);
+    if (idx < 0 || ms_got_table[idx].takes != t->takes || (t->self && idx == (int)MS_GOT_DLOPEN))
+        return 0;
+    if (t->restore) { /* only slots that hold the agent's function: the rest are the program's */
+        void *real = ms_got_real_of[idx];
+        if (real && __atomic_load_n((void **)slot, __ATOMIC_RELAXED) == ms_got_table[idx].own)
+            return (uint64_t)ms_got_write(m, slot, real);
+        return 0;
+    }
+    return (uint64_t)ms_got_write(m, slot, ms_got_table[idx].own);
+}
+
+/* Walks one relocation table; returns the number of slots patched. */
+static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz, uintptr_t symtab,
+                              uintptr_t strtab, size_t strsz, int self, int takes, int restore)
+{
+    ms_table_walk t = {self, takes, restore};
+    return ms_got_each_slot(m, rel, relsz, symtab, strtab, strsz, ms_got_table_slot, &t);
 }
 
 /* ===========================================================================
@@ -542,76 +565,95 @@ typedef struct ms_got_pass {
     size_t nseen;
 } ms_got_pass;
 
-static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
+/* The tables of a module's dynamic section, bounds-checked. */
+typedef struct ms_mod_dyn {
+    uintptr_t jmprel, rela, symtab, strtab, gnuhash, hash;
+    size_t pltrelsz, relasz, strsz;
+} ms_mod_dyn;
+
+/* 1 with m and d filled, 0 for a module with nothing to patch, -1 for one whose dynamic
+ * section fails a bounds check. */
+static int ms_mod_open(const struct dl_phdr_info *info, ms_mod_view *m, ms_mod_dyn *d)
 {
-    (void)size;
-    ms_got_pass *pass = arg;
-    ms_mod_view m = {.base = info->dlpi_addr, .phdr = info->dlpi_phdr, .phnum = info->dlpi_phnum};
-    if (!m.phdr || m.phnum <= 0)
+    *m = (ms_mod_view){.base = info->dlpi_addr, .phdr = info->dlpi_phdr, .phnum = info->dlpi_phnum};
+    if (!m->phdr || m->phnum <= 0)
         return 0;
-    uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-    uintptr_t interp = (uintptr_t)getauxval(AT_BASE);
-    if ((vdso && ms_mod_has(&m, vdso, 1)) || (interp && ms_mod_has(&m, interp, 1)))
-        return 0; /* the vdso, and the dynamic loader (its calls never go through a GOT) */
-    int self = ms_mod_has(&m, (uintptr_t)&ms_got_module, 1);
     const ElfW(Dyn) *dyn = NULL;
     size_t ndyn = 0;
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < m.phnum; i++) {
-        const ElfW(Phdr) *ph = &m.phdr[i];
+    for (int i = 0; i < m->phnum; i++) {
+        const ElfW(Phdr) *ph = &m->phdr[i];
         if (ph->p_type == PT_DYNAMIC) {
-            dyn = (const ElfW(Dyn) *)(m.base + ph->p_vaddr);
+            dyn = (const ElfW(Dyn) *)(m->base + ph->p_vaddr);
             ndyn = ph->p_memsz / sizeof(ElfW(Dyn));
         } else if (ph->p_type == PT_GNU_RELRO) {
             /* the loader protects whole pages only: the last partial page stays writable */
-            m.relro_lo = (m.base + ph->p_vaddr) & ~(pg - 1);
-            m.relro_hi = (m.base + ph->p_vaddr + ph->p_memsz) & ~(pg - 1);
+            m->relro_lo = (m->base + ph->p_vaddr) & ~(pg - 1);
+            m->relro_hi = (m->base + ph->p_vaddr + ph->p_memsz) & ~(pg - 1);
         }
     }
-    if (!dyn || !ndyn || !ms_mod_has(&m, (uintptr_t)dyn, ndyn * sizeof(ElfW(Dyn))))
+    if (!dyn || !ndyn || !ms_mod_has(m, (uintptr_t)dyn, ndyn * sizeof(ElfW(Dyn))))
         return 0; /* a static module has nothing to patch */
-    uintptr_t jmprel = 0, rela = 0, symtab = 0, strtab = 0, gnuhash = 0, hash = 0;
-    size_t pltrelsz = 0, relasz = 0, strsz = 0;
+    *d = (ms_mod_dyn){0};
     int pltrel_rela = 1;
     for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
         uintptr_t v = dyn[i].d_un.d_ptr;
         switch (dyn[i].d_tag) {
-        case DT_JMPREL: jmprel = v; break;
-        case DT_PLTRELSZ: pltrelsz = v; break;
+        case DT_JMPREL: d->jmprel = v; break;
+        case DT_PLTRELSZ: d->pltrelsz = v; break;
         case DT_PLTREL: pltrel_rela = v == DT_RELA; break;
-        case DT_RELA: rela = v; break;
-        case DT_RELASZ: relasz = v; break;
-        case DT_SYMTAB: symtab = v; break;
-        case DT_STRTAB: strtab = v; break;
-        case DT_STRSZ: strsz = v; break;
-        case DT_GNU_HASH: gnuhash = v; break;
-        case DT_HASH: hash = v; break;
+        case DT_RELA: d->rela = v; break;
+        case DT_RELASZ: d->relasz = v; break;
+        case DT_SYMTAB: d->symtab = v; break;
+        case DT_STRTAB: d->strtab = v; break;
+        case DT_STRSZ: d->strsz = v; break;
+        case DT_GNU_HASH: d->gnuhash = v; break;
+        case DT_HASH: d->hash = v; break;
         default: break;
         }
     }
     int bad = 0;
-    if (!symtab || !strtab || !strsz)
+    if (!d->symtab || !d->strtab || !d->strsz)
         return 0;
-    symtab = ms_mod_ptr(&m, symtab, sizeof(ElfW(Sym)));
-    strtab = ms_mod_ptr(&m, strtab, strsz);
-    bad |= !symtab || !strtab;
-    if (jmprel && pltrelsz && pltrel_rela) {
-        jmprel = ms_mod_ptr(&m, jmprel, pltrelsz);
-        bad |= !jmprel;
+    d->symtab = ms_mod_ptr(m, d->symtab, sizeof(ElfW(Sym)));
+    d->strtab = ms_mod_ptr(m, d->strtab, d->strsz);
+    bad |= !d->symtab || !d->strtab;
+    if (d->jmprel && d->pltrelsz && pltrel_rela) {
+        d->jmprel = ms_mod_ptr(m, d->jmprel, d->pltrelsz);
+        bad |= !d->jmprel;
     } else {
-        jmprel = 0;
+        d->jmprel = 0;
     }
-    if (rela && relasz) {
-        rela = ms_mod_ptr(&m, rela, relasz);
-        bad |= !rela;
+    if (d->rela && d->relasz) {
+        d->rela = ms_mod_ptr(m, d->rela, d->relasz);
+        bad |= !d->rela;
     } else {
-        rela = 0;
+        d->rela = 0;
     }
-    if (bad) {
+    return bad ? -1 : 1;
+}
+
+static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    ms_got_pass *pass = arg;
+    ms_mod_view m;
+    ms_mod_dyn d;
+    uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    uintptr_t interp = (uintptr_t)getauxval(AT_BASE);
+    int rc = ms_mod_open(info, &m, &d);
+    if (rc == 0)
+        return 0;
+    if ((vdso && ms_mod_has(&m, vdso, 1)) || (interp && ms_mod_has(&m, interp, 1)))
+        return 0; /* the vdso, and the dynamic loader (its calls never go through a GOT) */
+    int self = ms_mod_has(&m, (uintptr_t)&ms_got_module, 1);
+    if (rc < 0) {
         if (pass->takes) /* counted once, not per pass */
             __atomic_fetch_add(&ms_got_st.rejected, 1, __ATOMIC_RELAXED);
         return 0;
     }
+    uintptr_t jmprel = d.jmprel, rela = d.rela, symtab = d.symtab, strtab = d.strtab;
+    size_t pltrelsz = d.pltrelsz, relasz = d.relasz, strsz = d.strsz;
     if (pass->restore) {
         uint64_t n = 0;
         if (jmprel)
@@ -624,8 +666,8 @@ static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
     if (!self) {
         /* definitions first: a module loaded from now on is bound to the agent */
         ms_mod_syms y = {.symtab = symtab, .strtab = strtab, .strsz = strsz,
-                         .gnuhash = gnuhash ? ms_mod_ptr(&m, gnuhash, 16) : 0,
-                         .hash = hash ? ms_mod_ptr(&m, hash, 8) : 0};
+                         .gnuhash = d.gnuhash ? ms_mod_ptr(&m, d.gnuhash, 16) : 0,
+                         .hash = d.hash ? ms_mod_ptr(&m, d.hash, 8) : 0};
         uint64_t defs = 0;
         for (size_t i = 0; i < MS_GOT_DLOPEN; i++) /* dlopen: see ms_got_dlopen */
             if (ms_got_table[i].takes == pass->takes)
@@ -674,6 +716,58 @@ uint64_t ms_got_hook_all(void)
     ms_dl_iterate(ms_got_module, &gives);
     ms_leave();
     return takes.slots + gives.slots;
+}
+
+/* ===========================================================================
+ * Named slots of one module (ms_got_patch_module)
+ * ========================================================================= */
+typedef struct ms_named_walk {
+    uintptr_t in;
+    const char *const *names;
+    void *const *fns;
+    size_t n;
+    uint64_t slots;
+} ms_named_walk;
+
+static uint64_t ms_named_slot(const ms_mod_view *m, uintptr_t slot, const char *name, size_t room,
+                              void *arg)
+{
+    const ms_named_walk *w = arg;
+    for (size_t i = 0; i < w->n; i++) {
+        size_t len = strlen(w->names[i]);
+        if (len < room && memcmp(name, w->names[i], len + 1) == 0)
+            return (uint64_t)ms_got_write(m, slot, w->fns[i]);
+    }
+    return 0;
+}
+
+static int ms_named_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    ms_named_walk *w = arg;
+    ms_mod_view m;
+    ms_mod_dyn d;
+    int rc = ms_mod_open(info, &m, &d);
+    if (!ms_mod_has(&m, w->in, 1))
+        return 0;
+    if (rc > 0) {
+        if (d.jmprel)
+            w->slots += ms_got_each_slot(&m, d.jmprel, d.pltrelsz, d.symtab, d.strtab, d.strsz,
+                                         ms_named_slot, w);
+        if (d.rela)
+            w->slots += ms_got_each_slot(&m, d.rela, d.relasz, d.symtab, d.strtab, d.strsz,
+                                         ms_named_slot, w);
+    }
+    return 1; /* the module holding `in` was found: the walk ends */
+}
+
+uint64_t ms_got_patch_module(const void *in, const char *const *names, void *const *fns, size_t n)
+{
+    ms_named_walk w = {(uintptr_t)in, names, fns, n, 0};
+    ms_enter();
+    ms_dl_iterate(ms_named_module, &w);
+    ms_leave();
+    return w.slots;
 }
 
 /* Runs once, inside the module walk (the loader's lock held: no walk that writes the log

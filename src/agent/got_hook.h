@@ -39,5 +39,9 @@ void ms_got_get_stats(ms_got_stats *out) MS_INTERNAL;
  * definition the agent holds; the names that take memory back stay hooked (blocks
  * recorded while attached carry a header). Returns the slots restored. */
 uint64_t ms_got_unhook_gives(void) MS_INTERNAL;
+/* Points the GOT slots of names[i] in the one module that holds address `in` (and in no
+ * other) at fns[i], as ms_got_hook_all does for its names. Returns the slots written. */
+uint64_t ms_got_patch_module(const void *in, const char *const *names, void *const *fns,
+                             size_t n) MS_INTERNAL;
 
 #endif

@@ -27,6 +27,9 @@ int ms_unwind_init(void)
         ms_unwind_mode = MS_UNWIND_DWARF;
     if (ms_unwind_mode == MS_UNWIND_DWARF && ms_cfi_init(ms_opt.pc_cache) != 0)
         ms_unwind_mode = ms_lu_available() ? MS_UNWIND_LIBUNWIND : MS_UNWIND_FP;
+    /* libunwind also finishes the walks the cached unwinder cannot (signal frames) */
+    if (ms_lu_available())
+        ms_lu_no_fds();
     if (ms_unwind_mode == MS_UNWIND_LIBUNWIND)
         ms_lu_init();
     return 0;

@@ -11,6 +11,9 @@
 int ms_lu_available(void) MS_INTERNAL;
 void ms_lu_init(void) MS_INTERNAL;
 void ms_lu_flush(void) MS_INTERNAL;
+/* Before libunwind's first use: its memory validation made without a pipe (no
+ * descriptor of libunwind's in the program). */
+void ms_lu_no_fds(void) MS_INTERNAL;
 /* Return addresses of the calling thread's stack, innermost first; the count, or <= 0. */
 int ms_lu_backtrace(void **buf, int n) MS_INTERNAL;
 

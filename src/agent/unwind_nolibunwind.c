@@ -6,6 +6,7 @@
 int ms_lu_available(void) { return 0; }
 void ms_lu_init(void) {}
 void ms_lu_flush(void) {}
+void ms_lu_no_fds(void) {}
 int ms_lu_backtrace(void **buf, int n)
 {
     (void)buf;

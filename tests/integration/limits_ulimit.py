@@ -11,21 +11,17 @@ start, about 170 MiB, and never failed): the stacks they drop and the failed gro
 counted, said once on stderr, and the exit snapshot is still written.
 
 Environment: MEMSIGHT, MS_PROGRAMS (set by ms_integration_test)."""
-import json
 import os
 import resource
 import subprocess
 import sys
 import tempfile
 
-MEMSIGHT = os.environ['MEMSIGHT']
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from limits_common import MEMSIGHT, exit_report, fail  # noqa: E402
+
 PROG = os.path.join(os.environ['MS_PROGRAMS'], 'lm_vm')
 LIMIT = 1000000 * 1024
-
-
-def fail(msg):
-    print('FAIL: ' + msg)
-    sys.exit(1)
 
 
 def run(cmd, limit=LIMIT):
@@ -35,17 +31,6 @@ def run(cmd, limit=LIMIT):
     if p.returncode != 0:
         fail('%r: status %d: %s' % (cmd, p.returncode, p.stderr[-2000:]))
     return int(p.stdout.split()[0]), p.stderr
-
-
-def snapshot(out):
-    snaps = [f for f in os.listdir(out) if f.endswith('-exit.msnap')]
-    if len(snaps) != 1:
-        fail('exit snapshots in %s: %r' % (out, os.listdir(out)))
-    r = subprocess.run([MEMSIGHT, 'report', '-f', 'json', os.path.join(out, snaps[0])],
-                       capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        fail('report: %s' % r.stderr)
-    return json.loads(r.stdout)
 
 
 # what the agent takes at start: the tables mapped at their capacity took 174 MiB
@@ -60,14 +45,14 @@ out = tempfile.mkdtemp(prefix='ms-limits-ulimit-')
 agent, err = run([MEMSIGHT, 'run', '-q', '-o', out, '--', PROG, 'big'])
 if agent < alone - 32:
     fail('1 MiB blocks: %d MiB under the agent, %d MiB alone' % (agent, alone))
-rep = snapshot(out)
+rep = exit_report(out)
 if rep['totals'].get('heap_allocated_blocks', 0) < agent:
     fail('snapshot counts %r allocations, the program made %d' % (rep['totals'], agent))
 
 out = tempfile.mkdtemp(prefix='ms-limits-ulimit-')
 # a smaller limit: fewer blocks to fill it, the same outcome
 small, err = run([MEMSIGHT, 'run', '-q', '-o', out, '--', PROG, 'small'], 400000 * 1024)
-rep = snapshot(out)
+rep = exit_report(out)
 grow = rep['health'].get('table_grow_failures', 0)
 if not grow or not any('table_grow_failures' in w for w in rep['warnings']):
     fail('small blocks until the limit: table_grow_failures %r, warnings %r'
@@ -75,7 +60,7 @@ if not grow or not any('table_grow_failures' in w for w in rep['warnings']):
 
 out = tempfile.mkdtemp(prefix='ms-limits-ulimit-')
 blocks, err = run([MEMSIGHT, 'run', '-q', '-o', out, '--', PROG, 'stacks'], 400000 * 1024)
-rep = snapshot(out)
+rep = exit_report(out)
 h = rep['health']
 if not h.get('table_grow_failures') or not h.get('dropped_stacks'):
     fail('distinct stacks past the limit: %r' % {k: v for k, v in h.items() if 'stack' in k
