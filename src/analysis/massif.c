@@ -208,8 +208,12 @@ int ms_export_massif(ms_snapshot *const *series, size_t n, ms_symbolizer *const 
     for (size_t i = 0; i < n; i++) {
         uint64_t ns = meta_u64(series[i], "snapshot_ns");
         uint64_t ms = ns > t0 ? (ns - t0) / 1000000 : 0;
-        if (!peak_done && (pk->peak_ns <= ns || !ns)) {
+        /* never after the snapshot that recorded it: its time comes from a coarse clock
+         * (a few ms behind or ahead of the snapshots' at worst) */
+        if (!peak_done && (pk->peak_ns <= ns || !ns || series[i] == pk)) {
             uint64_t pms = pk->peak_ns > t0 ? (pk->peak_ns - t0) / 1000000 : 0;
+            if (pms > ms && ns)
+                pms = ms;
             if (write_snapshot(out, idx++, pms, pk, pksym, 1) != 0)
                 goto oom;
             peak_done = 1;

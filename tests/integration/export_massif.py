@@ -27,6 +27,9 @@ check(len(blocks) == len(reps) + 1, "%d massif snapshots for %d memsight ones" %
 heap = [int(re.search(r"mem_heap_B=(\d+)", b).group(1)) for b in blocks]
 kinds = [re.search(r"heap_tree=(\w+)", b).group(1) for b in blocks]
 check(kinds.count("peak") == 1, "peak snapshots: %r" % kinds)
+# the peak comes before the snapshot that recorded it, even when its time (a coarse
+# clock's) reads a few ms after that snapshot's
+check(kinds[-1] != "peak", "the peak is placed after the exit snapshot: %r" % kinds)
 detailed = [h for h, k in zip(heap, kinds) if k != "peak"]
 want = [r["totals"]["heap_live_bytes"] + r["totals"]["mmap_live_bytes"] for r in reps]
 check(detailed == want, "massif heap %r != live heap+mmap %r" % (detailed, want))

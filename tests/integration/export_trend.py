@@ -62,17 +62,19 @@ for k in range(1, 7):
 check(len(files) == 6, "expected 6 exit snapshots, got %r" % files)
 check_ranking(files, "separate runs")
 
-# 3. one run with the agent's own interval snapshots (every 100 ms, steps every 40 ms)
-d3 = tmpdir("trend3")
-memsight("run", "-q", "-o", d3, "-O", "interval=100", "--", os.path.join(PROGRAMS, "ex_trend"),
-         "16", "sleep", "40")
-snaps = snapshots(d3)
-if len(snaps) <= 1:
-    # an agent built without the periodic control thread writes only the exit snapshot
-    print("note: this agent wrote no interval snapshots; series 3 not checked")
-else:
-    check(len(snaps) >= 5, "expected 5+ interval snapshots, got %r" % snaps)
-    check_ranking([d3], "interval snapshots", per_step=False)
+# 3. one run with the agent's own interval snapshots: 16 steps 60 ms apart, a snapshot
+# every 100 ms (no interval without a step unless the program stalls for 40 ms). A loaded
+# machine may delay the control thread: the run is repeated, slower, until it gave the
+# six snapshots a ranking needs (the ranking itself is checked once, on that run).
+for attempt, (interval, pause) in enumerate(((100, 60), (250, 150), (600, 360))):
+    d3 = tmpdir("trend3-%d" % attempt)
+    memsight("run", "-q", "-o", d3, "-O", "interval=%d" % interval, "--",
+             os.path.join(PROGRAMS, "ex_trend"), "16", "sleep", str(pause))
+    snaps = snapshots(d3)
+    if len(snaps) >= 6:
+        break
+check(len(snaps) >= 6, "expected 6+ interval snapshots, got %r" % snaps)
+check_ranking([d3], "interval snapshots", per_step=False)
 
 # a directory with no snapshot is an error with a message, not a crash
 empty = tmpdir("trend-empty")
