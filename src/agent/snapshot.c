@@ -483,6 +483,23 @@ static void say_failure(const char *reason, const char *path, int err)
     ms_say(parts, 6);
 }
 
+/* The output directory leads through a symlink another user planted in a shared
+ * directory (the check memsight run makes on -o, for an agent started by hand). */
+static void say_refused(const char *reason, const ms_snap_writer *w)
+{
+    MS_HEALTH_INC(snapshot_errors);
+    __atomic_store_n(&ms_health.snapshot_last_errno, (uint64_t)EPERM, __ATOMIC_RELAXED);
+    if (__atomic_exchange_n(&ms_snap_said_errno, EPERM, __ATOMIC_RELAXED) == EPERM &&
+        strcmp(reason, "exit"))
+        return;
+    char uid[24];
+    ms_fmt_u64(uid, w->dir_link_uid);
+    const char *parts[] = {"not writing the ", reason, " snapshot into ", ms_opt.out, ": ",
+                           w->dir_link, " is a symlink that belongs to uid ", uid,
+                           " in a shared directory (sticky, writable by all): not following it"};
+    ms_say(parts, 9);
+}
+
 /* The rename failed because the name belongs to something this process may not replace
  * (in a sticky directory, another user's file or FIFO planted at the name a reader
  * waits for): the next numbers of the sequence are tried, and the change said. */
@@ -599,7 +616,9 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
 out_unmap:
     ms_sw_close(w);
     xfsz_restore(&xg);
-    if (rc != 0)
+    if (rc == -EPERM && w->dir_link[0])
+        say_refused(reason, w);
+    else if (rc != 0)
         say_failure(reason, final, -rc);
     ms_sys_munmap(w, wsize);
 out:

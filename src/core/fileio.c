@@ -22,94 +22,20 @@
 int ms_open_dir_safe(const char *dir, char *err, size_t errlen)
 {
     char work[2 * PATH_MAX], walked[2 * PATH_MAX];
-    if (strlen(dir) >= sizeof work) {
-        snprintf(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
-        return -1;
-    }
-    snprintf(work, sizeof work, "%s", dir);
-    snprintf(walked, sizeof walked, "%s", dir[0] == '/' ? "/" : "");
-    int fd = open(dir[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-        return -1;
-    }
-    char *p = work;
-    int hops = 0;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        size_t cl = strcspn(p, "/");
-        char comp[NAME_MAX + 1];
-        if (cl > NAME_MAX) {
-            snprintf(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
-            close(fd);
-            return -1;
-        }
-        memcpy(comp, p, cl);
-        comp[cl] = 0;
-        p += cl;
-        if (!strcmp(comp, "."))
-            continue;
-        size_t wl = strlen(walked);
-        snprintf(walked + wl, sizeof walked - wl, "%s%s", wl && walked[wl - 1] != '/' ? "/" : "",
-                 comp);
-        int nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st, dst;
-        if (nfd < 0 || fstat(nfd, &st) != 0) {
-            snprintf(err, errlen, "%s: %s: %s", dir, walked, strerror(errno));
-            if (nfd >= 0)
-                close(nfd);
-            close(fd);
-            return -1;
-        }
-        if (S_ISLNK(st.st_mode)) {
-            if (fstat(fd, &dst) != 0 || !ms_sf_trusted(&dst, st.st_uid)) {
-                snprintf(err, errlen,
-                         "%s: %s is a symlink that belongs to uid %u in a shared directory "
-                         "(sticky, writable by all): not following it",
-                         dir, walked, (unsigned)st.st_uid);
-                close(nfd);
-                close(fd);
-                return -1;
-            }
-            char target[PATH_MAX];
-            ssize_t n = ++hops > 40 ? -1 : readlinkat(nfd, "", target, sizeof target - 1);
-            int e = hops > 40 ? ELOOP : errno;
-            close(nfd);
-            char rest[2 * PATH_MAX];
-            if (n <= 0 || (size_t)n + strlen(p) >= sizeof rest) {
-                snprintf(err, errlen, "%s: %s: %s", dir, walked, strerror(n < 0 ? e : ENAMETOOLONG));
-                close(fd);
-                return -1;
-            }
-            target[n] = 0;
-            snprintf(rest, sizeof rest, "%s%s", target, p);
-            snprintf(work, sizeof work, "%s", rest);
-            p = work;
-            /* the link's directory is the start of a relative target */
-            walked[wl] = 0;
-            if (target[0] == '/') {
-                close(fd);
-                snprintf(walked, sizeof walked, "/");
-                fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (fd < 0) {
-                    snprintf(err, errlen, "%s: /: %s", dir, strerror(errno));
-                    return -1;
-                }
-            }
-            continue;
-        }
-        close(fd);
-        fd = nfd;
-        if (!S_ISDIR(st.st_mode)) {
-            snprintf(err, errlen, "%s: %s: %s", dir, walked, strerror(ENOTDIR));
-            close(fd);
-            return -1;
-        }
-    }
-    return fd;
+    uid_t owner = 0;
+    int fd = ms_sf_open_dir(dir, work, walked, sizeof work, &owner);
+    if (fd >= 0)
+        return fd;
+    if (fd == -EPERM)
+        snprintf(err, errlen,
+                 "%s: %s is a symlink that belongs to uid %u in a shared directory "
+                 "(sticky, writable by all): not following it",
+                 dir, walked, (unsigned)owner);
+    else if (walked[0])
+        snprintf(err, errlen, "%s: %s: %s", dir, walked, strerror(-fd));
+    else
+        snprintf(err, errlen, "%s: %s", dir, strerror(-fd));
+    return -1;
 }
 
 /* ===========================================================================

@@ -20,6 +20,122 @@ int ms_sf_trusted(const struct stat *dir, uid_t owner)
     return owner == geteuid() || owner == dir->st_uid;
 }
 
+/* ===========================================================================
+ * Directories walked one component at a time (ms_sf_open_dir)
+ * ========================================================================= */
+static size_t sf_len(const char *s)
+{
+    size_t n = 0;
+    while (s[n])
+        n++;
+    return n;
+}
+
+/* Appends "/comp" (or "comp" after a "/" or at the start) to walked; 0 if it fits. */
+static int sf_walked_add(char *walked, size_t cap, const char *comp, size_t cl)
+{
+    size_t wl = sf_len(walked);
+    int sep = wl && walked[wl - 1] != '/';
+    if (wl + (size_t)sep + cl + 1 > cap)
+        return -1;
+    if (sep)
+        walked[wl++] = '/';
+    memcpy(walked + wl, comp, cl);
+    walked[wl + cl] = 0;
+    return 0;
+}
+
+int ms_sf_open_dir(const char *dir, char *work, char *walked, size_t cap, uid_t *link_uid)
+{
+    size_t dl = sf_len(dir);
+    walked[0] = 0;
+    if (dl >= cap || cap < 2)
+        return -ENAMETOOLONG;
+    memcpy(work, dir, dl + 1);
+    if (dir[0] == '/') {
+        walked[0] = '/';
+        walked[1] = 0;
+    }
+    int fd = open(dir[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char *p = work;
+    int hops = 0;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        size_t cl = 0;
+        while (p[cl] && p[cl] != '/')
+            cl++;
+        char comp[256];
+        if (cl >= sizeof comp) {
+            close(fd);
+            return -ENAMETOOLONG;
+        }
+        memcpy(comp, p, cl);
+        comp[cl] = 0;
+        p += cl;
+        if (cl == 1 && comp[0] == '.')
+            continue;
+        size_t wl = sf_len(walked);
+        if (sf_walked_add(walked, cap, comp, cl) != 0) {
+            close(fd);
+            return -ENAMETOOLONG;
+        }
+        int nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st, dst;
+        if (nfd < 0 || fstat(nfd, &st) != 0) {
+            int e = errno;
+            if (nfd >= 0)
+                close(nfd);
+            close(fd);
+            return -e;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            if (fstat(fd, &dst) != 0 || !ms_sf_trusted(&dst, st.st_uid)) {
+                *link_uid = st.st_uid;
+                close(nfd);
+                close(fd);
+                return -EPERM;
+            }
+            /* the target, then the rest of the path, in place of what was walked: the
+             * rest waits at the end of the buffer while the target is read */
+            size_t rl = sf_len(p);
+            char *rest = work + cap - rl - 1;
+            memmove(rest, p, rl + 1);
+            ssize_t n = ++hops > 40 ? -1 : readlinkat(nfd, "", work, cap - rl - 1);
+            int e = hops > 40 ? ELOOP : errno;
+            close(nfd);
+            if (n <= 0 || (size_t)n >= cap - rl - 1) {
+                close(fd);
+                return n < 0 ? -e : -ENAMETOOLONG;
+            }
+            int absolute = work[0] == '/';
+            memmove(work + n, rest, rl + 1);
+            p = work;
+            walked[wl] = 0; /* the link's directory is the start of a relative target */
+            if (absolute) {
+                close(fd);
+                walked[0] = '/';
+                walked[1] = 0;
+                fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                    return -errno;
+            }
+            continue;
+        }
+        close(fd);
+        fd = nfd;
+        if (!S_ISDIR(st.st_mode)) {
+            close(fd);
+            return -ENOTDIR;
+        }
+    }
+    return fd;
+}
+
 /* 64 unpredictable bits for temporary names: a neighbour who can plant names in the
  * directory must not be able to guess the next one. */
 static uint64_t sf_random(void)

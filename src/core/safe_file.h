@@ -43,6 +43,14 @@ int ms_sf_name_taken(int err);
  * -EPERM for another owner (st->st_uid tells whose). */
 int ms_sf_open_regular(int dirfd, const char *path, uid_t owner, struct stat *st);
 
+/* Opens directory `dir` for *at() calls, walking it one component at a time and following
+ * a symlink on the way only when ms_sf_trusted: a link another user planted in a shared
+ * directory (/tmp/snaps -> elsewhere) is refused. work and walked are the caller's
+ * buffers of cap bytes; walked holds the part walked when it fails. Returns an O_PATH
+ * descriptor, or -errno: -EPERM for a link not trusted (*link_uid: its owner), -ENOTDIR,
+ * -ELOOP, -ENAMETOOLONG, or the error of the component that ends walked. */
+int ms_sf_open_dir(const char *dir, char *work, char *walked, size_t cap, uid_t *link_uid);
+
 /* "FIFO", "directory", "symlink", "character device"... for messages. */
 const char *ms_sf_kind(mode_t mode);
 

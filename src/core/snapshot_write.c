@@ -106,6 +106,8 @@ static void sw_reset(ms_snap_writer *w)
     w->nchunks = 0;
     w->tmp_name[0] = 0;
     w->final_path[0] = 0;
+    w->dir_link[0] = 0;
+    w->dir_link_uid = 0;
 }
 
 static void sw_header(ms_snap_writer *w, uint64_t flags)
@@ -149,9 +151,21 @@ int ms_sw_open(ms_snap_writer *w, const char *final_path, uint64_t flags)
         memcpy(dir, final_path, dl);
         dir[dl] = 0;
     }
-    w->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (w->dirfd < 0)
-        return -errno;
+    /* never into a directory a neighbour's symlink in /tmp leads to: snapshots hold the
+     * program's data */
+    char work[MS_SW_PATH_MAX];
+    uid_t owner = 0;
+    w->dirfd = ms_sf_open_dir(dir, work, w->dir_link, sizeof w->dir_link, &owner);
+    if (w->dirfd < 0) {
+        int e = w->dirfd;
+        w->dirfd = -1;
+        if (e == -EPERM)
+            w->dir_link_uid = (uint32_t)owner;
+        else
+            w->dir_link[0] = 0;
+        return e;
+    }
+    w->dir_link[0] = 0;
     int fd = ms_sf_create(w->dirfd, final_path + slash, w->tmp_name, sizeof w->tmp_name);
     if (fd < 0) {
         close(w->dirfd);

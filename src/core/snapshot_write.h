@@ -29,11 +29,17 @@ typedef struct ms_snap_writer {
     uint32_t nchunks;
     char tmp_name[MS_SW_PATH_MAX]; /* temporary name in dirfd, "" while unnamed (O_TMPFILE) */
     char final_path[MS_SW_PATH_MAX];
+    /* ms_sw_open refused the directory (-EPERM): the symlink on the way that another
+     * user planted in a shared directory, and its owner; "" otherwise */
+    char dir_link[MS_SW_PATH_MAX];
+    uint32_t dir_link_uid;
     unsigned char buf[MS_SW_BUF_SIZE];
 } ms_snap_writer;
 
 /* Creates the file that becomes `final_path` (ms_sf_create: unnamed, or a random
- * temporary name, 0600) and writes the file header. Returns 0 or a negative errno. */
+ * temporary name, 0600) and writes the file header. The directory is walked with
+ * ms_sf_open_dir: -EPERM with w->dir_link set for a symlink on the way that another user
+ * planted in a shared directory. Returns 0 or a negative errno. */
 int ms_sw_open(ms_snap_writer *w, const char *final_path, uint64_t flags);
 /* Writes into `fd`, which must be seekable (pwrite/pread patch and check chunks), from its
  * current start; the caller keeps and closes it. For output that is not a file of its own. */

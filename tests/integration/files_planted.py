@@ -6,7 +6,9 @@ The program runs as one user (uid 1000), the neighbour is another (nobody), the
 commands that ask a running process run as root, as an administrator would. Nothing may
 block past its timeout, the agent writes under another name and says so, and the tools
 only ever read a regular file of the process's owner. `memsight run -o` into a directory
-link the neighbour planted is refused. Needs root (skipped otherwise)."""
+link the neighbour planted is refused, and so is the same `out=` given to an agent
+started by hand (LD_PRELOAD), which writes no snapshot there and says why while the
+program runs on unchanged. Needs root (skipped otherwise)."""
 import os
 import shutil
 import stat
@@ -130,4 +132,26 @@ r = subprocess.run([MEMSIGHT, "run", "-o", link, "--", "/bin/true"], stdout=subp
 check(r.returncode == 2 and "not following it" in r.stderr and f"uid {NOBODY}" in r.stderr,
       f"run -o planted link: {r.returncode} {r.stderr}")
 check(os.listdir(victim) == [], f"snapshots went where the planted link leads: {os.listdir(victim)}")
+
+# 4. The same link given to an agent started by hand (no memsight run to check it): the
+#    program runs as without the agent, no snapshot lands where the link leads, and the
+#    agent says why on stderr (and counts it in the health of the snapshots it writes).
+agent = os.path.abspath(os.path.join(os.path.dirname(MEMSIGHT), "..", "lib", "libmemsight.so"))
+os.chmod(victim, 0o777)
+
+
+def by_hand(out):
+    """`echo hello` as the user, with the agent preloaded and out= set by hand."""
+    return subprocess.run(as_user + ["env", f"LD_PRELOAD={agent}", f"MEMSIGHT_OPTIONS=out={out}",
+                                     "/bin/sh", "-c", "echo hello"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=60)
+
+
+for out in (link, f"{link}/sub/.."):
+    r = by_hand(out)
+    check(r.returncode == 0 and r.stdout == "hello\n",
+          f"program under the agent, out={out}: {r.returncode} {r.stdout!r} {r.stderr!r}")
+    check("not following it" in r.stderr and f"uid {NOBODY}" in r.stderr and link in r.stderr,
+          f"agent out={out} through a planted link: {r.stderr!r}")
+    check(os.listdir(victim) == [], f"the agent wrote where the planted link leads: {os.listdir(victim)}")
 print("ok")
