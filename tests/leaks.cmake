@@ -73,3 +73,7 @@ add_test(NAME leaks_requests_stale COMMAND sh -c "mkdir -p \"$1\" && exec env LD
   rq_stale ${CMAKE_CURRENT_BINARY_DIR}/rq_stale_out ${PROJECT_BINARY_DIR}/lib/libmemsight.so
   ${MS_TEST_BIN}/programs/rq_stale)
 set_tests_properties(leaks_requests_stale PROPERTIES TIMEOUT 120)
+# memsight leaks when the scan's child dies before it sends its result: an answer at once,
+# with the cause, instead of a wait until the timeout
+ms_test_program(lk_many SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lk_many.c FLAGS -O2 -g)
+ms_integration_test(leaks_child_dies ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_child_dies.py)

@@ -159,6 +159,9 @@ typedef struct ms_health {
     uint64_t module_refreshes;
     uint64_t dlclose_calls;
     uint64_t leak_sigchld_forks; /* scan children that had to signal SIGCHLD (qemu-user) */
+    uint64_t leak_scan_failures; /* scans whose child ended before it sent its result */
+    uint64_t leak_scan_child_signal; /* the last such child: the signal that killed it, */
+    uint64_t leak_scan_child_exit;   /* or its exit status (leak_scan.c says which means what) */
 } ms_health_t;
 extern ms_health_t ms_health MS_INTERNAL;
 #define MS_HEALTH_INC(f) __atomic_fetch_add(&ms_health.f, 1, __ATOMIC_RELAXED)

@@ -103,6 +103,20 @@ int ms_leak_check_and_write(const ms_leak_caller *who, const char *reason, char 
         return -ENOTSUP;
     ms_leak_result *res = NULL;
     int rc = ms_leak_scan(who, &res);
+    if (rc == -EIO || rc == -ETIMEDOUT) {
+        static int told;
+        if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED)) {
+            const char *parts[] = {"a leak scan's child process ended before it sent its "
+                                   "result (the snapshot's health says how: "
+                                   "leak_scan_child_signal, leak_scan_child_exit)"};
+            ms_say(parts, 1);
+        }
+        /* a scan asked for (memsight leaks, memsight_leak_check) still gets its snapshot,
+         * without a scan, so that whoever waits for it learns why at once */
+        if (!strcmp(reason, "leakcheck"))
+            ms_snapshot_write(reason, NULL, NULL, path, pathlen);
+        return rc;
+    }
     if (rc)
         return rc;
     set_flags(res);

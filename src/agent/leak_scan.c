@@ -865,6 +865,7 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
         read_all(st->pipe_rd, st->recs, keep * sizeof(ms_snap_leak_rec), deadline))
         bad = 1;
     syscall(SYS_close, st->pipe_rd);
+    int late = bad && ms_lk_mono_ns() >= deadline;
     if (bad)
         syscall(SYS_kill, st->child, SIGKILL);
     int status = 0;
@@ -873,7 +874,17 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
            errno == EINTR)
         ;
     if (bad) {
-        rc = -EIO;
+        /* the child ended (or was ended, past the deadline) before it sent the result: how,
+         * for the snapshot's health and memsight leaks (exit statuses: 2 no memory for the
+         * scan, 3 and 6 a read it could not answer, 4 the pipe, 5 too many mappings) */
+        MS_HEALTH_INC(leak_scan_failures);
+        __atomic_store_n(&ms_health.leak_scan_child_signal,
+                         late ? SIGKILL : WIFSIGNALED(status) ? (uint64_t)WTERMSIG(status) : 0,
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&ms_health.leak_scan_child_exit,
+                         !late && WIFEXITED(status) ? (uint64_t)WEXITSTATUS(status) : 0,
+                         __ATOMIC_RELAXED);
+        rc = late ? -ETIMEDOUT : -EIO;
         goto out;
     }
     uint64_t pause = st->res.sum.pause_ns;

@@ -378,6 +378,11 @@ static void write_hlth(snap_ctx *c)
 #undef H
     if (h.leak_sigchld_forks)
         hv(w, &n, "leak_sigchld_forks", h.leak_sigchld_forks);
+    if (h.leak_scan_failures) {
+        hv(w, &n, "leak_scan_failures", h.leak_scan_failures);
+        hv(w, &n, "leak_scan_child_signal", h.leak_scan_child_signal);
+        hv(w, &n, "leak_scan_child_exit", h.leak_scan_child_exit);
+    }
     hv(w, &n, "live_table_blocks", ms_live_count());
     hv(w, &n, "live_table_capacity", ms_opt.capacity);
     hv(w, &n, "live_table_bytes", ms_live_bytes_reserved());

@@ -173,6 +173,37 @@ static void print_frames(const ms_snapshot *s, ms_symbolizer *sym, uint32_t stac
     }
 }
 
+/* Why a snapshot asked for holds no scan, from its health (the agent's leak_scan.c). */
+static void scan_failure(const ms_snapshot *s, char *why, size_t len)
+{
+    uint64_t failures = 0, sig = 0, code = 0;
+    if (ms_snapshot_health(s, "leak_scan_failures", &failures) != 0 || !failures) {
+        snprintf(why, len, "the agent could not run it");
+        return;
+    }
+    ms_snapshot_health(s, "leak_scan_child_signal", &sig);
+    ms_snapshot_health(s, "leak_scan_child_exit", &code);
+    const char *what = code == 2   ? ": no memory for the scan"
+                       : code == 3 || code == 6 ? ": a read of the program's memory it could not answer"
+                       : code == 4 ? ": its result pipe failed"
+                       : code == 5 ? ": too many mappings"
+                                   : "";
+    if (sig)
+        snprintf(why, len,
+                 "the scan runs in a copy of the process, and that copy was killed by signal "
+                 "%llu (%s) before it sent its result",
+                 (unsigned long long)sig, strsignal((int)sig));
+    else if (code)
+        snprintf(why, len,
+                 "the scan runs in a copy of the process, and that copy exited with status "
+                 "%llu%s before it sent its result",
+                 (unsigned long long)code, what);
+    else
+        snprintf(why, len,
+                 "the scan runs in a copy of the process, and that copy ended before it sent "
+                 "its result (the program reaped it)");
+}
+
 static int print_leaks(const char *path, uid_t owner, int top, int max_frames)
 {
     char err[1024];
@@ -182,8 +213,9 @@ static int print_leaks(const char *path, uid_t owner, int top, int max_frames)
         return 1;
     }
     if (!s->has_leaks) {
-        fprintf(stderr, "memsight leaks: %s holds no leak scan (the agent could not run it)\n",
-                path);
+        char why[256];
+        scan_failure(s, why, sizeof why);
+        fprintf(stderr, "memsight leaks: %s holds no leak scan (%s)\n", path, why);
         ms_snapshot_free(s);
         return 1;
     }
