@@ -31,6 +31,7 @@ typedef struct agent_target {
     int control; /* 0 when control=0 in its options */
     char out[PATH_MAX];
     uid_t owner; /* its file-system uid: whose files its snapshots are */
+    int attached; /* by memsight attach, recording: a detach may come while we wait */
 } agent_target;
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -179,6 +180,7 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
         return -1;
     }
     if (ar == 1 && ast.state == MEMSIGHT_ATTACH_RECORDING) {
+        t->attached = 1;
         snprintf(t->out, sizeof t->out, "%s", ast.out[0] ? ast.out : ".");
         t->control = ast.signo != 0;
         if (t->signo == 0)
@@ -353,6 +355,7 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
     double deadline = now_s() + timeout, resend = now_s() + RESEND_S;
     char name[NAME_MAX + 1];
     int planted = 0;
+    unsigned polls = 0;
     for (;;) {
         planted = 0;
         long seq = latest_snapshot(t.out, pid, reason, t.owner, name, sizeof name, &planted);
@@ -368,6 +371,17 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
         }
         if (kill(pid, 0) != 0 && errno == ESRCH) {
             set_err(err, errlen, "process %d exited before writing the snapshot", pid);
+            return -1;
+        }
+        /* detached (a timed detach) after our checks: the request is ignored now (the
+         * agent leaves a handler that ignores it), no snapshot will come */
+        memsight_attach_state ast;
+        char e2[256];
+        if (t.attached && ++polls % 20 == 0 &&
+            ms_rattach_state(pid, &ast, e2, sizeof e2) == 1 &&
+            ast.state == MEMSIGHT_ATTACH_DETACHED) {
+            set_err(err, errlen, "memsight was detached from process %d before it answered "
+                    "(it records nothing now); 'memsight attach %d' to start again", pid, pid);
             return -1;
         }
         if (now_s() >= deadline)

@@ -310,6 +310,11 @@ def case_signals():
         check(r.strip() == 'ok sigs 1', '%s: the signal sent while held: %r' % (stepname, r))
         t.cmd('work')
         check(detach(t.pid).returncode == 0, '%s: detach failed' % stepname)
+        # a request that comes after the detach (memsight dump saw the handler, then the
+        # detach ran): ignored, never the signal's default action (it used to kill)
+        os.kill(t.pid, signal.SIGRTMIN + 13)
+        r = t.cmd('work')
+        check(r.startswith('ok'), '%s: a request after the detach: %r' % (stepname, r))
         if stepname == 'done':
             # --duration: it detaches by itself (the test waits for that, whatever it takes)
             r = attach(t.pid, out, '--duration', '200ms')
