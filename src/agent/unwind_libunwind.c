@@ -7,8 +7,9 @@
 #include <libunwind.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/got_hook.h"
@@ -25,8 +26,9 @@ int ms_lu_backtrace(void **buf, int n) { return unw_backtrace(buf, n); }
  * opens at its first initialisation and keeps: two descriptors the program would see,
  * pass to its children and could close. In libunwind's own GOT, pipe2 hands out two
  * numbers above any descriptor the kernel can give (no pipe is made), and read, write,
- * close and syscall(SYS_write) on them are answered here: the byte is read with
- * process_vm_readv from this process, which fails with EFAULT where the write would.
+ * close and syscall(SYS_write) on them are answered here: the byte is read by the
+ * kernel as the write would read it (lu_check), which fails with EFAULT where the write
+ * would.
  * Every other call goes to the C library as before.
  * ========================================================================= */
 #define LU_FD_R 0x7ffffff0 /* beyond fs.nr_open's ceiling: never a real descriptor */
@@ -34,13 +36,18 @@ int ms_lu_backtrace(void **buf, int n) { return unw_backtrace(buf, n); }
 
 static int lu_fake(long fd) { return fd == LU_FD_R || fd == LU_FD_W; }
 
-/* 1 if the byte at addr can be read (the pipe write's answer), else -1 with EFAULT: also
- * when process_vm_readv is refused (a seccomp filter), the answer that ends the walk. */
+/* 1 if the byte at addr can be read (the pipe write's answer), else -1 with EFAULT. A
+ * futex wait reads the aligned word holding the byte (the same page) as the kernel's copy
+ * for the write would, and with a zero timeout never waits: EAGAIN (another value) or
+ * ETIMEDOUT (this one) when it could read, EFAULT when not. No descriptor, nothing
+ * changed, allowed under any seccomp filter a threaded program runs with, emulated by
+ * qemu-user (which has no process_vm_readv). */
 static long lu_check(uintptr_t addr)
 {
-    char byte;
-    struct iovec to = {&byte, 1}, from = {(void *)addr, 1};
-    if (syscall(SYS_process_vm_readv, getpid(), &to, 1, &from, 1, 0) == 1)
+    struct timespec zero = {0, 0};
+    long r = syscall(SYS_futex, (void *)(addr & ~(uintptr_t)3), FUTEX_WAIT_PRIVATE, 0, &zero,
+                     NULL, 0);
+    if (r == 0 || errno == EAGAIN || errno == ETIMEDOUT || errno == EINTR)
         return 1;
     errno = EFAULT;
     return -1;
