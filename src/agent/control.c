@@ -156,19 +156,6 @@ static void ctl_handler(int sig, siginfo_t *si, void *uc)
     ms_sig_resume_interrupted(uc);
 }
 
-/* After a detach, in place of a default disposition (which for the request signal is to
- * terminate): a request that a client sent just before the detach, having seen the
- * handler, must not kill the program when it lands just after. The agent stays loaded
- * after a detach, so this function stays valid; an exec resets it as it would SIG_DFL. */
-static void ctl_handler_detached(int sig, siginfo_t *si, void *uc)
-{
-    (void)sig;
-    (void)si;
-    int saved = errno;
-    ms_sig_resume_interrupted(uc);
-    errno = saved;
-}
-
 uint32_t ms_control_tid(void)
 {
     return __atomic_load_n(&ctl.tid, __ATOMIC_ACQUIRE);
@@ -847,19 +834,20 @@ int ms_control_init(const ms_control_config *c)
 
 /* ====================================================================================
  * Detach and attach again (attach.c): the thread ends, the program's disposition of the
- * request signal comes back (a default one as a handler that ignores it: see
- * ctl_handler_detached); a later attach installs both again.
+ * request signal comes back (a default one as ignored: see ms_control_end); a later
+ * attach installs both again.
  * ================================================================================== */
 void ms_control_end(void)
 {
     __atomic_store_n(&ms_ctl_need_start, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&ctl.deadline_ns, 0, __ATOMIC_RELEASE);
     if (ctl.cfg.enabled && ctl.have_old_sa) {
+        /* a default disposition (for the request signal: terminate) comes back as
+         * ignored: a request that a client sent just before the detach, having seen the
+         * handler, must not kill the program when it lands just after */
         struct sigaction sa = ctl.old_sa;
-        if (sa.sa_handler == SIG_DFL) {
-            sa.sa_sigaction = ctl_handler_detached; /* see there */
-            sa.sa_flags = SA_SIGINFO | SA_RESTART;
-        }
+        if (!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL)
+            sa.sa_handler = SIG_IGN;
         sigaction(ctl.signo, &sa, NULL);
         ctl.have_old_sa = 0;
     }
