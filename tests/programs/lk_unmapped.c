@@ -14,12 +14,11 @@ static uintptr_t region_inv, file_inv;
 
 __attribute__((noinline)) static void run(void)
 {
-    /* 1 MiB: the allocator serves it with its own mapping; unmap the pages under it */
+    /* 1 MiB: the allocator serves it with its own mapping; the pages under it are
+     * unmapped last (below), so that the program's other mappings cannot be placed in
+     * the hole and make part of it readable */
     char *p = lk_alloc(1 << 20, 'u');
     g_big = p;
-    uintptr_t page = (uintptr_t)p & ~(uintptr_t)4095;
-    if (munmap((void *)page, (1 << 20) + 4096) != 0)
-        _exit(3);
     void **r = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (r == MAP_FAILED)
         _exit(2);
@@ -40,6 +39,9 @@ __attribute__((noinline)) static void run(void)
     close(fd);
     unlink(path);
     file_inv = ~(uintptr_t)f;
+    uintptr_t page = (uintptr_t)p & ~(uintptr_t)4095;
+    if (munmap((void *)page, (1 << 20) + 4096) != 0)
+        _exit(3);
 }
 
 int main(void)
