@@ -58,6 +58,7 @@ typedef struct ms_chunk_header {
 #define MS_CHUNK_ACCT MS_FOURCC('A', 'C', 'C', 'T') /* /proc accounting at snapshot time */
 #define MS_CHUNK_TEMP MS_FOURCC('T', 'E', 'M', 'P') /* temporary allocations per stack */
 #define MS_CHUNK_HIST MS_FOURCC('H', 'I', 'S', 'T') /* allocation size histogram */
+#define MS_CHUNK_GARD MS_FOURCC('G', 'A', 'R', 'D') /* an error caught by guard pages */
 #define MS_CHUNK_END  MS_FOURCC('E', 'N', 'D', ' ') /* last chunk: u32 number of chunks before it */
 
 /* ---------------------------------------------------------------------------
@@ -91,6 +92,11 @@ typedef struct ms_chunk_header {
  * LEAK: ms_snap_leak_summary, then u32 n, then n * ms_snap_leak_rec.
  *
  * ACCT: u32 n, then n (str name, u64 value): kB values from /proc at snapshot time.
+ *
+ * GARD: ms_snap_guard, then three stacks (allocation, free, access), each u32 depth,
+ *       u32 flags (MS_STACKF_*), depth * u64 pcs innermost first. The access stack's
+ *       first pc is the faulting instruction (MS_STACKF_FIRST_IS_PC) when a fault found
+ *       the error, the return address into the caller of free otherwise.
  * ------------------------------------------------------------------------- */
 
 typedef struct ms_snap_segment {
@@ -158,6 +164,40 @@ enum ms_leak_class {
     MS_LEAK_REACHABLE = 3,
     MS_LEAK_CLASS_COUNT
 };
+
+/* ms_snap_guard.kind */
+enum ms_guard_kind {
+    MS_GUARD_KIND_UNKNOWN = 0,   /* a fault in the pool no block explains */
+    MS_GUARD_KIND_UAF = 1,       /* use after free */
+    MS_GUARD_KIND_OVERFLOW = 2,  /* past the end of the block */
+    MS_GUARD_KIND_UNDERFLOW = 3, /* before its start */
+    MS_GUARD_KIND_DOUBLE_FREE = 4,
+    MS_GUARD_KIND_INVALID_FREE = 5, /* a pointer into the pool that is no block's start */
+    MS_GUARD_KIND_COUNT
+};
+/* The names reports use for them (stderr, text and JSON reports). */
+static inline const char *ms_guard_kind_name(unsigned kind)
+{
+    static const char *const names[MS_GUARD_KIND_COUNT] = {
+        "unknown-in-pool", "use-after-free", "buffer-overflow", "buffer-underflow",
+        "double-free", "invalid-free",
+    };
+    return kind < MS_GUARD_KIND_COUNT ? names[kind] : names[0];
+}
+
+typedef struct ms_snap_guard {
+    uint32_t kind;        /* enum ms_guard_kind */
+    uint32_t access_tid;  /* the thread that faulted or called free */
+    uint32_t alloc_tid;   /* 0: no block */
+    uint32_t free_tid;    /* 0: not freed */
+    uint64_t address;     /* the faulting address, or the pointer given to free */
+    uint64_t block_address; /* the block the error is about (0: none) */
+    uint64_t block_size;
+    uint64_t slot_address; /* its page */
+    uint64_t slot_size;
+    uint32_t alloc_stack_id; /* ids in this process's stack table (informational) */
+    uint32_t free_stack_id;
+} ms_snap_guard;
 
 /* ms_snap_leak_summary.flags (docs/snapshot-format.md, "LEAK chunk details") */
 #define MS_LEAK_F_UNSTOPPED 0x1u   /* some threads did not stop: scanned without registers */

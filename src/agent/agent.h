@@ -162,6 +162,11 @@ typedef struct ms_health {
     uint64_t leak_scan_failures; /* scans whose child ended before it sent its result */
     uint64_t leak_scan_child_signal; /* the last such child: the signal that killed it, */
     uint64_t leak_scan_child_exit;   /* or its exit status (leak_scan.c says which means what) */
+    uint64_t guard_allocs;       /* blocks given a guarded page (guard.c) */
+    uint64_t guard_pool_full;    /* picked but every slot was live: the normal allocator */
+    uint64_t guard_too_large;    /* picked but larger than a page (or over-aligned) */
+    uint64_t guard_errors;       /* errors the guard pages caught */
+    uint64_t guard_failures;     /* pool or signal stack could not be mapped, mprotect failed */
 } ms_health_t;
 extern ms_health_t ms_health MS_INTERNAL;
 #define MS_HEALTH_INC(f) __atomic_fetch_add(&ms_health.f, 1, __ATOMIC_RELAXED)
@@ -537,6 +542,9 @@ unsigned ms_unwind(uint64_t *pcs, unsigned max, unsigned *flags) MS_INTERNAL;
  * complete and the caller stores their id there. */
 unsigned ms_unwind_ctx(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot) MS_INTERNAL;
 int ms_unwind_init(void) MS_INTERNAL;
+/* From a signal context (the first pc is the interrupted instruction); async-signal-safe,
+ * reads only within the calling thread's known stack. */
+unsigned ms_unwind_context(const void *uc, uint64_t *pcs, unsigned max, unsigned *flags) MS_INTERNAL;
 const char *ms_unwind_name(void) MS_INTERNAL;
 /* Called after dlclose: forget cached rules of unmapped code. */
 void ms_unwind_invalidate(void) MS_INTERNAL;
@@ -562,8 +570,12 @@ void ms_record_prepare(ms_rec_prep *rp, size_t size) MS_INTERNAL;
 void *ms_record_commit(void *p, size_t size, unsigned align_log2,
                        const ms_rec_prep *rp) MS_INTERNAL;
 void ms_record_abort(const ms_rec_prep *rp, size_t size) MS_INTERNAL;
+/* The commit's live entry alone, for a block that has no header (guard pages). */
+void ms_record_commit_entry(const void *p, size_t size, const ms_rec_prep *rp) MS_INTERNAL;
 /* Forgets a block whose header is valid, before it is freed (entry and counters). */
 void ms_forget_heap(void *p) MS_INTERNAL;
+/* The same from what the header held: live entry idx of p, size asked, stack id. */
+void ms_forget_entry(const void *p, uint32_t idx, uint64_t size, uint32_t sid) MS_INTERNAL;
 /* Takes a block just removed from the live table out of its stack's counters (its
  * weight when it was sampled). */
 void ms_account_forget(const ms_live_entry *e) MS_INTERNAL;

@@ -15,6 +15,7 @@
 
 #include "agent/addr_table.h"
 #include "agent/agent.h"
+#include "agent/guard.h"
 #include "agent/sampler.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
@@ -107,6 +108,8 @@ static MS_NOINLINE void ms_free_any(void *p)
 
 static size_t ms_usable(void *p)
 {
+    if (ms_guard_owns(p))
+        return ms_guard_usable(p);
     if (ms_boot_owns(p))
         return ms_boot_size(p);
     if (!ms_real.malloc_usable_size)
@@ -178,11 +181,25 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
  * The countdown's fast share is non-zero only once the agent is ready, sampling, and the
  * real malloc is the C library's (which calls nothing interposed), so that one compare
  * decides, and the C library's malloc is reached by a jump (no frame, no flag). */
-MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *malloc(size_t n)
+static inline void *ms_malloc_unguarded(size_t n)
 {
     if (MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
         return ms_real.malloc(n);
     return ms_malloc_slow(n);
+}
+
+/* guard=RATE: this allocation's turn came (guard.c); not guarded, it goes on as usual. */
+static MS_NOINLINE void *ms_malloc_guarded(size_t n)
+{
+    void *p = ms_guard_alloc(n, 16);
+    return p ? p : ms_malloc_unguarded(n);
+}
+
+MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *malloc(size_t n)
+{
+    if (ms_guard_tick())
+        return ms_malloc_guarded(n);
+    return ms_malloc_unguarded(n);
 }
 
 /* A block whose header check matched: confirmed (sampled mode), then forgotten. */
@@ -206,6 +223,11 @@ static MS_NOINLINE void ms_free_checked(void *p)
  * In sampled mode the check is one load from the address filter. */
 MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void free(void *p)
 {
+    /* first: the 16 bytes below a guarded block may be a guard page */
+    if (ms_guard_owns(p)) {
+        ms_guard_free(p);
+        return;
+    }
     if (MS_UNLIKELY(__atomic_load_n(&ms_state, __ATOMIC_RELAXED) != MS_STATE_READY) ||
         MS_UNLIKELY(ms_boot_owns(p))) {
         if (p)
@@ -277,26 +299,34 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
 }
 
 /* As malloc: an unsampled block jumps into the C library's calloc. */
+static MS_NOINLINE void *ms_calloc_guarded(size_t a, size_t b, size_t n)
+{
+    void *p = ms_guard_alloc(n, 16); /* zeroed */
+    return p ? p : ms_calloc_slow(a, b);
+}
+
 MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *calloc(size_t a, size_t b)
 {
     size_t n;
-    if (MS_LIKELY(!__builtin_mul_overflow(a, b, &n)) && MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
+    if (MS_UNLIKELY(__builtin_mul_overflow(a, b, &n)))
+        return ms_calloc_slow(a, b);
+    if (ms_guard_tick())
+        return ms_calloc_guarded(a, b, n);
+    if (MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
         return ms_real.calloc(a, b);
     return ms_calloc_slow(a, b);
 }
 
-/* realloc by copy: for bootstrap, foreign and over-aligned blocks. */
-static void *ms_realloc_copy(void *old, size_t n)
+/* Moves old's bytes (up to n) into the new block p and frees old. */
+static void *ms_realloc_move(void *old, size_t n, void *p)
 {
     size_t have = ms_usable(old);
-    if (ms_state == MS_STATE_READY && ms_hdr_valid(old) && ms_hdr_of(old)->index) {
+    if (!ms_guard_owns(old) && ms_state == MS_STATE_READY && !ms_addr_mode && ms_hdr_valid(old) &&
+        ms_hdr_of(old)->index) {
         size_t asked = (size_t)(ms_hdr_of(old)->meta & MS_HDR_SIZE_MASK);
         if (asked < have)
             have = asked;
     }
-    void *p = malloc(n);
-    if (!p)
-        return NULL;
     memcpy(p, old, have < n ? have : n);
     free(old);
     return p;
@@ -327,10 +357,29 @@ static MS_NOINLINE void *ms_realloc_addr(void *old, size_t n)
     return r;
 }
 
+/* realloc by copy: for bootstrap, foreign, over-aligned and guarded blocks. */
+static void *ms_realloc_copy(void *old, size_t n)
+{
+    void *p = malloc(n);
+    return p ? ms_realloc_move(old, n, p) : NULL;
+}
+
+/* guard=RATE: realloc's turn came: the block moves into the pool if it can. */
+static MS_NOINLINE void *ms_realloc_guarded(void *old, size_t n)
+{
+    void *p = ms_guard_alloc(n, 16);
+    return p ? ms_realloc_move(old, n, p) : NULL;
+}
+
 static void *ms_realloc_impl(void *old, size_t n)
 {
     if (!old)
         return malloc(n);
+    if (ms_guard_owns(old)) { /* out of the pool: a double or invalid pointer is reported */
+        if (n && !ms_guard_usable(old))
+            ms_guard_free(old);
+        return n ? ms_realloc_copy(old, n) : (free(old), NULL);
+    }
     if (n == 0) { /* glibc: frees and returns NULL */
         free(old);
         return NULL;
@@ -385,10 +434,16 @@ static void *ms_realloc_impl(void *old, size_t n)
  * A picked size is decided once (the sampler keeps it for the copy's malloc). */
 MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *realloc(void *old, size_t n)
 {
+    /* realloc(NULL, n) is malloc's turn, realloc(p, 0) is free */
+    if (old && n && ms_guard_tick()) {
+        void *p = ms_realloc_guarded(old, n);
+        if (p)
+            return p;
+    }
     /* a non-zero fast share means ready and sampling; the header test comes first: a
      * block with a header takes the general path, which counts the size itself */
     if (MS_LIKELY(ms_sampler_tls.remaining != 0) && old && n && !ms_boot_owns(old) &&
-        (ms_addr_mode ? !ms_addr_maybe(old) : !ms_hdr_check_matches(old)) &&
+        !ms_guard_owns(old) && (ms_addr_mode ? !ms_addr_maybe(old) : !ms_hdr_check_matches(old)) &&
         ms_sampler_fast(&ms_sampler_tls, n))
         return ms_real.realloc(old, n);
     return ms_realloc_impl(old, n);
@@ -423,6 +478,11 @@ static void *ms_aligned(size_t align, size_t n)
     if (!align || n > SIZE_MAX - align - 64) {
         errno = ENOMEM;
         return NULL;
+    }
+    if (ms_guard_tick()) {
+        void *p = ms_guard_alloc(n, align);
+        if (p)
+            return p;
     }
     if (!ms_fast_ok())
         return ms_aligned_passthrough(align, n);
@@ -477,6 +537,8 @@ MS_EXPORT size_t malloc_usable_size(void *p)
 {
     if (!p)
         return 0;
+    if (ms_guard_owns(p))
+        return ms_guard_usable(p);
     ms_init();
     return ms_usable(p);
 }

@@ -18,6 +18,7 @@
 
 #include "agent/addr_table.h"
 #include "agent/agent.h"
+#include "agent/guard.h"
 #include "agent/sig_resume.h"
 #include "agent/libc/libc.h"
 #include "agent/got_hook.h"
@@ -395,6 +396,7 @@ static int ms_init_slow(void)
         pthread_atfork(ms_atfork_prepare, ms_atfork_parent, ms_atfork_child);
         ms_production_init(); /* sampler, control thread (started later), peak */
         ms_fatal_init();
+        ms_guard_init(); /* after fatal.c: its handler gets the faults not in the pool */
         /* the peak and byte triggers follow frees through the header's stack id */
         ms_heap_frees_derived = ms_opt.sample_interval == 0 && ms_opt.min_size == 0;
     }
@@ -519,10 +521,12 @@ static void ms_atfork_prepare(void)
     ms_stacks_fork_prepare(); /* after the regions: an mprotect interns under their lock */
     ms_live_fork_prepare();
     ms_addr_fork_prepare();
+    ms_guard_fork_prepare();
 }
 
 static void ms_atfork_parent(void)
 {
+    ms_guard_fork_parent();
     ms_addr_fork_parent();
     ms_live_fork_parent();
     ms_stacks_fork_parent();
@@ -536,6 +540,7 @@ static void ms_atfork_child(void)
     ms_self.tid = 0;
     ms_pid = getpid();
     ms_exit_done = 0;
+    ms_guard_fork_child();
     ms_addr_fork_child();
     ms_live_fork_child();
     ms_stacks_fork_child();

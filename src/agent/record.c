@@ -157,6 +157,18 @@ void ms_record_abort(const ms_rec_prep *rp, size_t size)
                                 rp->weight);
 }
 
+void ms_record_commit_entry(const void *p, size_t size, const ms_rec_prep *rp)
+{
+    if (!rp->idx)
+        return;
+    ms_live_store(rp->idx, (uint64_t)(uintptr_t)p, size, rp->ticks, rp->sid, rp->tid);
+    ms_pend *pd = ms_self.pend; /* stores only: the size class and the temporaries' window */
+    if (pd) {
+        pd->hist[size ? 64 - __builtin_clzll((unsigned long long)size) : 0]++;
+        pd->last_ptr = (uint64_t)(uintptr_t)p;
+    }
+}
+
 void *ms_record_commit(void *p, size_t size, unsigned align_log2, const ms_rec_prep *rp)
 {
     ms_hdr *h = ms_hdr_of(p);
@@ -166,12 +178,7 @@ void *ms_record_commit(void *p, size_t size, unsigned align_log2, const ms_rec_p
         h->check = ms_hdr_check(p, align_log2);
         return p;
     }
-    ms_live_store(rp->idx, (uint64_t)(uintptr_t)p, size, rp->ticks, rp->sid, rp->tid);
-    ms_pend *pd = ms_self.pend; /* stores only: the size class and the temporaries' window */
-    if (pd) {
-        pd->hist[size ? 64 - __builtin_clzll((unsigned long long)size) : 0]++;
-        pd->last_ptr = (uint64_t)(uintptr_t)p;
-    }
+    ms_record_commit_entry(p, size, rp);
     h->index = rp->idx;
     h->meta = (uint64_t)size | ((uint64_t)rp->sid << MS_HDR_SIZE_BITS);
     h->check = ms_hdr_check(p, align_log2);
@@ -197,7 +204,12 @@ void ms_forget_heap(void *p)
     if (!idx)
         return;
     h->index = 0;
-    uint64_t size = h->meta & MS_HDR_SIZE_MASK, w = size;
+    ms_forget_entry(p, idx, h->meta & MS_HDR_SIZE_MASK, (uint32_t)(h->meta >> MS_HDR_SIZE_BITS));
+}
+
+void ms_forget_entry(const void *p, uint32_t idx, uint64_t size, uint32_t sid)
+{
+    uint64_t w = size;
     if (MS_UNLIKELY(ms_sampler_cfg.interval)) { /* the sample count rides in the entry */
         ms_live_entry e;
         if (ms_live_get(idx, &e))
@@ -207,7 +219,6 @@ void ms_forget_heap(void *p)
     ms_live_put_index(idx);
     /* full mode: the heap stacks' free counters are derived from the live table when a
      * snapshot is written (agent.h); no locked add on a cold stack record per free */
-    uint32_t sid = (uint32_t)(h->meta >> MS_HDR_SIZE_BITS);
     if (MS_LIKELY(ms_heap_frees_derived)) {
         /* only the thread's own table: the peak's per-stack values and temporaries */
         ms_pend *pd = ms_self.pend;

@@ -383,6 +383,13 @@ static void write_hlth(snap_ctx *c)
         hv(w, &n, "leak_scan_child_signal", h.leak_scan_child_signal);
         hv(w, &n, "leak_scan_child_exit", h.leak_scan_child_exit);
     }
+    if (ms_opt.guard) { /* guard pages (guard.c) */
+        hv(w, &n, "guard_allocs", h.guard_allocs);
+        hv(w, &n, "guard_pool_full", h.guard_pool_full);
+        hv(w, &n, "guard_too_large", h.guard_too_large);
+        hv(w, &n, "guard_errors", h.guard_errors);
+        hv(w, &n, "guard_failures", h.guard_failures);
+    }
     hv(w, &n, "live_table_blocks", ms_live_count());
     hv(w, &n, "live_table_capacity", ms_opt.capacity);
     hv(w, &n, "live_table_bytes", ms_live_bytes_reserved());

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/guard.h"
 #include "agent/libc/libc.h"
 #include "agent/unwind_cfi.h"
 
@@ -276,6 +277,7 @@ static void ms_thread_exit_bookkeeping(void)
     ms_cfi_thread_exit();
     ms_scache_thread_exit();
     ms_pend_thread_exit();
+    ms_guard_thread_exit();
     uint32_t old = __atomic_fetch_or(&s->state, MS_THR_EXITED, __ATOMIC_ACQ_REL);
     if (old & MS_THR_DETACHED)
         slot_finish(s);

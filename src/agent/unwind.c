@@ -155,3 +155,42 @@ unsigned ms_unwind(uint64_t *pcs, unsigned max, unsigned *flags)
 {
     return ms_unwind_ctx(pcs, max, flags, NULL);
 }
+
+/* From a signal context (guard pages' fault handler): the cached rules where they are
+ * set up, else the frame records; only within the interrupted thread's known stack. */
+unsigned ms_unwind_context(const void *uc, uint64_t *pcs, unsigned max, unsigned *flags)
+{
+    uintptr_t pc, sp, fp;
+    ms_arch_context_frame(uc, &pc, &sp, &fp);
+    uintptr_t hi = ms_self.stack_hi;
+    if (max == 0)
+        return 0;
+    if (!hi || sp >= hi || sp < ms_self.stack_lo) { /* bounds unknown: the pc alone */
+        pcs[0] = pc;
+        *flags |= MS_STACKF_UNWIND_FAIL;
+        return 1;
+    }
+    unsigned n = 0;
+    if (ms_unwind_mode == MS_UNWIND_DWARF) {
+        n = (unsigned)ms_cfi_unwind_from(pc, sp, fp, hi, pcs, max, flags);
+        goto cut;
+    }
+    pcs[n++] = pc;
+    uintptr_t lo = sp;
+    while (n < max && fp >= lo && fp + 16 <= hi && !(fp & 7)) {
+        uintptr_t next = ((const uintptr_t *)fp)[0];
+        uintptr_t ra = ms_arch_strip_pc(((const uintptr_t *)fp)[1]);
+        if (ra < 4096)
+            break;
+        pcs[n++] = ra;
+        if (next <= fp)
+            break;
+        fp = next;
+    }
+cut:; /* the agent's own frames (its wrapper around main) are cut, as in every stack */
+    unsigned d = 1;
+    for (unsigned i = 1; i < n; i++)
+        if (!ms_is_self((uintptr_t)pcs[i]))
+            pcs[d++] = pcs[i];
+    return n ? d : 0;
+}

@@ -922,6 +922,26 @@ static inline void tr_push(cfi_trace *t, uintptr_t pc, uintptr_t sp, uintptr_t b
     st->usebp = (uintptr_t)usebp;
 }
 
+/* The CFA a rule gives from sp and bp; *dslot: where it was read from the stack (0 when
+ * computed). 0 when that word is outside [lo, hi). */
+static inline int rule_cfa(uint64_t rule, uintptr_t sp, uintptr_t bp, uintptr_t lo, uintptr_t hi,
+                           uintptr_t *cfa, uintptr_t *dslot)
+{
+    *dslot = 0;
+    switch (RULE_BASE(rule)) {
+    case R_CFA_SP: *cfa = sp + (intptr_t)RULE_CFAOFF(rule); return 1;
+    case R_CFA_BP: *cfa = bp + (intptr_t)RULE_CFAOFF(rule); return 1;
+    default: {
+        uintptr_t a = bp + (intptr_t)RULE_CFAOFF(rule);
+        if (a < lo || a + 8 > hi || (a & 7))
+            return 0;
+        *cfa = *(const uintptr_t *)a;
+        *dslot = a;
+        return 1;
+    }
+    }
+}
+
 /* Where frame records do not give the CFA (AArch64: GCC puts the record at the bottom of
  * the frame), the agent's own frames are left with their CFI rules, from this
  * function's exact pc, sp and fp; the agent is never built without its .eh_frame.
@@ -1155,18 +1175,8 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
             return -1;
         }
         uintptr_t cfa, dslot = 0, bpslot = 0, bpval = 0;
-        switch (RULE_BASE(rule)) {
-        case R_CFA_SP: cfa = sp + (intptr_t)RULE_CFAOFF(rule); break;
-        case R_CFA_BP: cfa = bp + (intptr_t)RULE_CFAOFF(rule); break;
-        default: {
-            uintptr_t a = bp + (intptr_t)RULE_CFAOFF(rule);
-            if (a < lo || a + 8 > hi || (a & 7))
-                goto bad;
-            cfa = *(const uintptr_t *)a;
-            dslot = a;
-            break;
-        }
-        }
+        if (!rule_cfa(rule, sp, bp, lo, hi, &cfa, &dslot))
+            goto bad;
         if (cfa < lo + 8 || cfa > hi || (cfa & 7) || cfa <= sp)
             goto bad;
         uintptr_t raslot = cfa + (intptr_t)RULE_RAOFF(rule);
@@ -1204,3 +1214,48 @@ bad:
     return (int)n;
 }
 
+
+/* ---------------------------------------------------------------------------
+ * A walk from a signal context (guard_report.c): pc is the interrupted instruction
+ * itself, sp and bp its registers, hi the top of its stack. Cached rules only through
+ * the lock-free global table; no walk cache, no per-thread state (the handler may run
+ * on a thread that never walked). Every read is within [sp, hi).
+ * ------------------------------------------------------------------------- */
+int ms_cfi_unwind_from(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uint64_t *pcs,
+                       unsigned max, unsigned *flags)
+{
+    uintptr_t lo = sp;
+    unsigned n = 0;
+    if (!ms_cache || pc < 4096)
+        return 0;
+    for (uintptr_t look = pc;; look = pc - 1) {
+        if (n == max) {
+            *flags |= MS_STACKF_TRUNCATED;
+            return (int)n;
+        }
+        pcs[n++] = pc;
+        uint64_t rule = rule_get_global(look);
+        if (RULE_KIND(rule) != R_KIND_NORMAL)
+            return (int)n; /* outermost, or a frame these rules do not model */
+        uintptr_t cfa, dslot;
+        if (!rule_cfa(rule, sp, bp, lo, hi, &cfa, &dslot))
+            goto bad;
+        uintptr_t raslot = cfa + (intptr_t)RULE_RAOFF(rule);
+        if (cfa <= sp || cfa > hi || (cfa & 7) || raslot < lo || raslot + 8 > hi)
+            goto bad;
+        uintptr_t ra = ms_arch_strip_pc(*(const uintptr_t *)raslot);
+        if (RULE_BPSAVED(rule)) {
+            uintptr_t a = cfa + (intptr_t)RULE_BPOFF(rule);
+            if (a < lo || a + 8 > hi)
+                goto bad;
+            bp = *(const uintptr_t *)a;
+        }
+        if (ra < 4096)
+            return (int)n;
+        sp = cfa;
+        pc = ra;
+    }
+bad:
+    *flags |= MS_STACKF_UNWIND_FAIL;
+    return (int)n;
+}

@@ -20,6 +20,10 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
  * set-up, for the recording path. 0 when this thread has no walker state (another
  * unwinder is in use) or the agent is not built with frame records. */
 uint32_t ms_cfi_cached_id(unsigned max);
+/* Walks from a signal context's pc (the interrupted instruction), sp and bp, reading only
+ * within [sp, hi); async-signal-safe. Returns the depth (the first pc is the exact pc). */
+int ms_cfi_unwind_from(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uint64_t *pcs,
+                       unsigned max, unsigned *flags);
 /* Releases the calling thread's walker state (thread exit). */
 void ms_cfi_thread_exit(void);
 /* Modules may have been unloaded: cached rules and the module list are refreshed. */

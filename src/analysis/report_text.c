@@ -87,6 +87,46 @@ static void print_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, co
     print_frames_max(out, s, sym, st, MAX_FRAMES_SHOWN);
 }
 
+/* "N bytes right of the M-byte block at 0x..." (left of, inside), as the agent says it. */
+static void print_guard_where(FILE *out, const ms_snap_guard *g)
+{
+    if (!g->block_address) {
+        fprintf(out, "not in or next to any block of the pool");
+        return;
+    }
+    uint64_t a = g->address, b = g->block_address, e = b + g->block_size;
+    if (a < b)
+        fprintf(out, "%" PRIu64 " bytes left of", b - a);
+    else if (a >= e)
+        fprintf(out, "%" PRIu64 " bytes right of", a - e);
+    else
+        fprintf(out, "%" PRIu64 " bytes inside", a - b);
+    fprintf(out, " the %" PRIu64 "-byte block at 0x%" PRIx64, g->block_size, b);
+}
+
+/* An error caught by guard pages (GARD): what, where, and the three stacks. */
+static void print_guard(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
+{
+    const ms_guard_error *e = s->guard;
+    const ms_snap_guard *g = &e->g;
+    int by_free = g->kind == MS_GUARD_KIND_DOUBLE_FREE || g->kind == MS_GUARD_KIND_INVALID_FREE;
+    fprintf(out, "guard pages caught: %s %s 0x%" PRIx64 ": ", ms_guard_kind_name(g->kind),
+            by_free ? "of" : "at", g->address);
+    print_guard_where(out, g);
+    fputc('\n', out);
+    fprintf(out, "  %s by thread %u:\n", by_free ? "free called" : "accessed", g->access_tid);
+    print_frames(out, s, sym, &e->access);
+    if (g->block_address) {
+        fprintf(out, "  allocated by thread %u:\n", g->alloc_tid);
+        print_frames(out, s, sym, &e->alloc);
+    }
+    if (g->free_tid) {
+        fprintf(out, "  freed by thread %u:\n", g->free_tid);
+        print_frames(out, s, sym, &e->freed);
+    }
+    fputc('\n', out);
+}
+
 static const char *metric_title(ms_metric m)
 {
     switch (m) {
@@ -366,6 +406,8 @@ int ms_export_text(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
     if ((unsigned)m > MS_METRIC_ALLOC_BLOCKS)
         m = MS_METRIC_LIVE_BYTES;
     print_header(out, s);
+    if (s->guard)
+        print_guard(out, s, sym);
     print_totals(out, s);
     print_sites(out, s, sym, m, top, o && o->site_caller ? MS_SITE_CALLER : MS_SITE_PROGRAM);
     for (int i = 0; i < 3; i++)
@@ -460,6 +502,8 @@ int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *o
     ms_report_totals t;
     ms_report_totals_compute(s, &t);
     char a[32], b[32], c[32], d[32];
+    if (s->guard)
+        print_guard(out, s, sym);
     fprintf(out, "memsight: live at exit: %s in %" PRIu64 " blocks (heap %s, mmap %s, stack %s)\n",
             human(t.all.live_bytes, a, sizeof a), t.all.live_blocks,
             human(t.kind[MS_KIND_HEAP].live_bytes, b, sizeof b),

@@ -66,6 +66,15 @@ const ms_option_def ms_option_table[] = {
     {"detach_after", MS_OPT_U64, OFF(detach_after_ms), 8, "0", NULL,
      "attached (memsight attach): detach by itself after this many milliseconds (0 = never)",
      0, 1ull << 40},
+    /* sampled guard pages: docs/guard-pages.md */
+    {"guard", MS_OPT_U64, OFF(guard), 8, "0", NULL,
+     "put one allocation in RATE on a page of its own between guard pages, to catch "
+     "overflows, underflows, use after free, double and invalid frees (0 = off)", 0, 1ull << 30},
+    {"guard_pool", MS_OPT_SIZE, OFF(guard_pool), 8, "64", NULL,
+     "guarded blocks that can be live at once (one page each, reserved at the first)", 1, 16384},
+    {"guard_side", MS_OPT_ENUM, OFF(guard_side), 8, "alternate", "alternate|right|left",
+     "where a guarded block sits in its page: against the next guard page (right: "
+     "overflows), the previous one (left: underflows), or each in turn", 0, 0},
 };
 const size_t ms_option_count = sizeof ms_option_table / sizeof ms_option_table[0];
 

@@ -46,6 +46,10 @@ typedef struct ms_options {
     uint64_t control;        /* control=0|1: request handler and control thread */
     char labels[512];        /* labels=k=v;k=v: user labels for META (core/labels.h) */
     uint64_t detach_after_ms;/* detach_after=MS: an attached agent detaches by itself */
+    /* sampled guard pages (guard.c, docs/guard-pages.md) */
+    uint64_t guard;          /* guard=RATE: one allocation in RATE on a guarded page (0 = off) */
+    uint64_t guard_pool;     /* guard_pool=N: guarded slots (pages) in the pool */
+    uint64_t guard_side;     /* guard_side=alternate|right|left: where a block sits in its page */
     char raw[1024];          /* the option string as given (goes into META) */
 } ms_options;
 

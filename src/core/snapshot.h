@@ -55,6 +55,13 @@ typedef struct ms_thread {
     char *name;
 } ms_thread;
 
+/* An error caught by guard pages (GARD chunk): the three stacks have id 0, kind heap and
+ * depth 0 when not known (no free for a live block, no block for a stray pointer). */
+typedef struct ms_guard_error {
+    ms_snap_guard g;
+    ms_stack alloc, freed, access;
+} ms_guard_error;
+
 typedef struct ms_snapshot {
     char *path; /* file it was read from (for messages) */
     uint16_t version_major, version_minor;
@@ -96,6 +103,8 @@ typedef struct ms_snapshot {
 
     ms_health_item *acct; /* ACCT chunk: name -> kB */
     size_t nacct;
+
+    ms_guard_error *guard; /* GARD chunk; NULL when the snapshot has none */
 
     size_t unknown_chunks; /* skipped, newer minor version */
 } ms_snapshot;

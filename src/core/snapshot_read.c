@@ -283,6 +283,17 @@ static void read_counters(cursor *c, ms_snap_counters *k)
     k->free_bytes = cur_u64(c);
 }
 
+/* st->depth pcs (the count already checked against the payload). */
+static int read_pcs(parser *ps, cursor *c, ms_stack *st)
+{
+    st->pcs = malloc(st->depth ? (size_t)st->depth * 8 : 1);
+    if (!st->pcs)
+        return fail_oom(ps);
+    for (uint32_t j = 0; j < st->depth; j++)
+        st->pcs[j] = cur_u64(c);
+    return 0;
+}
+
 static int parse_stks(parser *ps, cursor *c)
 {
     ms_snapshot *s = ps->s;
@@ -306,11 +317,8 @@ static int parse_stks(parser *ps, cursor *c)
             return fail(ps, "stack %u: unknown allocation kind %u", st->id, st->kind);
         if (!cur_count_fits(c, st->depth, 8))
             return fail(ps, "stack %u: depth %u exceeds the payload", st->id, st->depth);
-        st->pcs = malloc(st->depth ? (size_t)st->depth * 8 : 1);
-        if (!st->pcs)
-            return fail_oom(ps);
-        for (uint32_t j = 0; j < st->depth; j++)
-            st->pcs[j] = cur_u64(c);
+        if (read_pcs(ps, c, st) != 0)
+            return -1;
     }
     return 0;
 }
@@ -411,6 +419,49 @@ static int parse_blks(parser *ps, cursor *c)
     }
     s->has_blocks = 1;
     return c->bad ? fail_short(ps) : 0;
+}
+
+static int parse_guard_stack(parser *ps, cursor *c, ms_stack *st, const char *what)
+{
+    st->kind = MS_KIND_HEAP;
+    st->depth = cur_u32(c);
+    st->flags = (uint16_t)cur_u32(c);
+    if (c->bad)
+        return fail_short(ps);
+    if (!cur_count_fits(c, st->depth, 8))
+        return fail(ps, "guard error: %s stack depth %u exceeds the payload", what, st->depth);
+    return read_pcs(ps, c, st);
+}
+
+static int parse_gard(parser *ps, cursor *c)
+{
+    ms_snapshot *s = ps->s;
+    if (s->guard)
+        return fail(ps, "second GARD chunk");
+    ms_guard_error *e = s->guard = calloc(1, sizeof *e);
+    if (!e)
+        return fail_oom(ps);
+    ms_snap_guard *g = &e->g;
+    g->kind = cur_u32(c);
+    g->access_tid = cur_u32(c);
+    g->alloc_tid = cur_u32(c);
+    g->free_tid = cur_u32(c);
+    g->address = cur_u64(c);
+    g->block_address = cur_u64(c);
+    g->block_size = cur_u64(c);
+    g->slot_address = cur_u64(c);
+    g->slot_size = cur_u64(c);
+    g->alloc_stack_id = cur_u32(c);
+    g->free_stack_id = cur_u32(c);
+    if (c->bad)
+        return fail_short(ps);
+    if (g->kind >= MS_GUARD_KIND_COUNT)
+        return fail(ps, "guard error: unknown kind %u", g->kind);
+    if (parse_guard_stack(ps, c, &e->alloc, "allocation") != 0 ||
+        parse_guard_stack(ps, c, &e->freed, "free") != 0 ||
+        parse_guard_stack(ps, c, &e->access, "access") != 0)
+        return -1;
+    return 0;
 }
 
 static int parse_thrd(parser *ps, cursor *c)
@@ -587,6 +638,7 @@ static int parse_all(parser *ps, const uint8_t *data, size_t len)
         case MS_CHUNK_HLTH: rc = parse_named_values(ps, &c, &s->health, &s->nhealth); break;
         case MS_CHUNK_LEAK: rc = parse_leak(ps, &c); break;
         case MS_CHUNK_ACCT: rc = parse_named_values(ps, &c, &s->acct, &s->nacct); break;
+        case MS_CHUNK_GARD: rc = parse_gard(ps, &c); break;
         case MS_CHUNK_END: {
             uint32_t before = cur_u32(&c);
             if (c.bad)
@@ -711,6 +763,12 @@ void ms_snapshot_free(ms_snapshot *s)
         return;
     free(s->path);
     free(s->hist);
+    if (s->guard) {
+        free(s->guard->alloc.pcs);
+        free(s->guard->freed.pcs);
+        free(s->guard->access.pcs);
+        free(s->guard);
+    }
     for (size_t i = 0; i < s->nmeta; i++) {
         free(s->meta[i].key);
         free(s->meta[i].value);

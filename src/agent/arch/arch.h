@@ -49,6 +49,9 @@ void ms_arch_context_regs(const void *ucontext, uint64_t *sp, uint64_t regs[MS_A
 void ms_arch_context_callee(const void *ucontext, uint64_t *sp,
                             uint64_t regs[MS_ARCH_NCALLEE]) __attribute__((visibility("hidden")));
 uintptr_t ms_arch_context_pc(const void *ucontext) __attribute__((visibility("hidden")));
+/* Where a context stopped: its pc, stack pointer and frame pointer (a walk's start). */
+void ms_arch_context_frame(const void *ucontext, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp)
+    __attribute__((visibility("hidden")));
 /* A system call's result register in a signal context (meaningful when the context
  * stopped on return from one), read and written. */
 long ms_arch_context_ret(const void *ucontext) __attribute__((visibility("hidden")));

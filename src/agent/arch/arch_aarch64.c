@@ -41,6 +41,14 @@ uintptr_t ms_arch_context_pc(const void *ucv)
     return (uintptr_t)((const ucontext_t *)ucv)->uc_mcontext.pc;
 }
 
+void ms_arch_context_frame(const void *ucv, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp)
+{
+    const ucontext_t *uc = ucv;
+    *pc = (uintptr_t)uc->uc_mcontext.pc;
+    *sp = (uintptr_t)uc->uc_mcontext.sp;
+    *fp = (uintptr_t)uc->uc_mcontext.regs[29];
+}
+
 long ms_arch_context_ret(const void *ucv)
 {
     return (long)((const ucontext_t *)ucv)->uc_mcontext.regs[0];

@@ -33,6 +33,14 @@ uintptr_t ms_arch_context_pc(const void *ucv)
     return (uintptr_t)((const ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
 }
 
+void ms_arch_context_frame(const void *ucv, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp)
+{
+    const greg_t *g = ((const ucontext_t *)ucv)->uc_mcontext.gregs;
+    *pc = (uintptr_t)g[REG_RIP];
+    *sp = (uintptr_t)g[REG_RSP];
+    *fp = (uintptr_t)g[REG_RBP];
+}
+
 long ms_arch_context_ret(const void *ucv)
 {
     return (long)((const ucontext_t *)ucv)->uc_mcontext.gregs[REG_RAX];

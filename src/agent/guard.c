@@ -1,0 +1,309 @@
+/* Sampled guard pages: the pool of guarded slots (one page each, between PROT_NONE guard
+ * pages), the per-thread countdown that picks one allocation in RATE, and free's checks.
+ * Runs inside the target: the pool is the agent's own mapping (reserved at the first
+ * guarded allocation), slots are handed out least recently freed first so a freed block
+ * stays inaccessible as long as possible; the pool lock is never held across fork. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/guard.h"
+#include "agent/sampler.h"
+
+__thread uint32_t ms_guard_left __attribute__((tls_model("initial-exec")));
+static __thread uint64_t ms_guard_rng __attribute__((tls_model("initial-exec")));
+
+uintptr_t ms_guard_lo, ms_guard_span;
+ms_guard_slot *ms_guard_slots;
+uint32_t ms_guard_nslots;
+size_t ms_guard_page;
+
+/* Slots ready to be handed out, oldest first: a ring of slot numbers (never used ones
+ * at first, then freed ones in the order they were freed). */
+static uint32_t *ms_guard_ring;
+static uint32_t ms_guard_head, ms_guard_count;
+static int ms_guard_lock;
+static uint64_t ms_guard_turn; /* guard_side=alternate: right, left, right... */
+static int ms_guard_reserve_failed;
+
+static void pool_lock(void)
+{
+    while (__atomic_exchange_n(&ms_guard_lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&ms_guard_lock, __ATOMIC_RELAXED))
+            ms_arch_cpu_relax();
+}
+
+static void pool_unlock(void)
+{
+    __atomic_store_n(&ms_guard_lock, 0, __ATOMIC_RELEASE);
+}
+
+static int sys_mprotect(uintptr_t a, size_t len, int prot)
+{
+    return (int)syscall(SYS_mprotect, (void *)a, len, prot);
+}
+
+/* ===========================================================================
+ * The pool: reserved once, with the pool lock held.
+ * ========================================================================= */
+static int pool_reserve(void)
+{
+    if (ms_guard_span)
+        return 0;
+    if (ms_guard_reserve_failed)
+        return -1;
+    uint32_t n = (uint32_t)ms_opt.guard_pool;
+    size_t pg = ms_guard_page;
+    size_t span = (2 * (size_t)n + 1) * pg;
+    size_t meta = ((size_t)n * (sizeof(ms_guard_slot) + sizeof(uint32_t)) + pg - 1) & ~(pg - 1);
+    char *pool = ms_sys_mmap(span);
+    char *m = pool ? ms_sys_mmap(meta) : NULL;
+    if (!m || sys_mprotect((uintptr_t)pool, span, PROT_NONE) != 0) {
+        if (m)
+            ms_sys_munmap(m, meta);
+        if (pool)
+            ms_sys_munmap(pool, span);
+        ms_guard_reserve_failed = 1;
+        MS_HEALTH_INC(guard_failures);
+        return -1;
+    }
+    ms_guard_slots = (ms_guard_slot *)m;
+    ms_guard_ring = (uint32_t *)(m + (size_t)n * sizeof(ms_guard_slot));
+    for (uint32_t i = 0; i < n; i++)
+        ms_guard_ring[i] = i;
+    ms_guard_head = 0;
+    ms_guard_count = n;
+    ms_guard_nslots = n;
+    ms_guard_lo = (uintptr_t)pool;
+    __atomic_store_n(&ms_guard_span, span, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* The least recently freed slot, or -1 when every slot is live (or no pool). */
+static int slot_take(void)
+{
+    int i = -1;
+    pool_lock();
+    if (pool_reserve() == 0 && ms_guard_count) {
+        i = (int)ms_guard_ring[ms_guard_head];
+        ms_guard_head = (ms_guard_head + 1) % ms_guard_nslots;
+        ms_guard_count--;
+    }
+    pool_unlock();
+    return i;
+}
+
+static void slot_put(uint32_t i)
+{
+    pool_lock();
+    ms_guard_ring[(ms_guard_head + ms_guard_count) % ms_guard_nslots] = i;
+    ms_guard_count++;
+    pool_unlock();
+}
+
+/* ===========================================================================
+ * The countdown: uniform in [1, 2*RATE-1] (mean RATE), as GWP-ASan draws it.
+ * ========================================================================= */
+static uint32_t next_countdown(void)
+{
+    uint64_t rate = ms_opt.guard;
+    if (rate <= 1)
+        return 1;
+    uint64_t x = ms_guard_rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    ms_guard_rng = x;
+    return (uint32_t)(1 + (x * 0x2545F4914F6CDD1DULL >> 11) % (2 * rate - 1));
+}
+
+/* 1 when this allocation is to be guarded; sets the next countdown either way. */
+static int guard_turn(void)
+{
+    if (__atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) != MS_STATE_READY) {
+        ms_guard_left = 0; /* decide again once the options are known */
+        return 0;
+    }
+    if (!ms_opt.guard) {
+        ms_guard_left = UINT32_MAX;
+        return 0;
+    }
+    if (ms_self.busy) { /* the agent's own allocation: the next one decides */
+        ms_guard_left = 1;
+        return 0;
+    }
+    if (MS_UNLIKELY(ms_guard_rng == 0)) { /* this thread's first allocation */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t s = ((uint64_t)ts.tv_nsec << 20) ^ ((uint64_t)ms_gettid() << 40) ^
+                     (uint64_t)(uintptr_t)&ms_guard_rng ^ ms_hdr_secret;
+        ms_guard_rng = ms_sampler_splitmix64(&s) | 1;
+        ms_enter();
+        ms_guard_altstack();
+        ms_leave();
+        ms_guard_left = next_countdown();
+        return ms_opt.guard <= 1;
+    }
+    ms_guard_left = next_countdown();
+    return 1;
+}
+
+/* ===========================================================================
+ * Allocation and free
+ * ========================================================================= */
+void *ms_guard_alloc(size_t n, size_t align)
+{
+    if (!guard_turn())
+        return NULL;
+    size_t pg = ms_guard_page;
+    if (n > pg || align > pg) {
+        MS_HEALTH_INC(guard_too_large);
+        return NULL;
+    }
+    int saved = errno;
+    ms_enter();
+    int i = slot_take();
+    if (i < 0) {
+        if (ms_guard_span)
+            MS_HEALTH_INC(guard_pool_full);
+        ms_leave();
+        errno = saved;
+        return NULL;
+    }
+    __atomic_store_n(&ms_guard_slots[i].state, MS_GUARD_SLOT_BUSY, __ATOMIC_RELEASE);
+    uintptr_t slot = ms_guard_slot_addr((uint32_t)i);
+    if (sys_mprotect(slot, pg, PROT_READ | PROT_WRITE) != 0) {
+        __atomic_store_n(&ms_guard_slots[i].state, MS_GUARD_SLOT_FREED, __ATOMIC_RELEASE);
+        MS_HEALTH_INC(guard_failures);
+        slot_put((uint32_t)i);
+        ms_leave();
+        errno = saved;
+        return NULL;
+    }
+    int right;
+    switch (ms_opt.guard_side) {
+    case 1: right = 1; break;
+    case 2: right = 0; break;
+    default: right = (__atomic_fetch_add(&ms_guard_turn, 1, __ATOMIC_RELAXED) & 1) == 0;
+    }
+    if (align < 16)
+        align = 16;
+    /* right: the block ends as close to the next guard page as its alignment allows */
+    uintptr_t p = right ? (slot + pg - (n ? n : 1)) & ~(uintptr_t)(align - 1) : slot;
+    ms_rec_prep rp;
+    ms_record_prepare(&rp, n); /* full mode: a live entry as for any block */
+    ms_record_commit_entry((void *)p, n, &rp);
+    ms_guard_slot *s = &ms_guard_slots[i];
+    s->ptr = p;
+    s->size = n;
+    s->alloc_sid = rp.sid ? rp.sid : ms_current_stack(MS_KIND_HEAP);
+    s->alloc_tid = ms_gettid();
+    s->free_sid = 0;
+    s->free_tid = 0;
+    s->live_idx = rp.idx;
+    __atomic_store_n(&s->state, MS_GUARD_SLOT_LIVE, __ATOMIC_RELEASE);
+    MS_HEALTH_INC(guard_allocs);
+    ms_leave();
+    errno = saved;
+    return (void *)p; /* the page is fresh (never used, or emptied at free): zeroed */
+}
+
+/* The slot whose block starts exactly at p, claimed for freeing, or -1 (bad pointer). */
+static int slot_claim(uintptr_t p)
+{
+    uintptr_t k = (p - ms_guard_lo) / ms_guard_page;
+    if (!(k & 1))
+        return -1; /* a guard page */
+    uint32_t i = (uint32_t)((k - 1) / 2);
+    ms_guard_slot *s = &ms_guard_slots[i];
+    uint32_t live = MS_GUARD_SLOT_LIVE;
+    if (__atomic_load_n(&s->ptr, __ATOMIC_ACQUIRE) != p ||
+        !__atomic_compare_exchange_n(&s->state, &live, MS_GUARD_SLOT_BUSY, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return -1;
+    return (int)i;
+}
+
+static MS_NOINLINE void bad_free(uintptr_t p)
+{
+    uintptr_t k = (p - ms_guard_lo) / ms_guard_page;
+    int i = (k & 1) ? (int)((k - 1) / 2) : -1;
+    unsigned kind = MS_GUARD_KIND_INVALID_FREE;
+    if (i >= 0 && __atomic_load_n(&ms_guard_slots[i].ptr, __ATOMIC_ACQUIRE) == p)
+        kind = MS_GUARD_KIND_DOUBLE_FREE; /* freed already (or being freed by another thread) */
+    ms_guard_report(kind, p, i, NULL);
+    /* the C library aborts on the double frees it detects: so does this */
+    abort();
+}
+
+void ms_guard_free(void *ptr)
+{
+    uintptr_t p = ms_ptr_key(ptr);
+    int i = slot_claim(p);
+    if (i < 0)
+        bad_free(p);
+    int saved = errno;
+    ms_enter();
+    ms_guard_slot *s = &ms_guard_slots[i];
+    s->free_sid = ms_current_stack(MS_KIND_HEAP);
+    s->free_tid = ms_gettid();
+    if (s->live_idx)
+        ms_forget_entry((void *)p, s->live_idx, s->size, s->alloc_sid);
+    s->live_idx = 0;
+    uintptr_t slot = ms_guard_slot_addr((uint32_t)i);
+    /* inaccessible first, then emptied (its memory given back, zero when reused) */
+    if (sys_mprotect(slot, ms_guard_page, PROT_NONE) != 0)
+        MS_HEALTH_INC(guard_failures);
+    syscall(SYS_madvise, (void *)slot, ms_guard_page, MADV_DONTNEED);
+    __atomic_store_n(&s->state, MS_GUARD_SLOT_FREED, __ATOMIC_RELEASE);
+    slot_put((uint32_t)i);
+    ms_leave();
+    errno = saved;
+}
+
+size_t ms_guard_usable(void *ptr)
+{
+    uintptr_t p = ms_ptr_key(ptr);
+    uintptr_t k = (p - ms_guard_lo) / ms_guard_page;
+    if (!(k & 1))
+        return 0;
+    const ms_guard_slot *s = &ms_guard_slots[(k - 1) / 2];
+    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != MS_GUARD_SLOT_LIVE || s->ptr != p)
+        return 0;
+    return s->size;
+}
+
+/* ===========================================================================
+ * Lifecycle
+ * ========================================================================= */
+void ms_guard_init(void)
+{
+    ms_guard_page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!ms_opt.guard)
+        return;
+    ms_guard_fault_init();
+}
+
+void ms_guard_fork_prepare(void)
+{
+    if (ms_opt.guard)
+        pool_lock();
+}
+
+void ms_guard_fork_parent(void)
+{
+    if (ms_opt.guard)
+        pool_unlock();
+}
+
+/* The child's pool is a copy of the parent's (same protections, same slots). */
+void ms_guard_fork_child(void)
+{
+    if (ms_opt.guard)
+        pool_unlock();
+}

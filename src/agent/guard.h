@@ -1,0 +1,90 @@
+/* Sampled guard pages (guard=RATE, guard_pool=N), in the manner of GWP-ASan: one
+ * allocation in RATE gets a page of its own between inaccessible guard pages, so that an
+ * overflow, underflow or use after free faults at the bad access. Runs inside the
+ * target: the hot path is one thread-local countdown and one address-range compare;
+ * nothing here calls the watched allocator, no lock is held across fork. */
+#ifndef MS_AGENT_GUARD_H
+#define MS_AGENT_GUARD_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+/* Allocations left before the next guarded one (0: the slow path decides, e.g. at the
+ * thread's first allocation). With guard=0 the slow path sets it out of reach. */
+extern __thread uint32_t ms_guard_left __attribute__((tls_model("initial-exec"))) MS_INTERNAL;
+/* The pool's address range ([lo, lo + span), span 0 until reserved). */
+extern uintptr_t ms_guard_lo MS_INTERNAL;
+extern uintptr_t ms_guard_span MS_INTERNAL;
+
+/* 1 when this allocation's turn has come (or the countdown must be set up). */
+static inline int ms_guard_tick(void)
+{
+    return MS_UNLIKELY(ms_guard_left-- <= 1);
+}
+/* 1 when p lies in the pool (its blocks and guard pages): free and realloc must not read
+ * the 16 bytes below such a pointer (they may be a guard page). */
+static inline int ms_guard_owns(const void *p)
+{
+    return MS_UNLIKELY(ms_ptr_key(p) - ms_guard_lo < ms_guard_span);
+}
+
+/* After ms_guard_tick: a guarded block of n bytes aligned to `align` (a power of two),
+ * zeroed, or NULL when this one is not to be guarded (guard off, the agent busy or not
+ * ready, too large, pool full: counted) and the caller allocates as usual. */
+void *ms_guard_alloc(size_t n, size_t align) MS_INTERNAL;
+/* free() of a pointer in the pool: frees its slot, or reports a double or invalid free
+ * and aborts. */
+void ms_guard_free(void *p) MS_INTERNAL;
+/* The bytes a pool block holds (its size asked); a double/invalid pointer is reported. */
+size_t ms_guard_usable(void *p) MS_INTERNAL;
+
+void ms_guard_init(void) MS_INTERNAL;
+void ms_guard_thread_exit(void) MS_INTERNAL;
+void ms_guard_fork_prepare(void) MS_INTERNAL;
+void ms_guard_fork_parent(void) MS_INTERNAL;
+void ms_guard_fork_child(void) MS_INTERNAL;
+
+/* ---------------------------------------------------------------------------
+ * Between the pool (guard.c) and the fault reporter (guard_report.c).
+ * ------------------------------------------------------------------------- */
+enum {
+    MS_GUARD_SLOT_NEVER = 0, /* never handed out */
+    MS_GUARD_SLOT_LIVE = 1,
+    MS_GUARD_SLOT_FREED = 2,
+    MS_GUARD_SLOT_BUSY = 3, /* being handed out or freed */
+};
+typedef struct ms_guard_slot {
+    uint64_t ptr;          /* the program's pointer (0: never used) */
+    uint64_t size;         /* bytes asked */
+    uint32_t state;        /* MS_GUARD_SLOT_* (atomic) */
+    uint32_t alloc_sid, free_sid; /* heap stack ids (stacks.c) */
+    uint32_t alloc_tid, free_tid;
+    uint32_t live_idx;     /* live-table entry (0: not recorded) */
+} ms_guard_slot;
+
+extern ms_guard_slot *ms_guard_slots MS_INTERNAL;
+extern uint32_t ms_guard_nslots MS_INTERNAL;
+extern size_t ms_guard_page MS_INTERNAL;
+/* Slot i's page is page 2i+1 of the pool; the even pages are guards. */
+static inline uintptr_t ms_guard_slot_addr(uint32_t i)
+{
+    return ms_guard_lo + (2 * (uintptr_t)i + 1) * ms_guard_page;
+}
+
+/* Writes the report of an error (enum ms_guard_kind, snapshot_format.h) at addr (the faulting address, or the pointer given to
+ * free) found by a fault (uc: its signal context) or by free (uc NULL: the caller's
+ * stack is the access stack): stderr and a `guard` snapshot. Async-signal-safe; once
+ * per process (later errors are only counted). */
+void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc) MS_INTERNAL;
+/* The slot an address in the pool is about, and the error kind an access there means. */
+int ms_guard_classify(uintptr_t addr, unsigned *kind) MS_INTERNAL;
+/* Installs the fault handler (after fatal.c's, which it passes other faults to). */
+void ms_guard_fault_init(void) MS_INTERNAL;
+/* Gives the calling thread an alternate signal stack if it has none (guard.c calls it
+ * at a thread's first allocation). */
+void ms_guard_altstack(void) MS_INTERNAL;
+
+#endif

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Guard pages (guard=RATE): memory errors caught at the bad access, reported with the
+right kind, offset and stacks; correct programs unchanged.
+
+Usage: guard_check.py CASE
+  uaf_read uaf_write overflow underflow double_free invalid_free realloc_uaf
+  memalign_overflow thread_uaf fork_uaf   gd_errors under guard=1: the process dies of
+      the error (SIGSEGV at the access, SIGABRT for a bad free) right after MARK, stderr
+      names it, and `memsight report` of the guard snapshot gives kind, offset and the
+      allocation / free / access stacks by function name
+  uaf_read_sampled overflow_sampled   the same with sample=4096
+  churn    gd_churn (40000 allocations) with guard=1 and a pool of 8: same output as
+           without the agent, the pool full most of the time (HLTH guard_pool_full)
+  python sort   real programs with guard=50: same output and status, blocks guarded
+Environment: MEMSIGHT, MS_PROGRAMS (set by ms_integration_test)."""
+import glob
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_snap  # noqa: E402
+
+MEMSIGHT = os.environ['MEMSIGHT']
+PROGS = os.environ['MS_PROGRAMS']
+
+# case: (guard_side, signal, kind, where, access function, freed-by function or None)
+ERRORS = {
+    'uaf_read': ('alternate', signal.SIGSEGV, 'use-after-free',
+                 '8 bytes inside the 32-byte block', 'gd_read', 'gd_release'),
+    'uaf_write': ('alternate', signal.SIGSEGV, 'use-after-free',
+                  '8 bytes inside the 32-byte block', 'gd_write', 'gd_release'),
+    'overflow': ('right', signal.SIGSEGV, 'buffer-overflow',
+                 '0 bytes right of the 32-byte block', 'gd_write', None),
+    'underflow': ('left', signal.SIGSEGV, 'buffer-underflow',
+                  '1 bytes left of the 32-byte block', 'gd_read', None),
+    'double_free': ('alternate', signal.SIGABRT, 'double-free',
+                    '0 bytes inside the 32-byte block', 'gd_release_again', 'gd_release'),
+    'invalid_free': ('alternate', signal.SIGABRT, 'invalid-free',
+                     '8 bytes inside the 32-byte block', 'gd_release_inside', None),
+    'realloc_uaf': ('alternate', signal.SIGSEGV, 'use-after-free',
+                    '0 bytes inside the 16-byte block', 'gd_read', 'gd_grow'),
+    'memalign_overflow': ('right', signal.SIGSEGV, 'buffer-overflow',
+                          '28 bytes right of the 100-byte block', 'gd_write', None),
+    'thread_uaf': ('alternate', signal.SIGSEGV, 'use-after-free',
+                   '0 bytes inside the 32-byte block', 'gd_read', 'gd_release'),
+    'fork_uaf': ('alternate', signal.SIGSEGV, 'use-after-free',
+                 '0 bytes inside the 32-byte block', 'gd_read', 'gd_release'),
+}
+ALLOC_FN = {'memalign_overflow': 'gd_make_aligned'}
+
+
+def fail(msg):
+    print('FAIL: ' + msg)
+    sys.exit(1)
+
+
+def no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def agent_opts(opts):
+    """memsight run takes one option per -O."""
+    return [a for o in opts.split(',') for a in ('-O', o)]
+
+
+def run(cmd, opts, d, timeout=120):
+    full = [MEMSIGHT, 'run', '-q', '-o', d] + agent_opts(opts) + ['--'] + cmd
+    return subprocess.run(full, capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=no_core)
+
+
+def sections(text):
+    """The guard section of a text report: {'head': line, 'accessed'|'free called'|
+    'allocated'|'freed': [function names]}."""
+    lines = text.splitlines()
+    start = [i for i, l in enumerate(lines) if l.startswith('guard pages caught: ')]
+    if not start:
+        fail('the report has no guard section:\n' + text[:3000])
+    out = {'head': lines[start[0]]}
+    cur = None
+    for l in lines[start[0] + 1:]:
+        if not l.strip():
+            break
+        m = re.match(r'  (accessed|free called|allocated|freed) by thread (\d+):$', l)
+        if m:
+            cur = m.group(1)
+            out[cur] = []
+            out[cur + ' tid'] = int(m.group(2))
+        elif cur and l.startswith('      '):
+            out[cur].append(l.split()[0] if not l.strip().startswith('(inlined)')
+                            else l.split()[1])
+    return out
+
+
+def case_error(name, extra=''):
+    side, sig, kind, where, access_fn, free_fn = ERRORS[name]
+    prog = os.path.join(PROGS, 'gd_errors')
+    with tempfile.TemporaryDirectory() as d:
+        r = run([prog, name], 'guard=1,guard_side=' + side + extra, d)
+        if name == 'fork_uaf':
+            # the parent lives on: its block untouched by the child's free
+            if r.returncode != 0 or 'child signal %d' % sig not in r.stdout or \
+                    'parent ok' not in r.stdout:
+                fail('%s: status %d, stdout %r, stderr %s' % (name, r.returncode, r.stdout,
+                                                              r.stderr[-2000:]))
+            if r.stdout.count('MARK') != 1 or 'AFTER' in r.stdout:
+                fail('%s: the child went on after the bad access: %r' % (name, r.stdout))
+        else:
+            if r.returncode != 128 + sig:
+                fail('%s: status %d, expected %d (killed by signal %d); stdout %r stderr %s'
+                     % (name, r.returncode, 128 + sig, sig, r.stdout, r.stderr[-2000:]))
+            if not r.stdout.endswith('MARK\n') or 'AFTER' in r.stdout:
+                fail('%s: not caught at the first bad access: stdout %r' % (name, r.stdout))
+        if 'memsight: guard: %s ' % kind not in r.stderr:
+            fail('%s: stderr does not name %s:\n%s' % (name, kind, r.stderr[-2000:]))
+        snaps = glob.glob(os.path.join(d, '*-guard.msnap'))
+        if len(snaps) != 1:
+            fail('%s: expected one guard snapshot, found %s' % (name, os.listdir(d)))
+        st = os.stat(snaps[0])
+        if st.st_mode & 0o777 != 0o600:
+            fail('%s: the report is mode %o, not 600' % (name, st.st_mode & 0o777))
+        if name == 'fork_uaf':  # the child's report; the parent ends normally
+            pid = re.search(r'memsight-(\d+)-', os.path.basename(snaps[0])).group(1)
+            exits = glob.glob(os.path.join(d, '*-exit.msnap'))
+            if len(exits) != 1 or '-%s-' % pid in exits[0]:
+                fail('fork_uaf: guard report %s, exit snapshots %s' % (snaps[0], exits))
+        rep = subprocess.run([MEMSIGHT, 'report', snaps[0]], capture_output=True, text=True)
+        if rep.returncode != 0:
+            fail('%s: report failed: %s' % (name, rep.stderr))
+        sec = sections(rep.stdout)
+        if kind not in sec['head'] or where not in sec['head']:
+            fail('%s: expected "%s ... %s", got: %s' % (name, kind, where, sec['head']))
+        who = 'free called' if sig == signal.SIGABRT else 'accessed'
+        if not sec.get(who) or sec[who][0] != access_fn:
+            fail('%s: the %s stack should start in %s: %s' % (name, who, access_fn,
+                                                               sec.get(who)))
+        if 'main' not in sec[who] and name != 'thread_uaf':
+            fail('%s: the %s stack does not reach main: %s' % (name, who, sec[who]))
+        alloc_fn = ALLOC_FN.get(name, 'gd_make')
+        if not sec.get('allocated') or sec['allocated'][0] != alloc_fn:
+            fail('%s: the allocation stack should start in %s: %s' % (
+                name, alloc_fn, sec.get('allocated')))
+        if free_fn:
+            if not sec.get('freed') or sec['freed'][0] != free_fn:
+                fail('%s: the free stack should start in %s: %s' % (name, free_fn,
+                                                                    sec.get('freed')))
+        elif 'freed' in sec:
+            fail('%s: a live block has a free stack: %s' % (name, sec['freed']))
+        if name == 'thread_uaf' and sec['allocated tid'] == sec['accessed tid']:
+            fail('thread_uaf: allocated and accessed by the same thread %d' %
+                 sec['accessed tid'])
+        print('ok %s: %s' % (name, sec['head']))
+
+
+def health_of(d):
+    files = glob.glob(os.path.join(d, 'memsight-*-exit.msnap'))
+    if not files:
+        fail('no exit snapshot in %s' % os.listdir(d))
+    return agent_snap.read(files[0])['health']
+
+
+def same(cmd, opts, stdin=None):
+    with tempfile.TemporaryDirectory() as d:
+        base = subprocess.run(cmd, input=stdin, capture_output=True, timeout=300, cwd=d)
+        out = os.path.join(d, 'out')
+        os.mkdir(out)
+        full = [MEMSIGHT, 'run', '-q', '-o', out] + agent_opts(opts) + ['--'] + cmd
+        p = subprocess.run(full, input=stdin, capture_output=True, timeout=300, cwd=d)
+        if p.returncode != base.returncode or p.stdout != base.stdout:
+            fail('%s: status %d / %d, stdout %s under the agent (stderr: %s)' % (
+                cmd[0], p.returncode, base.returncode,
+                'same' if p.stdout == base.stdout else 'differs', p.stderr[-2000:]))
+        if p.stderr != base.stderr:
+            fail('%s: stderr differs under the agent: %s' % (cmd[0], p.stderr[-2000:]))
+        return health_of(out)
+
+
+def case_churn():
+    h = same([os.path.join(PROGS, 'gd_churn')], 'guard=1,guard_pool=8')
+    if not h.get('guard_allocs') or not h.get('guard_pool_full'):
+        fail('churn: guard_allocs %r, guard_pool_full %r: the pool was not exercised' % (
+            h.get('guard_allocs'), h.get('guard_pool_full')))
+    print('ok churn: %d guarded, %d fell back (pool full)' % (h['guard_allocs'],
+                                                            h['guard_pool_full']))
+
+
+def case_python():
+    code = ('import json, re\nd = {str(i): [i] * (i % 50) for i in range(8000)}\n'
+            's = json.dumps(d)\nprint(len(s), len(json.loads(s)), sum(map(len, d.values())))\n'
+            'print(len(re.findall(r"\\d+", s)))\n')
+    h = same(['/usr/bin/python3', '-c', code], 'guard=50')
+    if not h.get('guard_allocs'):
+        fail('python: no block was guarded')
+    print('ok python: %d guarded' % h['guard_allocs'])
+
+
+def case_sort():
+    lines = ''.join('%08x line %d\n' % ((i * 2654435761) & 0xffffffff, i)
+                    for i in range(30000))
+    h = same(['sort'], 'guard=50', stdin=lines.encode())
+    if not h.get('guard_allocs'):
+        fail('sort: no block was guarded')
+    print('ok sort: %d guarded' % h['guard_allocs'])
+
+
+def main():
+    c = sys.argv[1]
+    if c in ERRORS:
+        case_error(c)
+    elif c.endswith('_sampled') and c[:-8] in ERRORS:  # with sampled recording
+        case_error(c[:-8], ',sample=4096')
+    elif c == 'churn':
+        case_churn()
+    elif c == 'python':
+        case_python()
+    elif c == 'sort':
+        case_sort()
+    else:
+        fail('unknown case ' + c)
+
+
+if __name__ == '__main__':
+    main()
