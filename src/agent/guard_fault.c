@@ -1,8 +1,10 @@
 /* Guard pages: the SIGSEGV handler. A fault in the pool is reported (guard_report.c) and
  * the process then dies of it as it would have (default action, the access taken
- * again); any other fault goes to the handler that was there before (the program's, or
- * fatal.c's last snapshot). Runs on an alternate signal stack of its own where the
- * thread has none: only async-signal-safe code, no allocation, no lock. */
+ * again); any other fault goes to the program's own handler, or to the one that was
+ * there before (fatal.c's last snapshot). The program's sigaction and signal calls for
+ * SIGSEGV set the handler ours passes faults to, and read it back, so ours stays in
+ * place. Runs on an alternate signal stack of its own where the thread has none: only
+ * async-signal-safe code, no allocation, no lock. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -11,6 +13,9 @@
 #include <unistd.h>
 
 #include "agent/guard.h"
+#include "agent/libc/libc.h"
+
+#define MS_EXPORT __attribute__((visibility("default")))
 
 #define MS_GUARD_ALTSTACK (64 * 1024)
 
@@ -58,22 +63,25 @@ void ms_guard_thread_exit(void)
     ms_sys_munmap(m, MS_GUARD_ALTSTACK);
 }
 
-/* The previous action, as the kernel would have taken it. */
+/* The previous action, as the kernel would have taken it (its mask and SA_NODEFER
+ * aside: the handler runs with every signal blocked, on our stack). */
 static void chain(int sig, siginfo_t *si, void *uc)
 {
-    struct sigaction *p = &ms_guard_prev;
-    if (p->sa_flags & SA_SIGINFO) {
-        if (p->sa_sigaction)
-            p->sa_sigaction(sig, si, uc);
+    struct sigaction p = ms_guard_prev;
+    if (p.sa_flags & SA_RESETHAND)
+        ms_guard_prev.sa_handler = SIG_DFL;
+    if (p.sa_flags & SA_SIGINFO) {
+        if (p.sa_sigaction)
+            p.sa_sigaction(sig, si, uc);
         return;
     }
-    if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
-        p->sa_handler(sig);
+    if (p.sa_handler != SIG_DFL && p.sa_handler != SIG_IGN) {
+        p.sa_handler(sig);
         return;
     }
     /* default action: a fault returns to the faulting instruction and takes it again;
      * a signal that was sent is sent again, delivered on return */
-    signal(sig, SIG_DFL);
+    ms_libc_signal(sig, SIG_DFL);
     if (si->si_code <= 0)
         syscall(SYS_tgkill, (long)getpid(), (long)syscall(SYS_gettid), (long)sig);
 }
@@ -86,7 +94,7 @@ static void guard_handler(int sig, siginfo_t *si, void *uc)
         unsigned kind;
         int slot = ms_guard_classify(addr, &kind);
         ms_guard_report(kind, addr, slot, uc);
-        signal(sig, SIG_DFL); /* dies of the access, taken again on return */
+        ms_libc_signal(sig, SIG_DFL); /* dies of the access, taken again on return */
     } else {
         chain(sig, si, uc);
     }
@@ -102,10 +110,56 @@ void ms_guard_fault_init(void)
     sa.sa_sigaction = guard_handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigfillset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &old) != 0) {
+    if (ms_libc_sigaction(SIGSEGV, &sa, &old) != 0) {
         MS_HEALTH_INC(guard_failures);
         return;
     }
     ms_guard_prev = old;
-    ms_guard_installed = 1;
+    __atomic_store_n(&ms_guard_installed, 1, __ATOMIC_RELEASE);
+}
+
+/* ===========================================================================
+ * The program's SIGSEGV handler (sigaction, signal). The agent's own calls (fatal.c)
+ * reach the C library's. Other ways (bsd_signal, sysv_signal, sigset, the system call)
+ * replace ours: guard faults then go to the program's handler unreported.
+ * ========================================================================= */
+static int ours_to_keep(int sig, const void *caller)
+{
+    return sig == SIGSEGV && __atomic_load_n(&ms_guard_installed, __ATOMIC_ACQUIRE) &&
+           !((uintptr_t)caller >= ms_self_lo && (uintptr_t)caller < ms_self_hi);
+}
+
+static void program_action(const struct sigaction *act, struct sigaction *old)
+{
+    struct sigaction prev = ms_guard_prev;
+    if (act)
+        ms_guard_prev = *act;
+    if (old)
+        *old = prev;
+}
+
+MS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (!ours_to_keep(sig, __builtin_return_address(0)))
+        return ms_libc_sigaction(sig, act, old);
+    program_action(act, old);
+    return 0;
+}
+
+MS_EXPORT ms_sighandler signal(int sig, ms_sighandler h)
+{
+    if (!ours_to_keep(sig, __builtin_return_address(0)))
+        return ms_libc_signal(sig, h);
+    if (h == SIG_ERR) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    struct sigaction sa, old; /* glibc's signal(): BSD semantics */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = h;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, sig);
+    sa.sa_flags = SA_RESTART;
+    program_action(&sa, &old);
+    return old.sa_handler;
 }

@@ -8,7 +8,9 @@ Usage: guard_check.py CASE
       the error (SIGSEGV at the access, SIGABRT for a bad free) right after MARK, stderr
       names it, and `memsight report` of the guard snapshot gives kind, offset and the
       allocation / free / access stacks by function name
+  own_handler_uaf   the same with the program's own SIGSEGV handler installed
   uaf_read_sampled overflow_sampled   the same with sample=4096
+  chain    faults outside the pool go to the program's handler, or fatal_snapshot's
   churn    gd_churn (40000 allocations) with guard=1 and a pool of 8: same output as
            without the agent, the pool full most of the time (HLTH guard_pool_full)
   python sort   real programs with guard=50: same output and status, blocks guarded
@@ -50,6 +52,8 @@ ERRORS = {
                    '0 bytes inside the 32-byte block', 'gd_read', 'gd_release'),
     'fork_uaf': ('alternate', signal.SIGSEGV, 'use-after-free',
                  '0 bytes inside the 32-byte block', 'gd_read', 'gd_release'),
+    'own_handler_uaf': ('alternate', signal.SIGSEGV, 'use-after-free',
+                        '8 bytes inside the 32-byte block', 'gd_read', 'gd_release'),
 }
 ALLOC_FN = {'memalign_overflow': 'gd_make_aligned'}
 
@@ -157,6 +161,28 @@ def case_error(name, extra=''):
         print('ok %s: %s' % (name, sec['head']))
 
 
+def case_chain():
+    """Faults outside the pool are not the guard's: the program's own handler gets them
+    (installed after the agent's, read back by the program), and without one the last
+    snapshot of fatal_snapshot=1 is written and the process dies of SIGSEGV."""
+    prog = os.path.join(PROGS, 'gd_errors')
+    with tempfile.TemporaryDirectory() as d:
+        r = run([prog, 'own_handler'], 'guard=1', d)
+        if r.returncode != 42 or r.stdout != 'MARK\nHANDLER\n' or 'guard' in r.stderr:
+            fail('own_handler: status %d, stdout %r, stderr %s' % (r.returncode, r.stdout,
+                                                                  r.stderr[-2000:]))
+        if glob.glob(os.path.join(d, '*-guard.msnap')):
+            fail('own_handler: a guard report for a fault outside the pool')
+    with tempfile.TemporaryDirectory() as d:
+        r = run([prog, 'wild'], 'guard=1,fatal_snapshot=1', d)
+        names = sorted(os.listdir(d))
+        if r.returncode != 128 + signal.SIGSEGV or r.stdout != 'MARK\n' or \
+                len(names) != 1 or not names[0].endswith('-fatal.msnap'):
+            fail('wild: status %d, stdout %r, files %s, stderr %s' % (
+                r.returncode, r.stdout, names, r.stderr[-2000:]))
+    print('ok chain: the program\'s handler, then fatal_snapshot\'s')
+
+
 def health_of(d):
     files = glob.glob(os.path.join(d, 'memsight-*-exit.msnap'))
     if not files:
@@ -214,6 +240,8 @@ def main():
         case_error(c)
     elif c.endswith('_sampled') and c[:-8] in ERRORS:  # with sampled recording
         case_error(c[:-8], ',sample=4096')
+    elif c == 'chain':
+        case_chain()
     elif c == 'churn':
         case_churn()
     elif c == 'python':

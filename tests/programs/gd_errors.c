@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,27 @@ NOINLINE void gd_write(char *p, long off)
 
 static char *thread_block;
 
+/* The program's own SIGSEGV handler, installed after the agent's. */
+static void own_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)si;
+    (void)uc;
+    say("HANDLER\n");
+    _exit(42);
+}
+
+static int install_own(void)
+{
+    struct sigaction sa, back;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = own_handler;
+    sa.sa_flags = SA_SIGINFO;
+    if (sigaction(SIGSEGV, &sa, NULL) != 0 || sigaction(SIGSEGV, NULL, &back) != 0)
+        return -1;
+    return back.sa_sigaction == own_handler ? 0 : -1; /* reads back what it set */
+}
+
 static void *thread_main(void *arg)
 {
     (void)arg;
@@ -134,6 +156,21 @@ int main(int argc, char **argv)
         p[127] = 1; /* alignment slack: inside the page, not caught (docs) */
         say("MARK\n");
         gd_write(p, 128);
+    } else if (!strcmp(m, "own_handler") || !strcmp(m, "wild")) {
+        /* a fault outside the pool: the program's handler (or the default) has it */
+        char *p = gd_make(32);
+        if (m[0] == 'o' && install_own() != 0)
+            return 8;
+        say("MARK\n");
+        gd_write((char *)(uintptr_t)16, p[0]);
+    } else if (!strcmp(m, "own_handler_uaf")) {
+        /* a fault in the pool with the program's handler installed: still reported */
+        char *p = gd_make(32);
+        if (install_own() != 0)
+            return 8;
+        gd_release(p);
+        say("MARK\n");
+        v = gd_read(p, 8);
     } else if (!strcmp(m, "thread_uaf")) {
         pthread_t t;
         if (pthread_create(&t, NULL, thread_main, NULL) != 0 || pthread_join(t, NULL) != 0)

@@ -55,4 +55,11 @@ size_t ms_libc_func_size(const void *p) MS_INTERNAL_LIBC;
  * points. Returns 0 when the layout is not known (TLS is then scanned as memory). */
 int ms_libc_dtv(uintptr_t tp, uintptr_t *slot, uintptr_t *bias) MS_INTERNAL_LIBC;
 
+/* The C library's own sigaction and signal, whatever the agent exports under those names
+ * (guard pages keep their SIGSEGV handler in place: guard_fault.c). */
+struct sigaction;
+int ms_libc_sigaction(int sig, const struct sigaction *act, struct sigaction *old) MS_INTERNAL_LIBC;
+typedef void (*ms_sighandler)(int);
+ms_sighandler ms_libc_signal(int sig, ms_sighandler h) MS_INTERNAL_LIBC;
+
 #endif

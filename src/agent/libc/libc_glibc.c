@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "agent/libc/libc.h"
 
+#include <signal.h>
 #include <string.h>
 
 #include "agent/arch/arch.h"
@@ -10,6 +11,20 @@
 extern void *__libc_stack_end;
 
 const char *ms_libc_name(void) { return "glibc"; }
+
+/* glibc exports both under names of their own: no look-up, nothing allocated. */
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+extern ms_sighandler bsd_signal(int, ms_sighandler); /* = signal */
+
+int ms_libc_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    return __sigaction(sig, act, old);
+}
+
+ms_sighandler ms_libc_signal(int sig, ms_sighandler h)
+{
+    return bsd_signal(sig, h);
+}
 unsigned ms_libc_missing(void) { return 0; }
 
 uintptr_t ms_libc_main_stack_hi(void)

@@ -6,10 +6,29 @@
 #define _GNU_SOURCE
 #include "agent/libc/libc.h"
 
+#include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
 
 const char *ms_libc_name(void) { return "musl"; }
+
+/* musl's own names are internal: the next definitions in the lookup (musl's dlsym
+ * allocates nothing). */
+int ms_libc_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    static int (*real)(int, const struct sigaction *, struct sigaction *);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "sigaction");
+    return real ? real(sig, act, old) : -1;
+}
+
+ms_sighandler ms_libc_signal(int sig, ms_sighandler h)
+{
+    static ms_sighandler (*real)(int, ms_sighandler);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "signal");
+    return real ? real(sig, h) : SIG_ERR;
+}
 
 unsigned ms_libc_missing(void)
 {
