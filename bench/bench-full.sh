@@ -19,15 +19,8 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/msbench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT INT TERM
 
 # --- workloads -------------------------------------------------------------------
-$PY - "$WORK/sqlite.sql" <<'PYEOF'
-import sys
-with open(sys.argv[1], 'w') as f:
-    f.write("PRAGMA journal_mode=OFF;\nCREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL, k INTEGER);\nBEGIN;\n")
-    for i in range(200000):
-        f.write("INSERT INTO t(name, v, k) VALUES('name-%d-%s', %d.5, %d);\n" % (i, 'x' * (i % 37), i, (i * 7919) % 100003))
-    f.write("COMMIT;\nCREATE INDEX t_name ON t(name);\nCREATE INDEX t_k ON t(k, v);\n")
-    f.write("SELECT count(*), sum(length(name)) FROM t;\nSELECT k FROM t WHERE k < 50 ORDER BY k LIMIT 3;\n")
-PYEOF
+. "$SRC/bench/workloads.sh"
+ms_bench_sqlite_sql "$WORK/sqlite.sql" "" "SELECT k FROM t WHERE k < 50 ORDER BY k LIMIT 3;"
 # $1: a command prefix (words, no spaces inside them): env, the agent, heaptrack
 run_sqlite() { rm -f "$WORK/db"; tm $1 sqlite3 "$WORK/db" < "$WORK/sqlite.sql" > "$WORK/out.txt" 2>"$WORK/err.txt"; }
 run_python() { PYTHONMALLOC=malloc tm $1 $PY "$SRC/bench/churn.py" > "$WORK/out.txt" 2>"$WORK/err.txt"; }
