@@ -392,6 +392,43 @@ static int sites(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, ms_site_m
     return 0;
 }
 
+/* The error guard pages caught (GARD): docs/json-report.md, `guard_error`. */
+static int guard_error(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym)
+{
+    const ms_guard_error *e = s->guard;
+    const ms_snap_guard *g = &e->g;
+    ms_json_key(j, "guard_error");
+    ms_json_object_begin(j);
+    ms_json_kv_str(j, "kind", ms_guard_kind_name(g->kind));
+    ms_json_key(j, "address");
+    ms_json_hex(j, g->address);
+    ms_json_key(j, "block_address");
+    if (g->block_address)
+        ms_json_hex(j, g->block_address);
+    else
+        ms_json_null(j);
+    ms_json_kv_u64(j, "block_size", g->block_size);
+    /* signed distance from the block's start: negative before it */
+    ms_json_kv_i64(j, "offset", g->block_address ? (int64_t)(g->address - g->block_address) : 0);
+    static const char *const what[3] = {"access", "allocation", "free"};
+    const ms_stack *st[3] = {&e->access, &e->alloc, &e->freed};
+    const uint32_t tid[3] = {g->access_tid, g->alloc_tid, g->free_tid};
+    for (int i = 0; i < 3; i++) {
+        ms_json_key(j, what[i]);
+        if (i > 0 && !tid[i]) {
+            ms_json_null(j);
+            continue;
+        }
+        ms_json_object_begin(j);
+        ms_json_kv_u64(j, "tid", tid[i]);
+        if (frames(j, s, sym, st[i], NULL) != 0) /* full frames, also in the compact form */
+            return -1;
+        ms_json_object_end(j);
+    }
+    ms_json_object_end(j);
+    return 0;
+}
+
 static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, frame_table *t)
 {
     const ms_snap_leak_summary *ls = &s->leak_summary;
@@ -587,6 +624,8 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
         rc = sites(&j, s, sym, o && o->site_caller ? MS_SITE_CALLER : MS_SITE_PROGRAM);
     if (rc == 0 && s->has_leaks)
         rc = leaks(&j, s, sym, ft);
+    if (rc == 0 && s->guard)
+        rc = guard_error(&j, s, sym);
     ms_json_object_end(&j);
     if (ft)
         table_free(ft);

@@ -16,6 +16,7 @@ Usage: guard_check.py CASE
   python sort   real programs with guard=50: same output and status, blocks guarded
 Environment: MEMSIGHT, MS_PROGRAMS (set by ms_integration_test)."""
 import glob
+import json
 import os
 import re
 import resource
@@ -155,6 +156,13 @@ def case_error(name, extra=''):
                                                                     sec.get('freed')))
         elif 'freed' in sec:
             fail('%s: a live block has a free stack: %s' % (name, sec['freed']))
+        js = subprocess.run([MEMSIGHT, 'report', '--format', 'json', snaps[0]],
+                            capture_output=True, text=True)
+        g = json.loads(js.stdout).get('guard_error') if js.returncode == 0 else None
+        if not g or g['kind'] != kind or g['access']['frames'][0]['function'] != access_fn \
+                or (g['free'] is None) != (free_fn is None) or \
+                g['allocation']['frames'][0]['function'] != alloc_fn:
+            fail('%s: JSON guard_error does not agree: %s' % (name, js.stdout[-3000:]))
         if name == 'thread_uaf' and sec['allocated tid'] == sec['accessed tid']:
             fail('thread_uaf: allocated and accessed by the same thread %d' %
                  sec['accessed tid'])

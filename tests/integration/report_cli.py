@@ -138,6 +138,19 @@ def main():
     rc, out, err = report(os.path.join(tmp, "bad-hist.msnap"))
     check(rc == 1 and "bad-hist.msnap" in err and "out of order" in err and out == b"",
           f"histogram out of order: {rc} {err}")
+    rc, out, err = report(os.path.join(tmp, "guard.msnap"))
+    check(rc == 0 and b"guard pages caught: use-after-free at 0x7f0000001fe8: 8 bytes inside "
+          b"the 32-byte block at 0x7f0000001fe0" in out and b"accessed by thread 11:" in out and
+          b"allocated by thread 12:" in out and b"freed by thread 13:" in out,
+          f"text report of GARD: {out[:800]!r} {err}")
+    rc, out, err = report("--format", "json", os.path.join(tmp, "guard.msnap"))
+    g = json.loads(out).get("guard_error", {}) if rc == 0 else {}
+    check(g.get("kind") == "use-after-free" and g.get("offset") == 8 and
+          len(g["access"]["frames"]) == 2 and g["free"]["tid"] == 13,
+          f"JSON report of GARD: {g} {err}")
+    rc, out, err = report(os.path.join(tmp, "bad-guard.msnap"))
+    check(rc == 1 and "bad-guard.msnap" in err and "exceeds the payload" in err and out == b"",
+          f"GARD with a bad depth: {rc} {err}")
     rc, out, err = report("--format", "json", os.path.join(tmp, "empty.msnap"))
     check(rc == 0 and json.loads(out)["totals"]["live_bytes"] == 0, "empty snapshot")
     rc, _, err = report(os.path.join(tmp, "missing.msnap"))

@@ -240,6 +240,18 @@ def sample_snapshot(module=None):
     return s, expect
 
 
+def gard_payload(kind, address, block, size, stacks, depth_claim=None):
+    """A GARD chunk (an error caught by guard pages): the 64-byte record, then the
+    allocation, free and access stacks as (flags, [pcs]); depth_claim overrides the
+    access stack's depth (to make a damaged one)."""
+    p = struct.pack("<IIIIQQQQQII", kind, 11, 12, 13 if stacks[1][1] else 0, address, block,
+                    size, block & ~0xfff, 4096, 7, 9)
+    for i, (flags, pcs) in enumerate(stacks):
+        depth = depth_claim if (i == 2 and depth_claim is not None) else len(pcs)
+        p += struct.pack("<II", depth, flags) + b"".join(struct.pack("<Q", x) for x in pcs)
+    return p
+
+
 def write_set(outdir, module=None):
     """The standard set of files (used by tests and as the fuzzing seed corpus)."""
     os.makedirs(outdir, exist_ok=True)
@@ -276,6 +288,16 @@ def write_set(outdir, module=None):
     s8.minor = 2
     s8.hist = [(64, 127, 500), (32, 63, 1)]  # out of order: refused
     files["bad-hist.msnap"] = s8.build()
+    s9, _ = sample_snapshot(module)  # 1.2 with an error caught by guard pages
+    s9.minor = 2
+    stacks = [(0, [0x555500001010]), (0, [0x555500001500]), (4, [0x555500001234, 0x555500001010])]
+    s9.extra = [("GARD", 0, gard_payload(1, 0x7f0000001fe8, 0x7f0000001fe0, 32, stacks))]
+    files["guard.msnap"] = s9.build()
+    s10, _ = sample_snapshot(module)
+    s10.minor = 2
+    s10.extra = [("GARD", 0, gard_payload(2, 0x7f0000002000, 0x7f0000001fe0, 32, stacks,
+                                          depth_claim=1000))]
+    files["bad-guard.msnap"] = s10.build()
     for name, data in files.items():
         with open(os.path.join(outdir, name), "wb") as f:
             f.write(data)
