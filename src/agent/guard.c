@@ -61,13 +61,16 @@ static int pool_reserve(void)
     size_t pg = ms_guard_page;
     size_t span = (2 * (size_t)n + 1) * pg;
     size_t meta = ((size_t)n * (sizeof(ms_guard_slot) + sizeof(uint32_t)) + pg - 1) & ~(pg - 1);
-    char *pool = ms_sys_mmap(span);
+    /* Not one of the agent's registered mappings (ms_sys_mmap), which a leak scan never
+     * reads: the live guarded blocks are the program's and hold its pointers. The slot
+     * records, which hold block addresses, are. */
+    long r = syscall(SYS_mmap, 0, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
+    char *pool = r < 0 && r > -4096 ? NULL : (char *)r;
     char *m = pool ? ms_sys_mmap(meta) : NULL;
-    if (!m || sys_mprotect((uintptr_t)pool, span, PROT_NONE) != 0) {
-        if (m)
-            ms_sys_munmap(m, meta);
+    if (!m) {
         if (pool)
-            ms_sys_munmap(pool, span);
+            syscall(SYS_munmap, pool, span);
         ms_guard_reserve_failed = 1;
         MS_HEALTH_INC(guard_failures);
         return -1;

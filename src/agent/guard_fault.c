@@ -28,7 +28,11 @@ void ms_guard_altstack(void)
 {
     if (ms_guard_alt)
         return;
-    ms_thread_bounds(); /* the handler's walk of the faulting stack needs its bounds */
+    ms_thread_bounds();
+    /* only threads whose exit the agent sees (in its registry): the stack is unmapped
+     * then; any other thread's handler runs on its own stack */
+    if (!ms_self.slot)
+        return; /* the handler's walk of the faulting stack needs its bounds */
     stack_t old;
     if (sigaltstack(NULL, &old) != 0 || !(old.ss_flags & SS_DISABLE))
         return; /* the thread has one of its own: the handler runs there */

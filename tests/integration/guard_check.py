@@ -11,6 +11,7 @@ Usage: guard_check.py CASE
   own_handler_uaf   the same with the program's own SIGSEGV handler installed
   uaf_read_sampled overflow_sampled   the same with sample=4096
   chain    faults outside the pool go to the program's handler, or fatal_snapshot's
+  leaks    lk_tree, lk_cycle, lk_interior with guard=1: the leak scan's ground truth
   churn    gd_churn (40000 allocations) with guard=1 and a pool of 8: same output as
            without the agent, the pool full most of the time (HLTH guard_pool_full)
   python sort   real programs with guard=50: same output and status, blocks guarded
@@ -191,6 +192,35 @@ def case_chain():
     print('ok chain: the program\'s handler, then fatal_snapshot\'s')
 
 
+def case_leaks():
+    """Guarded blocks are the program's: a leak scan reads them (their pointers keep other
+    blocks reachable) and finds the same leaks as without guard pages."""
+    short = {'definite': 'definitely_lost', 'indirect': 'indirectly_lost',
+             'possible': 'possibly_lost'}
+    for p in ('lk_tree', 'lk_cycle', 'lk_interior'):
+        with tempfile.TemporaryDirectory() as d:
+            full = [MEMSIGHT, 'run', '-q', '-o', d, '--leak-check=exit', '-O', 'guard=1',
+                    '-O', 'guard_pool=4096', '--', os.path.join(PROGS, p)]
+            r = subprocess.run(full, capture_output=True, text=True, timeout=120)
+            exits = glob.glob(os.path.join(d, '*-exit.msnap'))
+            if r.returncode != 0 or len(exits) != 1:
+                fail('%s: status %d, files %s: %s' % (p, r.returncode, os.listdir(d), r.stderr))
+            rep = subprocess.run([MEMSIGHT, 'report', '--format', 'json', exits[0]],
+                                 capture_output=True, text=True)
+            doc = json.loads(rep.stdout)
+            if not doc['health'].get('guard_allocs'):
+                fail('%s: no block was guarded' % p)
+            line = [ln for ln in r.stdout.splitlines() if ln.startswith('EXPECT')][0]
+            for m in re.finditer(r'(\w+)=(\d+)/(\d+)', line):
+                if m.group(1) not in short:
+                    continue
+                got = doc['leaks'][short[m.group(1)]]
+                if (got['blocks'], got['bytes']) != (int(m.group(2)), int(m.group(3))):
+                    fail('%s: %s is %s, expected %s/%s with guard pages' % (
+                        p, short[m.group(1)], got, m.group(2), m.group(3)))
+            print('ok leaks %s: %s (%d guarded)' % (p, line, doc['health']['guard_allocs']))
+
+
 def health_of(d):
     files = glob.glob(os.path.join(d, 'memsight-*-exit.msnap'))
     if not files:
@@ -250,6 +280,8 @@ def main():
         case_error(c[:-8], ',sample=4096')
     elif c == 'chain':
         case_chain()
+    elif c == 'leaks':
+        case_leaks()
     elif c == 'churn':
         case_churn()
     elif c == 'python':
