@@ -157,16 +157,23 @@ void ms_record_abort(const ms_rec_prep *rp, size_t size)
                                 rp->weight);
 }
 
-void ms_record_commit_entry(const void *p, size_t size, const ms_rec_prep *rp)
+/* Inlined into both commits: a call would save registers holding the block's address
+ * in a frame of the agent's (see above). */
+static inline __attribute__((always_inline)) void commit_entry(const void *p, size_t size,
+                                                             const ms_rec_prep *rp)
 {
-    if (!rp->idx)
-        return;
     ms_live_store(rp->idx, (uint64_t)(uintptr_t)p, size, rp->ticks, rp->sid, rp->tid);
     ms_pend *pd = ms_self.pend; /* stores only: the size class and the temporaries' window */
     if (pd) {
         pd->hist[size ? 64 - __builtin_clzll((unsigned long long)size) : 0]++;
         pd->last_ptr = (uint64_t)(uintptr_t)p;
     }
+}
+
+void ms_record_commit_entry(const void *p, size_t size, const ms_rec_prep *rp)
+{
+    if (rp->idx)
+        commit_entry(p, size, rp);
 }
 
 void *ms_record_commit(void *p, size_t size, unsigned align_log2, const ms_rec_prep *rp)
@@ -178,7 +185,7 @@ void *ms_record_commit(void *p, size_t size, unsigned align_log2, const ms_rec_p
         h->check = ms_hdr_check(p, align_log2);
         return p;
     }
-    ms_record_commit_entry(p, size, rp);
+    commit_entry(p, size, rp);
     h->index = rp->idx;
     h->meta = (uint64_t)size | ((uint64_t)rp->sid << MS_HDR_SIZE_BITS);
     h->check = ms_hdr_check(p, align_log2);
@@ -192,22 +199,9 @@ void ms_record_heap(void *p, size_t size, unsigned align_log2)
     ms_record_commit(p, size, align_log2, &rp);
 }
 
-void ms_forget_heap(void *p)
-{
-    ms_hdr *h = ms_hdr_of(p);
-    uint32_t idx = h->index;
-    /* Wipe the check: the allocator may keep these bytes untouched inside a free chunk
-     * and later hand out a block (without header: from an agent thread or a re-entered
-     * call) at the same address; a stale valid check would then make free() pass a
-     * wrong pointer to the allocator. */
-    h->check = 0;
-    if (!idx)
-        return;
-    h->index = 0;
-    ms_forget_entry(p, idx, h->meta & MS_HDR_SIZE_MASK, (uint32_t)(h->meta >> MS_HDR_SIZE_BITS));
-}
-
-void ms_forget_entry(const void *p, uint32_t idx, uint64_t size, uint32_t sid)
+/* As commit_entry: inlined, so that ms_forget_heap's code is what it was. */
+static inline __attribute__((always_inline)) void forget_entry(const void *p, uint32_t idx,
+                                                             uint64_t size, uint32_t sid)
 {
     uint64_t w = size;
     if (MS_UNLIKELY(ms_sampler_cfg.interval)) { /* the sample count rides in the entry */
@@ -233,6 +227,26 @@ void ms_forget_entry(const void *p, uint32_t idx, uint64_t size, uint32_t sid)
     ms_stack_rec *r = ms_stack_get(sid);
     if (r)
         ms_stack_account_free_n(r, ms_sampler_count_estimate(size, w), w);
+}
+
+void ms_forget_heap(void *p)
+{
+    ms_hdr *h = ms_hdr_of(p);
+    uint32_t idx = h->index;
+    /* Wipe the check: the allocator may keep these bytes untouched inside a free chunk
+     * and later hand out a block (without header: from an agent thread or a re-entered
+     * call) at the same address; a stale valid check would then make free() pass a
+     * wrong pointer to the allocator. */
+    h->check = 0;
+    if (!idx)
+        return;
+    h->index = 0;
+    forget_entry(p, idx, h->meta & MS_HDR_SIZE_MASK, (uint32_t)(h->meta >> MS_HDR_SIZE_BITS));
+}
+
+void ms_forget_entry(const void *p, uint32_t idx, uint64_t size, uint32_t sid)
+{
+    forget_entry(p, idx, size, sid);
 }
 
 int ms_live_find(uint64_t addr, ms_live_entry *out)
