@@ -115,6 +115,10 @@ static void read_mallinfo2(snap_ctx *c, const char *reason)
 {
     if (!strcmp(reason, "exit") && !__atomic_load_n(&ms_snap_normal_exit, __ATOMIC_ACQUIRE))
         return;
+    /* written from a fault handler (fatal.c, guard pages): a crash inside malloc holds
+     * the arena's lock */
+    if (!strcmp(reason, "fatal") || !strcmp(reason, "guard"))
+        return;
     if (!ms_mallinfo2_resolved) {
         ms_mallinfo2_resolved = 1;
         void *f = ms_real_malloc_is_libc && ms_real.malloc ? dlsym(RTLD_DEFAULT, "mallinfo2") : NULL;
