@@ -289,6 +289,7 @@ void ms_guard_init(void)
     ms_guard_page = (size_t)sysconf(_SC_PAGESIZE);
     if (!ms_opt.guard)
         return;
+    ms_guard_report_init();
     ms_guard_fault_init();
 }
 

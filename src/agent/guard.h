@@ -79,6 +79,8 @@ static inline uintptr_t ms_guard_slot_addr(uint32_t i)
  * stack is the access stack): stderr and a `guard` snapshot. Async-signal-safe; once
  * per process (later errors are only counted). */
 void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc) MS_INTERNAL;
+/* Maps the report's buffer (guard=RATE only). */
+void ms_guard_report_init(void) MS_INTERNAL;
 /* The slot an address in the pool is about, and the error kind an access there means. */
 int ms_guard_classify(uintptr_t addr, unsigned *kind) MS_INTERNAL;
 /* Installs the fault handler (after fatal.c's, which it passes other faults to). */

@@ -54,11 +54,20 @@ typedef struct guard_stack {
     uint64_t pcs[MS_MAX_DEPTH_LIMIT];
 } guard_stack;
 
-static struct {
+typedef struct guard_report {
     ms_snap_guard g;
     guard_stack alloc, free_, access;
-} ms_gr; /* one report per process: static, filled once */
+} guard_report;
+/* One report per process, filled once; mapped when guard pages start (no 6 KiB of bss
+ * in every process the agent runs in). */
+static guard_report *ms_gr_map;
 static int ms_guard_reported;
+
+void ms_guard_report_init(void)
+{
+    if (!ms_gr_map)
+        ms_gr_map = ms_sys_mmap(sizeof *ms_gr_map);
+}
 
 static void stack_from_id(guard_stack *st, uint32_t sid)
 {
@@ -82,12 +91,12 @@ static void put_stack(ms_snap_writer *w, const guard_stack *st)
 
 static void gard_chunk(ms_snap_writer *w, void *arg)
 {
-    (void)arg;
+    const guard_report *r = arg;
     ms_sw_begin(w, MS_CHUNK_GARD, 0);
-    ms_sw_bytes(w, &ms_gr.g, sizeof ms_gr.g);
-    put_stack(w, &ms_gr.alloc);
-    put_stack(w, &ms_gr.free_);
-    put_stack(w, &ms_gr.access);
+    ms_sw_bytes(w, &r->g, sizeof r->g);
+    put_stack(w, &r->alloc);
+    put_stack(w, &r->free_);
+    put_stack(w, &r->access);
     ms_sw_end(w);
 }
 
@@ -153,9 +162,8 @@ static void say_stack(const char *what, uint32_t tid, const guard_stack *st)
 }
 
 /* "N bytes right of the M-byte block at 0x..." (or left of, or inside). */
-static void say_where(line *l, uintptr_t addr)
+static void say_where(line *l, const ms_snap_guard *g, uintptr_t addr)
 {
-    const ms_snap_guard *g = &ms_gr.g;
     if (!g->block_address) {
         l_str(l, "no block");
         return;
@@ -181,14 +189,19 @@ void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc)
     MS_HEALTH_INC(guard_errors);
     if (__atomic_exchange_n(&ms_guard_reported, 1, __ATOMIC_ACQ_REL))
         return; /* one report per process: the first error is the one that matters */
+    guard_report *r = ms_gr_map;
+    if (!r) {
+        MS_HEALTH_INC(guard_failures);
+        return;
+    }
     ms_enter();
-    ms_snap_guard *g = &ms_gr.g;
+    ms_snap_guard *g = &r->g;
     memset(g, 0, sizeof *g);
     g->kind = kind < MS_GUARD_KIND_COUNT ? kind : MS_GUARD_KIND_UNKNOWN;
     g->address = addr;
     g->access_tid = ms_gettid();
     g->slot_size = ms_guard_page;
-    ms_gr.alloc.depth = ms_gr.free_.depth = 0;
+    r->alloc.depth = r->free_.depth = 0;
     if (slot >= 0 && (uint32_t)slot < ms_guard_nslots) {
         const ms_guard_slot *s = &ms_guard_slots[slot];
         g->slot_address = ms_guard_slot_addr((uint32_t)slot);
@@ -200,17 +213,17 @@ void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc)
             g->free_tid = s->free_tid;
             g->free_stack_id = s->free_sid;
         }
-        stack_from_id(&ms_gr.alloc, g->alloc_stack_id);
-        stack_from_id(&ms_gr.free_, g->free_stack_id);
+        stack_from_id(&r->alloc, g->alloc_stack_id);
+        stack_from_id(&r->free_, g->free_stack_id);
     }
-    ms_gr.access.flags = 0;
+    r->access.flags = 0;
     if (uc) {
-        ms_gr.access.depth = ms_unwind_context(uc, ms_gr.access.pcs, (unsigned)ms_opt.max_depth,
-                                               &ms_gr.access.flags);
-        ms_gr.access.flags |= MS_STACKF_FIRST_IS_PC;
+        r->access.depth = ms_unwind_context(uc, r->access.pcs, (unsigned)ms_opt.max_depth,
+                                               &r->access.flags);
+        r->access.flags |= MS_STACKF_FIRST_IS_PC;
     } else {
-        ms_gr.access.depth = ms_unwind(ms_gr.access.pcs, (unsigned)ms_opt.max_depth,
-                                       &ms_gr.access.flags);
+        r->access.depth = ms_unwind(r->access.pcs, (unsigned)ms_opt.max_depth,
+                                       &r->access.flags);
     }
 
     line l = {.n = 0};
@@ -219,17 +232,17 @@ void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc)
     l_str(&l, uc ? " at " : " of ");
     l_hex(&l, addr);
     l_str(&l, ": ");
-    say_where(&l, addr);
+    say_where(&l, g, addr);
     l_out(&l);
-    say_stack(uc ? "accessed" : "free called", g->access_tid, &ms_gr.access);
+    say_stack(uc ? "accessed" : "free called", g->access_tid, &r->access);
     if (g->block_address)
-        say_stack("allocated", g->alloc_tid, &ms_gr.alloc);
+        say_stack("allocated", g->alloc_tid, &r->alloc);
     if (g->free_tid)
-        say_stack("freed", g->free_tid, &ms_gr.free_);
+        say_stack("freed", g->free_tid, &r->free_);
     char path[MS_SW_PATH_MAX];
     int rc = -1;
     if (!ms_snapshot_held_by_me())
-        rc = ms_snapshot_write("guard", gard_chunk, NULL, path, sizeof path);
+        rc = ms_snapshot_write("guard", gard_chunk, r, path, sizeof path);
     l_str(&l, "memsight: guard: ");
     if (rc == 0) {
         l_str(&l, "report in ");
