@@ -20,6 +20,7 @@ set(MS_FUZZ_SNAPSHOT_SRCS
   ${PROJECT_SOURCE_DIR}/src/core/safe_file.c ${PROJECT_SOURCE_DIR}/src/core/labels.c
   ${PROJECT_SOURCE_DIR}/src/analysis/report_json.c ${PROJECT_SOURCE_DIR}/src/analysis/report_text.c
   ${PROJECT_SOURCE_DIR}/src/analysis/sites.c
+  ${PROJECT_SOURCE_DIR}/src/analysis/threads_report.c
   ${PROJECT_SOURCE_DIR}/src/analysis/report_model.c ${PROJECT_SOURCE_DIR}/src/analysis/json_writer.c
   ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c ${PROJECT_SOURCE_DIR}/src/analysis/stack_agg.c)
 set(MS_FUZZ_SNAPSHOT ${MS_TEST_BIN}/fuzz/fuzz_snapshot)

@@ -13,7 +13,8 @@
  * ------------------------------------------------------------------------- */
 #define MS_SNAP_MAGIC "MSIGSNAP" /* 8 bytes, no terminator on disk */
 #define MS_SNAP_VERSION_MAJOR 1
-#define MS_SNAP_VERSION_MINOR 2 /* 1.1: kind reserved; 1.2: TEMP and HIST chunks */
+#define MS_SNAP_VERSION_MINOR 3 /* 1.1: kind reserved; 1.2: TEMP and HIST chunks;
+                                 * 1.3: THRL chunk */
 
 typedef struct ms_snap_header {
     char magic[8];
@@ -59,6 +60,7 @@ typedef struct ms_chunk_header {
 #define MS_CHUNK_TEMP MS_FOURCC('T', 'E', 'M', 'P') /* temporary allocations per stack */
 #define MS_CHUNK_HIST MS_FOURCC('H', 'I', 'S', 'T') /* allocation size histogram */
 #define MS_CHUNK_GARD MS_FOURCC('G', 'A', 'R', 'D') /* an error caught by guard pages */
+#define MS_CHUNK_THRL MS_FOURCC('T', 'H', 'R', 'L') /* thread lives: leaked, alive, counters */
 #define MS_CHUNK_END  MS_FOURCC('E', 'N', 'D', ' ') /* last chunk: u32 number of chunks before it */
 
 /* ---------------------------------------------------------------------------
@@ -97,7 +99,35 @@ typedef struct ms_chunk_header {
  *       u32 flags (MS_STACKF_*), depth * u64 pcs innermost first. The access stack's
  *       first pc is the faulting instruction (MS_STACKF_FIRST_IS_PC) when a fault found
  *       the error, the return address into the caller of free otherwise.
+ * THRL (1.3): u32 m, then m (str name, u64 value) counters (created, joined, detached,
+ *       exited, untracked, alive, leaked); u32 rec_size (72; a reader skips bytes past
+ *       the fields it knows); u32 n; n records: rec_size bytes (ms_snap_thread_life
+ *       first) followed by str name.
  * ------------------------------------------------------------------------- */
+
+/* THRL record flags (the THRD flags 0x2 detached, 0x4 exited, 0x10 main, 0x20 started,
+ * and how the thread was made and how it ended). */
+#define MS_THRL_F_DETACHED 0x2u
+#define MS_THRL_F_EXITED 0x4u
+#define MS_THRL_F_MAIN 0x10u
+#define MS_THRL_F_STARTED 0x20u
+#define MS_THRL_F_ATTR_DETACHED 0x40u /* created detached through its attributes */
+#define MS_THRL_F_RETURNED 0x80u      /* its start routine returned */
+#define MS_THRL_F_PTHREAD_EXIT 0x100u /* it called pthread_exit */
+#define MS_THRL_F_CANCELLED 0x200u    /* it ended otherwise: cancellation */
+
+typedef struct ms_snap_thread_life {
+    uint32_t tid;
+    uint32_t flags;       /* MS_THRL_F_* */
+    uint32_t stack_id;    /* pthread_create's call stack (kind stack), 0 if none */
+    uint32_t creator_tid;
+    uint64_t create_ns;   /* CLOCK_REALTIME */
+    uint64_t exit_ns;     /* CLOCK_REALTIME, 0 while running */
+    uint64_t stack_size;  /* asked for (attributes or the default), else the usable size */
+    uint64_t guard_size;
+    uint64_t stack_lo, stack_hi; /* usable stack */
+    uint64_t start_routine;      /* the address of its start routine */
+} ms_snap_thread_life; /* 72 bytes */
 
 typedef struct ms_snap_segment {
     uint64_t vaddr;  /* p_vaddr: add load_bias for the runtime address */

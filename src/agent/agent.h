@@ -113,6 +113,7 @@ typedef struct ms_real_fns {
     int (*pthread_join)(pthread_t, void **);
     int (*pthread_tryjoin_np)(pthread_t, void **);
     int (*pthread_timedjoin_np)(pthread_t, void **, const struct timespec *);
+    int (*pthread_clockjoin_np)(pthread_t, void **, clockid_t, const struct timespec *);
     int (*pthread_detach)(pthread_t);
     void (*pthread_exit)(void *) __attribute__((noreturn));
     int (*dlclose)(void *);
@@ -186,7 +187,7 @@ typedef struct ms_stack_rec {
     uint32_t depth;
     uint16_t flags;       /* MS_STACKF_* */
     uint8_t kind;
-    uint8_t pad;
+    uint8_t thread_ref;   /* a thread's creation stack: written even with no allocation */
     uint64_t alloc_blocks, alloc_bytes; /* cumulative, relaxed atomics */
     uint64_t free_blocks, free_bytes;
     uint32_t id;
@@ -502,6 +503,11 @@ enum {
     MS_THR_STACK_DROPPED = 0x8,
     MS_THR_MAIN = 0x10,
     MS_THR_STARTED = 0x20,
+    /* how it was created and how it ended (THRL flags, snapshot_format.h) */
+    MS_THR_ATTR_DETACHED = MS_THRL_F_ATTR_DETACHED,
+    MS_THR_RETURNED = MS_THRL_F_RETURNED,
+    MS_THR_PTHREAD_EXIT = MS_THRL_F_PTHREAD_EXIT,
+    MS_THR_CANCELLED = MS_THRL_F_CANCELLED,
 };
 typedef struct ms_thread_slot {
     uint32_t state;        /* MS_THR_* (atomic) */
@@ -515,6 +521,10 @@ typedef struct ms_thread_slot {
     void *(*start)(void *);
     void *arg;  /* pthread_create's argument: glibc keeps ours in its thread descriptor, */
     void *ret;  /* so these two are leak-scan roots until the thread is joined */
+    /* its life, for the thread-leak report (thread_life.c) */
+    uint64_t create_ns, exit_ns;  /* CLOCK_REALTIME; exit_ns 0 while it runs */
+    uint64_t guard_size;
+    char name[16];                /* its name when it exited (comm) */
 } ms_thread_slot;
 
 int ms_threads_init(uint64_t capacity) MS_INTERNAL;
@@ -529,6 +539,23 @@ void ms_threads_fork_child(void) MS_INTERNAL;
 int ms_proc_other_threads(void) MS_INTERNAL;
 /* Fills ms_self.stack_lo/hi for the calling thread if not known yet. */
 void ms_thread_bounds(void) MS_INTERNAL;
+
+/* Thread lives (thread_life.c): counters and the THRL chunk of every snapshot. */
+enum ms_tlife_event {
+    MS_TLIFE_CREATED,   /* pthread_create succeeded (registered or not) */
+    MS_TLIFE_UNTRACKED, /* ... but the registry was full: not in THRL */
+    MS_TLIFE_JOINED,    /* a join succeeded */
+    MS_TLIFE_DETACHED,  /* detached by attribute or pthread_detach */
+    MS_TLIFE_EXITED,    /* a registered thread ended (return, pthread_exit, cancel) */
+    MS_TLIFE_COUNT
+};
+void ms_tlife_init(void) MS_INTERNAL;
+void ms_tlife_count(enum ms_tlife_event e) MS_INTERNAL;
+/* The calling thread's slot is about to be marked exited: when, how, its name. */
+void ms_tlife_exiting(ms_thread_slot *s, uint32_t how) MS_INTERNAL;
+/* The registry is full: said once on stderr (dropped_threads counts each). */
+void ms_tlife_table_full(void) MS_INTERNAL;
+void ms_tlife_fork_child(void) MS_INTERNAL;
 
 /* ===========================================================================
  * Unwinding (unwind.c, unwind_cfi.c).

@@ -35,6 +35,7 @@ static struct {
     {"malloc_usable_size", NULL, 1}, {"munmap", NULL, 1},     {"mremap", NULL, 1},
     {"mprotect", NULL, 1},       {"dlclose", NULL, 1},        {"pthread_join", NULL, 1},
     {"pthread_tryjoin_np", NULL, 1}, {"pthread_timedjoin_np", NULL, 1},
+    {"pthread_clockjoin_np", NULL, 1},
     {"pthread_detach", NULL, 1}, {"pthread_exit", NULL, 1},   {"malloc", NULL, 0},
     {"calloc", NULL, 0},         {"memalign", NULL, 0},       {"posix_memalign", NULL, 0},
     {"aligned_alloc", NULL, 0},  {"valloc", NULL, 0},         {"pvalloc", NULL, 0},

@@ -213,6 +213,7 @@ static void ms_resolve(void)
     R(pthread_join);
     R(pthread_tryjoin_np);
     R(pthread_timedjoin_np);
+    R(pthread_clockjoin_np);
     R(pthread_detach);
     R(pthread_exit);
     R(dlclose);

@@ -258,7 +258,7 @@ static void write_stks(snap_ctx *c)
     ms_live_sum *sums = ms_heap_frees_derived ? ms_stack_live_sums(max, &sums_len) : NULL;
     for (uint32_t id = 1; id <= max; id++) {
         ms_stack_rec *r = ms_stack_get(id);
-        if (!r || !ms_stack_used(r))
+        if (!r || (!ms_stack_used(r) && !r->thread_ref))
             continue; /* never used (lost a publication race or table full) */
         ms_snap_stack_rec s;
         memset(&s, 0, sizeof s);

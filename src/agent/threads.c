@@ -44,6 +44,7 @@ int ms_threads_init(uint64_t capacity)
 {
     /* keys below 32 live in the thread descriptor: setting one never allocates */
     ms_thr_key_ok = pthread_key_create(&ms_thr_key, ms_thread_key_gone) == 0;
+    ms_tlife_init();
     if (capacity < 16)
         capacity = 16;
     if (capacity > (1u << 24))
@@ -70,10 +71,15 @@ static ms_thread_slot *slot_alloc(void)
             s->stack_rec_addr = s->stack_rec_size = 0;
             s->stack_id = 0;
             s->arg = s->ret = NULL;
+            s->start = NULL;
+            s->creator_tid = 0;
+            s->create_ns = s->exit_ns = s->guard_size = 0;
+            s->name[0] = 0;
             return s;
         }
     }
     MS_HEALTH_INC(dropped_threads);
+    ms_tlife_table_full();
     return NULL;
 }
 
@@ -203,6 +209,7 @@ void ms_threads_fork_child(void)
      * control thread. */
     ms_prog_threads = 1;
     ms_thread_count_me();
+    ms_tlife_fork_child();
 }
 
 /* Live threads of this process other than the caller and the control thread, from
@@ -267,12 +274,14 @@ int ms_proc_other_threads(void)
 /* ===========================================================================
  * Thread start and exit
  * ========================================================================= */
-static void ms_thread_exit_bookkeeping(void)
+/* `how`: MS_THR_RETURNED, MS_THR_PTHREAD_EXIT or MS_THR_CANCELLED. */
+static void ms_thread_exit_bookkeeping(uint32_t how)
 {
     ms_thread_slot *s = ms_self.slot;
     if (!s || ms_self.exit_done)
         return;
     ms_self.exit_done = 1;
+    ms_tlife_exiting(s, how);
     ms_live_thread_exit();
     ms_cfi_thread_exit();
     ms_scache_thread_exit();
@@ -286,7 +295,8 @@ static void ms_thread_exit_bookkeeping(void)
 static void ms_thread_key_gone(void *v)
 {
     (void)v;
-    ms_thread_exit_bookkeeping(); /* also for a cancelled thread */
+    /* not done yet: neither a return nor pthread_exit, so cancellation */
+    ms_thread_exit_bookkeeping(MS_THR_CANCELLED);
     if (__atomic_sub_fetch(&ms_prog_threads, 1, __ATOMIC_ACQ_REL) == 0)
         ms_control_program_gone();
 }
@@ -319,7 +329,7 @@ static void *ms_thread_start(void *arg)
     __atomic_fetch_or(&s->state, MS_THR_STARTED, __ATOMIC_RELEASE);
     void *ret = s->start(s->arg);
     s->ret = ret; /* what pthread_join will return: a root until then */
-    ms_thread_exit_bookkeeping();
+    ms_thread_exit_bookkeeping(MS_THR_RETURNED);
     return ret;
 }
 
@@ -333,18 +343,26 @@ static int ms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn
     if (ms_state != MS_STATE_READY || ms_self.busy)
         return ms_real.pthread_create(t, attr, fn, arg);
     ms_thread_slot *s = slot_alloc();
-    if (!s)
-        return ms_real.pthread_create(t, attr, fn, arg);
+    if (!s) {
+        int rc = ms_real.pthread_create(t, attr, fn, arg);
+        if (rc == 0) {
+            ms_tlife_count(MS_TLIFE_CREATED);
+            ms_tlife_count(MS_TLIFE_UNTRACKED);
+        }
+        return rc;
+    }
     s->start = fn;
     s->arg = arg;
     s->creator_tid = ms_gettid();
     int detached = 0;
-    size_t size = 0;
+    size_t size = 0, guard = 0;
     ms_enter();
+    s->create_ns = ms_now_ns();
     if (attr) {
         void *lo = NULL;
         size_t sz = 0;
         pthread_attr_getdetachstate(attr, &detached);
+        pthread_attr_getguardsize(attr, &guard);
         /* With no stack supplied, glibc keeps stackaddr 0 and getstack reports
          * 0 - stacksize as the low end; musl's getstack fails (EINVAL). */
         int own = pthread_attr_getstack(attr, &lo, &sz) == 0 && lo != NULL && (uintptr_t)lo + sz != 0;
@@ -355,14 +373,19 @@ static int ms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn
         pthread_attr_t d;
         if (pthread_getattr_default_np(&d) == 0) {
             pthread_attr_getstacksize(&d, &size);
+            pthread_attr_getguardsize(&d, &guard);
             pthread_attr_destroy(&d);
         }
     }
     s->stack_rec_size = size;
-    if (size)
-        s->stack_id = ms_current_stack(MS_KIND_STACK);
+    s->guard_size = guard;
+    /* also without a stack of ours to record: the thread-leak report names its creator */
+    s->stack_id = ms_current_stack(MS_KIND_STACK);
+    ms_stack_rec *cr = ms_stack_get(s->stack_id);
+    if (cr && !cr->thread_ref)
+        __atomic_store_n(&cr->thread_ref, 1, __ATOMIC_RELAXED);
     if (detached == PTHREAD_CREATE_DETACHED)
-        __atomic_fetch_or(&s->state, MS_THR_DETACHED, __ATOMIC_RELAXED);
+        __atomic_fetch_or(&s->state, MS_THR_DETACHED | MS_THR_ATTR_DETACHED, __ATOMIC_RELAXED);
     ms_leave();
     __atomic_fetch_add(&ms_prog_threads, 1, __ATOMIC_ACQ_REL);
     int rc = ms_real.pthread_create(t, attr, ms_thread_start, s);
@@ -373,6 +396,9 @@ static int ms_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn
     }
     if (!detached)
         s->handle = *t;
+    ms_tlife_count(MS_TLIFE_CREATED);
+    if (detached == PTHREAD_CREATE_DETACHED)
+        ms_tlife_count(MS_TLIFE_DETACHED);
     return 0;
 }
 
@@ -385,10 +411,13 @@ MS_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
     return rc;
 }
 
+/* Only a successful join ends the thread's record (EBUSY, ETIMEDOUT leave it). */
 static int ms_join_common(int rc_of_real, ms_thread_slot *s)
 {
-    if (rc_of_real == 0 && s)
+    if (rc_of_real == 0 && s) {
         slot_finish(s);
+        ms_tlife_count(MS_TLIFE_JOINED);
+    }
     return rc_of_real;
 }
 
@@ -413,11 +442,22 @@ MS_EXPORT int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespe
     return ms_join_common(ms_real.pthread_timedjoin_np(t, ret, ts), s);
 }
 
+MS_EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clk, const struct timespec *ts)
+{
+    ms_init();
+    if (!ms_real.pthread_clockjoin_np)
+        return ENOSYS; /* a C library without it (musl) */
+    ms_thread_slot *s = ms_state == MS_STATE_READY ? slot_find(t) : NULL;
+    return ms_join_common(ms_real.pthread_clockjoin_np(t, ret, clk, ts), s);
+}
+
 MS_EXPORT int pthread_detach(pthread_t t)
 {
     ms_init();
     ms_thread_slot *s = ms_state == MS_STATE_READY ? slot_find(t) : NULL;
     int rc = ms_real.pthread_detach(t);
+    if (rc == 0 && s)
+        ms_tlife_count(MS_TLIFE_DETACHED);
     if (rc == 0 && s) {
         uint32_t old = __atomic_fetch_or(&s->state, MS_THR_DETACHED, __ATOMIC_ACQ_REL);
         if (old & MS_THR_EXITED)
@@ -431,6 +471,6 @@ MS_EXPORT void pthread_exit(void *ret)
     ms_init();
     if (ms_self.slot && !ms_self.exit_done && !(ms_self.slot->state & MS_THR_MAIN))
         ms_self.slot->ret = ret;
-    ms_thread_exit_bookkeeping();
+    ms_thread_exit_bookkeeping(MS_THR_PTHREAD_EXIT);
     ms_real.pthread_exit(ret);
 }

@@ -8,7 +8,9 @@
 #include <time.h>
 
 #include "analysis/export.h"
+#include "analysis/report_model.h"
 #include "analysis/stack_agg.h"
+#include "analysis/threads_report.h"
 #include "analysis/trend.h"
 
 static const char css[] =
@@ -241,6 +243,14 @@ static void stack_items(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, con
     fputs("</ol>", out);
 }
 
+void ms_report_html_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st)
+{
+    if (st)
+        stack_items(out, s, sym, st);
+    else
+        fputs("<span class=\"muted\">no stack</span>", out);
+}
+
 static const char *leak_class_name(unsigned c)
 {
     static const char *const n[] = {"definitely lost", "indirectly lost", "possibly lost",
@@ -282,10 +292,7 @@ static void section_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
                     st = &s->stacks[k];
                     break;
                 }
-            if (st)
-                stack_items(out, s, sym, st);
-            else
-                fputs("<span class=\"muted\">no stack</span>", out);
+            ms_report_html_frames(out, s, sym, st);
             fputs("</td></tr>\n", out);
         }
         fputs("</tbody></table>\n", out);
@@ -465,6 +472,7 @@ int ms_export_html(ms_snapshot *const *series, size_t n, ms_symbolizer *sym,
 
     section_overview(out, s, a, sym);
     section_leaks(out, s, sym);
+    ms_threads_html(out, s, sym, top);
     if (t)
         section_trend(out, t, top);
     section_stacks(out, s, a, m, top);

@@ -12,6 +12,7 @@
 #include "core/labels.h"
 #include "analysis/report_model.h"
 #include "analysis/sites.h"
+#include "analysis/threads_report.h"
 
 #define JSON_REPORT_VERSION 1
 #define JSON_REPORT_VERSION_TABLE 2 /* stacks[].frames are indexes into frame_table */
@@ -316,6 +317,11 @@ static int frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms
     }
     free(f);
     return 0;
+}
+
+int ms_report_json_frames(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st)
+{
+    return frames(j, s, sym, st, NULL); /* full frames, also with a frame table */
 }
 
 static void meta(ms_json *j, const ms_snapshot *s)
@@ -626,6 +632,8 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
         rc = leaks(&j, s, sym, ft);
     if (rc == 0 && s->guard)
         rc = guard_error(&j, s, sym);
+    if (rc == 0)
+        rc = ms_threads_json(&j, s, sym);
     ms_json_object_end(&j);
     if (ft)
         table_free(ft);

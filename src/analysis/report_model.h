@@ -48,6 +48,16 @@ uint64_t ms_report_temporaries(const ms_snapshot *s);
 /* Seconds from the agent's start to the peak, or a negative value when unknown. */
 double ms_report_peak_after_start(const ms_snapshot *s);
 
+/* One stack's frames as each report form shows them (report_text.c, report_json.c,
+ * html_report.c), for sections kept in files of their own. The JSON one writes the
+ * "frames" key and array; -1 when out of memory. */
+struct ms_json;
+void ms_report_text_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st);
+int ms_report_json_frames(struct ms_json *j, const ms_snapshot *s, ms_symbolizer *sym,
+                          const ms_stack *st);
+void ms_report_html_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym,
+                           const ms_stack *st); /* st NULL: "no stack" */
+
 const char *ms_kind_name(unsigned kind);
 const char *ms_leak_class_name(unsigned cls);
 /* For a snapshot of an agent started by memsight attach: one line saying what its leak

@@ -10,6 +10,7 @@
 #include "analysis/export.h"
 #include "analysis/report_model.h"
 #include "analysis/sites.h"
+#include "analysis/threads_report.h"
 
 #define DEFAULT_TOP 10
 #define MAX_FRAMES_SHOWN 16
@@ -125,6 +126,11 @@ static void print_guard(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
         print_frames(out, s, sym, &e->freed);
     }
     fputc('\n', out);
+}
+
+void ms_report_text_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st)
+{
+    print_frames(out, s, sym, st);
 }
 
 static const char *metric_title(ms_metric m)
@@ -418,6 +424,7 @@ int ms_export_text(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
         print_leaks(out, s, sym, top);
     if (s->hist)
         print_histogram(out, s);
+    ms_threads_text(out, s, sym, top);
     print_health(out, s, sym);
     if (ferror(out)) {
         snprintf(err, errlen, "%s: cannot write the report", s->path);

@@ -61,6 +61,18 @@ typedef struct ms_guard_error {
     ms_snap_guard g;
     ms_stack alloc, freed, access;
 } ms_guard_error;
+/* One thread of the THRL chunk (format 1.3): running, or ended and never joined nor
+ * detached (leaked, ms_thread_life_leaked). */
+typedef struct ms_thread_life {
+    ms_snap_thread_life r;
+    char *name;
+} ms_thread_life;
+
+static inline int ms_thread_life_leaked(const ms_thread_life *t)
+{
+    return (t->r.flags & MS_THRL_F_EXITED) &&
+           !(t->r.flags & (MS_THRL_F_DETACHED | MS_THRL_F_MAIN));
+}
 
 typedef struct ms_snapshot {
     char *path; /* file it was read from (for messages) */
@@ -105,6 +117,11 @@ typedef struct ms_snapshot {
     size_t nacct;
 
     ms_guard_error *guard; /* GARD chunk; NULL when the snapshot has none */
+    int has_thread_life;            /* THRL chunk */
+    ms_health_item *thread_counters; /* created, joined, detached, exited, untracked, ... */
+    size_t nthread_counters;
+    ms_thread_life *thread_lives;
+    size_t nthread_lives;
 
     size_t unknown_chunks; /* skipped, newer minor version */
 } ms_snapshot;
@@ -126,5 +143,7 @@ const ms_stack *ms_snapshot_stack(const ms_snapshot *s, uint32_t id); /* binary 
 const ms_module *ms_snapshot_module_for_pc(const ms_snapshot *s, uint64_t pc);
 /* 0 with *value set when the health counter exists, -1 when it does not. */
 int ms_snapshot_health(const ms_snapshot *s, const char *name, uint64_t *value);
+/* The same for the THRL counters (leaked, alive, created...). */
+int ms_snapshot_thread_counter(const ms_snapshot *s, const char *name, uint64_t *value);
 
 #endif

@@ -485,6 +485,51 @@ static int parse_thrd(parser *ps, cursor *c)
     return 0;
 }
 
+static int parse_thrl(parser *ps, cursor *c)
+{
+    ms_snapshot *s = ps->s;
+    if (s->has_thread_life)
+        return fail(ps, "second THRL chunk");
+    s->has_thread_life = 1;
+    int rc = parse_named_values(ps, c, &s->thread_counters, &s->nthread_counters);
+    if (rc)
+        return rc;
+    uint32_t rec_size = cur_u32(c), n = cur_u32(c);
+    if (c->bad)
+        return fail_short(ps);
+    if (rec_size < sizeof(ms_snap_thread_life) || rec_size > 4096)
+        return fail(ps, "thread record size %u (at least %zu)", rec_size,
+                    sizeof(ms_snap_thread_life));
+    if (!cur_count_fits(c, n, (size_t)rec_size + 4))
+        return fail(ps, "thread record count %u exceeds the payload", n);
+    s->thread_lives = calloc(n ? n : 1, sizeof *s->thread_lives);
+    if (!s->thread_lives)
+        return fail_oom(ps);
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *b = cur_bytes(c, rec_size);
+        if (!b)
+            return fail_short(ps);
+        ms_snap_thread_life *r = &s->thread_lives[i].r;
+        cursor rc2 = {b, rec_size, 0, 0};
+        r->tid = cur_u32(&rc2);
+        r->flags = cur_u32(&rc2);
+        r->stack_id = cur_u32(&rc2);
+        r->creator_tid = cur_u32(&rc2);
+        r->create_ns = cur_u64(&rc2);
+        r->exit_ns = cur_u64(&rc2);
+        r->stack_size = cur_u64(&rc2);
+        r->guard_size = cur_u64(&rc2);
+        r->stack_lo = cur_u64(&rc2);
+        r->stack_hi = cur_u64(&rc2);
+        r->start_routine = cur_u64(&rc2);
+        s->thread_lives[i].name = cur_str(c);
+        if (!s->thread_lives[i].name)
+            return c->bad ? fail_short(ps) : fail_oom(ps);
+        s->nthread_lives = i + 1;
+    }
+    return 0;
+}
+
 static int parse_leak(parser *ps, cursor *c)
 {
     ms_snapshot *s = ps->s;
@@ -635,6 +680,7 @@ static int parse_all(parser *ps, const uint8_t *data, size_t len)
         case MS_CHUNK_HIST: rc = parse_hist(ps, &c); break;
         case MS_CHUNK_BLKS: rc = parse_blks(ps, &c); break;
         case MS_CHUNK_THRD: rc = parse_thrd(ps, &c); break;
+        case MS_CHUNK_THRL: rc = parse_thrl(ps, &c); break;
         case MS_CHUNK_HLTH: rc = parse_named_values(ps, &c, &s->health, &s->nhealth); break;
         case MS_CHUNK_LEAK: rc = parse_leak(ps, &c); break;
         case MS_CHUNK_ACCT: rc = parse_named_values(ps, &c, &s->acct, &s->nacct); break;
@@ -757,6 +803,13 @@ ms_snapshot *ms_snapshot_read_awaited(const char *path, uid_t owner, char *err, 
     return fd < 0 ? NULL : read_fd(fd, path, err, errlen);
 }
 
+static void free_named(ms_health_item *arr, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(arr[i].name);
+    free(arr);
+}
+
 void ms_snapshot_free(ms_snapshot *s)
 {
     if (!s)
@@ -786,16 +839,14 @@ void ms_snapshot_free(ms_snapshot *s)
     for (size_t i = 0; i < s->nthreads; i++)
         free(s->threads[i].name);
     free(s->threads);
-    for (size_t i = 0; i < s->nhealth; i++)
-        free(s->health[i].name);
-    free(s->health);
+    free_named(s->health, s->nhealth);
     free(s->leaks);
-    for (size_t i = 0; i < s->nleak_stats; i++)
-        free(s->leak_stats[i].name);
-    free(s->leak_stats);
-    for (size_t i = 0; i < s->nacct; i++)
-        free(s->acct[i].name);
-    free(s->acct);
+    free_named(s->leak_stats, s->nleak_stats);
+    free_named(s->acct, s->nacct);
+    free_named(s->thread_counters, s->nthread_counters);
+    for (size_t i = 0; i < s->nthread_lives; i++)
+        free(s->thread_lives[i].name);
+    free(s->thread_lives);
     free(s);
 }
 
@@ -838,13 +889,23 @@ const ms_module *ms_snapshot_module_for_pc(const ms_snapshot *s, uint64_t pc)
     return NULL;
 }
 
-int ms_snapshot_health(const ms_snapshot *s, const char *name, uint64_t *value)
+static int named_value(const ms_health_item *arr, size_t n, const char *name, uint64_t *value)
 {
-    for (size_t i = 0; i < s->nhealth; i++)
-        if (!strcmp(s->health[i].name, name)) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(arr[i].name, name)) {
             if (value)
-                *value = s->health[i].value;
+                *value = arr[i].value;
             return 0;
         }
     return -1;
+}
+
+int ms_snapshot_health(const ms_snapshot *s, const char *name, uint64_t *value)
+{
+    return named_value(s->health, s->nhealth, name, value);
+}
+
+int ms_snapshot_thread_counter(const ms_snapshot *s, const char *name, uint64_t *value)
+{
+    return named_value(s->thread_counters, s->nthread_counters, name, value);
 }

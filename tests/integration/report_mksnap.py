@@ -12,9 +12,19 @@ import sys
 import zlib
 
 MAJOR, MINOR = 1, 0  # the sample files are 1.0: older files must stay readable
-READER_MINOR = 2      # the newest minor the tools read (1.1 kind reserved, 1.2 TEMP, HIST)
+READER_MINOR = 3      # the newest minor the tools read (1.1 kind reserved, 1.2 TEMP, HIST, 1.3 THRL)
 KIND = {"heap": 0, "mmap": 1, "stack": 2}
 LEAK = {"definitely_lost": 0, "indirectly_lost": 1, "possibly_lost": 2, "still_reachable": 3}
+
+
+# THRL of threads.msnap: counters, then a leaked thread (exited 0x4, started 0x20, returned
+# 0x80; stack 3 of the sample created it) and the main thread (0x10), alive.
+THRL_SAMPLE = ([("created", 9), ("joined", 5), ("detached", 2), ("exited", 8), ("untracked", 0),
+                ("alive", 1), ("leaked", 1)],
+               [dict(tid=4243, flags=0xa5, stack_id=3, create_ns=10**18, exit_ns=10**18 + 10**9,
+                     stack_size=65536, name="leaky"),
+                dict(tid=4242, flags=0x31, stack_id=0, create_ns=0, exit_ns=0, stack_size=0,
+                     name="main")], 80)
 
 
 def fourcc(s):
@@ -102,6 +112,7 @@ class Snapshot:
         self.temp = None   # [(stack id, temporary allocations)] (1.2)
         self.hist = None   # [(min size, max size, allocations)] (1.2)
         self.acct = [("VmRSS", 2048), ("VmHWM", 4096)]
+        self.thrl = None   # (counters [(name, value)], records [dict], rec_size) (1.3)
         self.extra = []    # (type, flags, payload): unknown chunks
         self.minor = MINOR
         self.major = MAJOR
@@ -177,6 +188,17 @@ class Snapshot:
         p = struct.pack("<I", len(self.acct))
         p += b"".join(s_str(k) + struct.pack("<Q", v) for k, v in self.acct)
         out.append(("ACCT", p, 0))
+        if self.thrl is not None:
+            counters, recs, rec_size = self.thrl
+            p = struct.pack("<I", len(counters))
+            p += b"".join(s_str(k) + struct.pack("<Q", v) for k, v in counters)
+            p += struct.pack("<II", rec_size, len(recs))
+            for r in recs:
+                rec = struct.pack("<IIIIQQQQQQQ", r["tid"], r["flags"], r["stack_id"], 1,
+                                  r["create_ns"], r["exit_ns"], r["stack_size"], 4096,
+                                  0x7f0000000000, 0x7f0000000000 + r["stack_size"], 0)
+                p += (rec + b"\0" * rec_size)[:rec_size] + s_str(r["name"])
+            out.append(("THRL", p, 0))
         for ctype, flags, payload in self.extra:
             out.append((ctype, payload, flags))
         return out
@@ -298,6 +320,14 @@ def write_set(outdir, module=None):
     s10.extra = [("GARD", 0, gard_payload(2, 0x7f0000002000, 0x7f0000001fe0, 32, stacks,
                                           depth_claim=1000))]
     files["bad-guard.msnap"] = s10.build()
+    s9, _ = sample_snapshot(module)  # 1.3: thread lives, one leaked and one alive
+    s9.minor = 3
+    s9.thrl = THRL_SAMPLE
+    files["threads.msnap"] = s9.build()
+    s10, _ = sample_snapshot(module)
+    s10.minor = 3
+    s10.thrl = (THRL_SAMPLE[0], THRL_SAMPLE[1], 8)  # records shorter than the fields: refused
+    files["bad-thrl.msnap"] = s10.build()
     for name, data in files.items():
         with open(os.path.join(outdir, name), "wb") as f:
             f.write(data)
