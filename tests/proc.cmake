@@ -28,6 +28,7 @@ set(MS_FUZZ_PROC_SRCS ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_proc.c
   ${PROJECT_SOURCE_DIR}/src/core/proc_status.c ${PROJECT_SOURCE_DIR}/src/core/proc_task.c
   ${PROJECT_SOURCE_DIR}/src/core/fileio.c ${PROJECT_SOURCE_DIR}/src/core/safe_file.c ${PROJECT_SOURCE_DIR}/src/core/snapshot_read.c
   ${PROJECT_SOURCE_DIR}/src/analysis/accounting.c ${PROJECT_SOURCE_DIR}/src/analysis/watch.c
+  ${PROJECT_SOURCE_DIR}/src/analysis/watch_agent.c
   ${PROJECT_SOURCE_DIR}/src/analysis/symbolize.c)
 if(MS_CLANG_FUZZER)
   ms_clang_fuzzer(proc_fuzz_bin ${MS_FUZZ_PROC} COMMENT "Building the /proc parser fuzzer with clang"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "analysis/accounting.h"
+#include "analysis/watch_agent.h"
 #include "core/fileio.h"
 #include "core/proc_read.h"
 #include "core/proc_smaps.h"
@@ -31,6 +32,7 @@ static const char *const metric_names[MS_MET_CAT_FIRST] = {
     [MS_MET_RSS] = "rss",         [MS_MET_PSS] = "pss",         [MS_MET_USS] = "uss",
     [MS_MET_SWAP] = "swap",       [MS_MET_VMSIZE] = "vmsize",   [MS_MET_THREADS] = "threads",
     [MS_MET_FDS] = "fds",         [MS_MET_MEMAVAIL] = "memavail",
+    [MS_MET_LEAKED_THREADS] = "leaked_threads",
 };
 
 const char *ms_watch_metric_name(enum ms_watch_metric m)
@@ -52,6 +54,7 @@ double ms_watch_metric_value(const ms_watch_sample *s, enum ms_watch_metric m)
     case MS_MET_VMSIZE: return (double)s->vmsize_kb;
     case MS_MET_THREADS: return (double)s->threads;
     case MS_MET_FDS: return (double)s->fds;
+    case MS_MET_LEAKED_THREADS: return (double)s->leaked_threads;
     case MS_MET_MEMAVAIL:
         return s->mem_total_kb ? 100.0 * (double)s->mem_available_kb / (double)s->mem_total_kb
                                : 100.0;
@@ -164,8 +167,9 @@ int ms_tracker_parse(ms_tracker *t, const char *spec, int default_n, uint64_t de
     if (m == MS_MET_COUNT || !p[ml]) {
         snprintf(err, errlen,
                  "tracker '%s': expected METRIC>VALUE, METRIC<VALUE or METRIC+VALUE/WINDOW with "
-                 "METRIC one of rss, pss, uss, swap, vmsize, threads, fds, memavail, or a "
-                 "category (native_heap, stack, code, file, anon, shmem, guard, other)",
+                 "METRIC one of rss, pss, uss, swap, vmsize, threads, fds, memavail, "
+                 "leaked_threads, or a category (native_heap, stack, code, file, anon, shmem, "
+                 "guard, other)",
                  spec);
         return -1;
     }
@@ -246,6 +250,8 @@ int ms_tracker_eval(ms_tracker *t, const ms_watch_sample *series, size_t n, int 
     } else {
         t->exceeded = v < t->threshold;
     }
+    if (t->metric == MS_MET_LEAKED_THREADS && !now->has_agent_threads)
+        t->exceeded = 0; /* no agent snapshot with thread lives yet: unknown, not 0 */
     t->value = v;
     t->streak = t->exceeded ? t->streak + 1 : 0;
     t->run = t->streak;
@@ -446,6 +452,15 @@ static void series_row(FILE *f, int fmt, const ms_watch_opts *o, int cats,
     }
 }
 
+/* ---- the agent's snapshots ---- */
+
+struct watch_state;
+static void msg(const struct watch_state *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* What the agent's newest snapshot says, carried into every sample until a newer one. */
+static void agent_fill(struct watch_state *w, ms_watch_sample *s);
+
 /* ---- the loop's state ---- */
 
 typedef struct action_child {
@@ -465,10 +480,13 @@ typedef struct watch_state {
     action_child *kids;
     size_t nkids, capkids;
     int cats;       /* categories sampled */
+    ms_watch_agent agent; /* the agent's newest snapshot read (o->agent_dir) */
+    int has_threads;
+    uint64_t leaked_threads;
     char exe[4096]; /* the target's executable, for the categories */
 } watch_state;
 
-static void msg(const watch_state *w, const char *fmt, ...)
+static void msg(const struct watch_state *w, const char *fmt, ...)
 {
     if (!w->o->on_message)
         return;
@@ -759,6 +777,29 @@ static void fire(watch_state *w, int index, const ms_tracker *t)
     }
 }
 
+static void agent_fill(watch_state *w, ms_watch_sample *s)
+{
+    if (w->o->agent_dir) {
+        char err[1024];
+        ms_snapshot *snap = ms_watch_agent_newer(&w->agent, w->o->agent_dir, w->o->pid, err,
+                                                 sizeof err);
+        if (!snap && err[0])
+            msg(w, "agent snapshot: %s", err);
+        if (snap) {
+            uint64_t v;
+            if (ms_snapshot_thread_counter(snap, "leaked", &v) == 0) {
+                w->has_threads = 1;
+                w->leaked_threads = v;
+            }
+            if (w->o->on_agent)
+                w->o->on_agent(w->o->ctx, snap);
+            ms_snapshot_free(snap);
+        }
+    }
+    s->has_agent_threads = w->has_threads;
+    s->leaked_threads = w->leaked_threads;
+}
+
 int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
@@ -778,9 +819,16 @@ int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t
         return -1;
     }
     w.cats = o->categories;
-    for (size_t i = 0; i < o->ntrackers; i++)
+    for (size_t i = 0; i < o->ntrackers; i++) {
         if (o->trackers[i].metric >= MS_MET_CAT_FIRST)
             w.cats = 1;
+        if (o->trackers[i].metric == MS_MET_LEAKED_THREADS && !o->agent_dir) {
+            snprintf(err, errlen, "tracker '%s': leaked_threads comes from the agent's "
+                                  "snapshots: give the directory it writes them to (--agent-dir)",
+                     o->trackers[i].spec);
+            return -1;
+        }
+    }
     if (w.cats && ms_proc_exe(o->pid, w.exe, sizeof w.exe, err, errlen) != 0)
         w.exe[0] = '\0';
     ms_smaps sm = {0}, full = {0};
@@ -836,6 +884,7 @@ int ms_watch_run(const ms_watch_opts *o, ms_watch_result *res, char *err, size_t
             }
         }
         first = 0;
+        agent_fill(&w, &s);
         s.t_ms = now_ms(CLOCK_MONOTONIC) - t0;
         if (push_sample(&w, &s) != 0) {
             snprintf(err, errlen, "watch: out of memory after %zu samples", w.n);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "analysis/accounting.h"
+#include "core/snapshot.h"
 
 /* ---- samples ---- */
 
@@ -23,6 +24,8 @@ enum ms_watch_metric {
     MS_MET_THREADS,  /* count, status Threads */
     MS_MET_FDS,      /* count, entries of /proc/PID/fd */
     MS_MET_MEMAVAIL, /* percent of MemTotal that is MemAvailable, system-wide */
+    MS_MET_LEAKED_THREADS, /* count: threads ended, never joined nor detached (the agent's
+                            * newest snapshot in the agent directory) */
     /* RSS kB of one accounting category (native_heap, stack, code, file, anon, shmem,
      * guard, other: enum ms_acct_cat order); needs the categories sampled. */
     MS_MET_CAT_FIRST,
@@ -37,6 +40,8 @@ typedef struct ms_watch_sample {
     uint64_t private_dirty_kb, swap_kb, swap_pss_kb;
     uint64_t vmsize_kb, vmhwm_kb, threads, fds;
     uint64_t mem_total_kb, mem_available_kb;
+    int has_agent_threads;                /* leaked_threads is known (an agent snapshot) */
+    uint64_t leaked_threads;              /* THRL's leaked count in that snapshot */
     int has_cats;                         /* the categories below were sampled */
     uint64_t cat_rss_kb[MS_CAT_COUNT];    /* RSS per accounting category */
 } ms_watch_sample;
@@ -78,7 +83,7 @@ int ms_watch_parse_duration(const char *s, uint64_t *ms);
 
 /* Parses a tracker: METRIC>VALUE, METRIC<VALUE or METRIC+VALUE/WINDOW, optionally
  * followed by ",n=N", ",cooldown=DURATION". METRIC is rss, pss, uss, swap, vmsize,
- * threads, fds, memavail, or a category name (native_heap, stack, code, file, anon,
+ * threads, fds, memavail, leaked_threads (needs the agent's snapshots), or a category name (native_heap, stack, code, file, anon,
  * shmem, guard, other: that category's RSS). Memory values are kB unless suffixed K, M, G (KiB, MiB, GiB);
  * memavail takes a percentage ("memavail<5%"); durations are 500ms, 2s, 1m. Defaults for
  * n and cooldown come from the arguments. Returns 0 or -1 with a message. */
@@ -118,6 +123,11 @@ typedef struct ms_watch_opts {
     int series_format;         /* enum ms_series_format */
     const char *evidence_dir;  /* where trigger evidence goes (NULL: a new directory
                                 * "memsight-watch-PID-YYYYMMDD-HHMMSS" in the cwd) */
+    /* The agent's output directory: its newest snapshot of the process, read again when
+     * it changes, gives leaked_threads (and on_agent). Required by a leaked_threads
+     * tracker. */
+    const char *agent_dir;
+    void (*on_agent)(void *ctx, const ms_snapshot *s); /* each newer snapshot read */
 
     /* Actions on every trigger (any combination). */
     const char *exec_cmd;      /* run with /bin/sh -c, MEMSIGHT_* in its environment */

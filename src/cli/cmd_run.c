@@ -611,6 +611,7 @@ static void watch_child(run_ctx *ctx, pid_t pid, const char *dir, int observed)
     o.evidence_dir = dir;
     o.act_dump = observed;
     o.act_leaks = observed && ctx->leak_check;
+    o.agent_dir = observed ? dir : NULL; /* leaked_threads: the agent's interval snapshots */
     o.on_message = watch_message;
     ms_watch_result res;
     if (ms_watch_run(&o, &res, err, sizeof err) != 0)

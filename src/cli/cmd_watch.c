@@ -3,7 +3,6 @@
  * Thin: the loop is ms_watch_run (src/analysis/watch.h), one thread per process, the
  * metrics are src/fleet/metrics.h; this file parses options and prints its messages. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -39,9 +38,6 @@ typedef struct watch_job {
     ms_metrics *metrics;
     const char *metrics_file;
     pthread_mutex_t *file_mu;
-    const char *agent_dir;
-    char snap_name[256]; /* the agent's newest snapshot already read, and its mtime */
-    struct timespec snap_mtime;
 } watch_job;
 
 static void on_message(void *ctx, const char *m)
@@ -53,49 +49,13 @@ static void on_message(void *ctx, const char *m)
         fprintf(stderr, "memsight watch: %s\n", m);
 }
 
-/* The agent's newest snapshot of this process in --agent-dir (memsight-PID-NNNN-*.msnap,
- * highest NNNN), read again only when it changes. */
-static void read_agent(watch_job *j)
+/* A newer snapshot of the agent in --agent-dir (read by the watch loop): its numbers for
+ * the metrics. */
+static void on_agent(void *ctx, const ms_snapshot *s)
 {
-    DIR *d = opendir(j->agent_dir);
-    if (!d)
+    watch_job *j = ctx;
+    if (!j->metrics)
         return;
-    char prefix[32], best[256] = "";
-    long best_seq = -1;
-    int pl = snprintf(prefix, sizeof prefix, "memsight-%d-", j->o.pid);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        char *end;
-        if (strncmp(e->d_name, prefix, (size_t)pl) || l < 6 || strcmp(e->d_name + l - 6, ".msnap") ||
-            l >= sizeof best)
-            continue;
-        long seq = strtol(e->d_name + pl, &end, 10);
-        if (end == e->d_name + pl || *end != '-' || seq <= best_seq)
-            continue;
-        best_seq = seq;
-        memcpy(best, e->d_name, l + 1);
-    }
-    closedir(d);
-    if (best_seq < 0)
-        return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", j->agent_dir, best);
-    struct stat st;
-    if (stat(path, &st) != 0 || (!strcmp(best, j->snap_name) &&
-                                 st.st_mtim.tv_sec == j->snap_mtime.tv_sec &&
-                                 st.st_mtim.tv_nsec == j->snap_mtime.tv_nsec))
-        return;
-    char err[512];
-    ms_snapshot *s = ms_snapshot_load(path, err, sizeof err);
-    if (!s) {
-        char m[1024];
-        snprintf(m, sizeof m, "agent snapshot: %s", err);
-        on_message(j, m);
-        memcpy(j->snap_name, best, strlen(best) + 1); /* said once, not every sample */
-        j->snap_mtime = st.st_mtim;
-        return;
-    }
     ms_metrics_agent a = {0};
     ms_report_totals t;
     ms_report_totals_compute(s, &t);
@@ -115,12 +75,10 @@ static void read_agent(watch_job *j)
         if (ms_snapshot_health(s, dropped[i], &v) == 0)
             a.dropped += v;
     }
+    a.has_threads = ms_snapshot_thread_counter(s, "leaked", &a.leaked_threads) == 0;
     const char *lv = ms_snapshot_meta(s, "labels");
     snprintf(a.labels, sizeof a.labels, "%s", lv ? lv : "");
     ms_metrics_set_agent(j->metrics, j->o.pid, &a);
-    ms_snapshot_free(s);
-    memcpy(j->snap_name, best, strlen(best) + 1);
-    j->snap_mtime = st.st_mtim;
 }
 
 static void write_metrics_file(watch_job *j)
@@ -143,8 +101,6 @@ static void on_sample(void *ctx, const ms_watch_sample *s, const ms_tracker *t, 
     watch_job *j = ctx;
     if (!j->metrics)
         return;
-    if (j->agent_dir)
-        read_agent(j);
     ms_metrics_set_sample(j->metrics, j->o.pid, s, t, nt);
     write_metrics_file(j);
 }
@@ -183,6 +139,8 @@ static void usage(FILE *out)
             "  -t, --trigger SPEC       a tracker, repeatable:\n"
             "                             rss>500M  pss>1G  uss>...  swap>...  vmsize>3.5G\n"
             "                             threads>750  fds>1000  memavail<5%%\n"
+            "                             leaked_threads>10  (threads ended, never\n"
+            "                             joined nor detached: needs --agent-dir)\n"
             "                             rss+50M/10s   (growth over a window)\n"
             "                             native_heap+20M/1m  anon>1G  (a category's RSS)\n"
             "                           optional ',n=N,cooldown=DUR' after a spec\n"
@@ -203,8 +161,10 @@ static void usage(FILE *out)
             "      --metrics-file PATH  write them for node_exporter's textfile collector\n"
             "                           after every sample (atomically)\n"
             "      --label KEY=VALUE    a label of every series (repeatable)\n"
-            "      --agent-dir DIR      where the agent in the process writes snapshots: the\n"
-            "                           newest one adds tracked heap and leak-scan numbers\n"
+            "      --agent-dir DIR      where the agent in the process writes snapshots (its\n"
+            "                           out=, with interval= for fresh numbers): the newest\n"
+            "                           gives leaked_threads and, for the metrics, tracked\n"
+            "                           heap, leak-scan and leaked-thread numbers\n"
             "  -q, --quiet              no progress messages\n");
 }
 
@@ -386,14 +346,15 @@ int ms_cmd_watch(int argc, char **argv)
             rc = 1;
             goto out;
         }
-    } else if (labels[0] || agent_dir) {
-        fprintf(stderr, "memsight watch: --label and --agent-dir go with --metrics-listen or "
-                        "--metrics-file\n");
+    } else if (labels[0]) {
+        fprintf(stderr, "memsight watch: --label goes with --metrics-listen or --metrics-file\n");
         goto out;
     }
     o.stop = &g_stop;
     o.on_message = on_message;
     o.on_sample = on_sample;
+    o.agent_dir = agent_dir;
+    o.on_agent = on_agent;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -420,7 +381,6 @@ int ms_cmd_watch(int argc, char **argv)
         j->metrics = metrics;
         j->metrics_file = mfile;
         j->file_mu = &file_mu;
-        j->agent_dir = agent_dir;
         if (npids > 1 && o.series_path) { /* series.csv -> series.PID.csv */
             const char *dot = strrchr(o.series_path, '.'), *slash = strrchr(o.series_path, '/');
             if (!dot || (slash && dot < slash))

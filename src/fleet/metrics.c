@@ -289,6 +289,16 @@ static void render(ms_metrics *m, FILE *f)
             fprintf(f, "%llu\n", (unsigned long long)v);
         }
     }
+    int thr_head = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        if (!m->p[i].has_agent || !m->p[i].a.has_threads)
+            continue;
+        if (!thr_head++)
+            family(f, "memsight_leaked_threads", "gauge",
+                   "Threads that ended without being joined or detached (newest snapshot).");
+        series(f, m, &m->p[i], "memsight_leaked_threads", NULL, NULL);
+        fprintf(f, "%llu\n", (unsigned long long)m->p[i].a.leaked_threads);
+    }
     for (int b = 0; b < 2; b++) {
         const char *name = b ? "memsight_leak_blocks" : "memsight_leak_bytes";
         int head = 0;

@@ -22,6 +22,8 @@ typedef struct ms_metrics_agent {
     int has_leaks;                        /* the snapshot holds a leak scan */
     uint64_t leak_bytes[MS_LEAK_CLASS_COUNT], leak_blocks[MS_LEAK_CLASS_COUNT];
     uint64_t dropped;                     /* records the agent lost (health counters) */
+    int has_threads;                      /* the snapshot holds thread lives (THRL) */
+    uint64_t leaked_threads;              /* threads ended, never joined nor detached */
     char labels[512];                     /* the snapshot's labels ("k=v;k=v") */
 } ms_metrics_agent;
 
