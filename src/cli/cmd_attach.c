@@ -21,6 +21,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "core/agent_options.h"
+#include "core/labels.h"
 #include "inject.h"
 #include "inject_arch.h"
 #include "memsight/attach.h"
@@ -257,6 +258,8 @@ static void attach_usage(FILE *out)
             "  -o, --output DIR          directory for snapshots (created 0700; default: current)\n"
             "  --duration DUR            detach by itself after DUR (500ms, 30s, 10m, 1h)\n"
             "  --timeout SECONDS         wait at most this long for the loader (default 30)\n"
+            "  --label KEY=VALUE         a label for every snapshot, as with 'memsight run'\n"
+            "                            (repeatable; docs/fleet.md)\n"
             "  --sample BYTES, --min-size BYTES, --interval MS, --leak-check signal,\n"
             "  -O K=V and the other agent options of 'memsight run' (memsight run --help)\n"
             "  -h, --help                this help\n");
@@ -265,6 +268,7 @@ static void attach_usage(FILE *out)
 int ms_cmd_attach(int argc, char **argv)
 {
     char opts[OPTS_MAX] = "";
+    char labels[MS_LABELS_MAX] = ""; /* --label, joined "k=v;k=v" as run joins them */
     const char *out_dir = ".";
     uint64_t duration_ms = 0;
     double timeout = 30;
@@ -300,7 +304,7 @@ int ms_cmd_attach(int argc, char **argv)
             val = a[2] ? a + 2 : NULL;
         }
         int own = !strcmp(name, "output") || shortc == 'o' || !strcmp(name, "duration") ||
-                  !strcmp(name, "timeout");
+                  !strcmp(name, "timeout") || !strcmp(name, "label");
         int takes = 1;
         const struct run_opt *row = own ? NULL : ms_run_agent_row(name[0] ? name : NULL, shortc, &takes);
         if (!own && !row) {
@@ -326,9 +330,21 @@ int ms_cmd_attach(int argc, char **argv)
                 fprintf(stderr, "memsight attach: --timeout: '%s' is not a number of seconds\n", val);
                 return 2;
             }
+        } else if (!strcmp(name, "label")) {
+            if (ms_cli_add_label("attach", labels, val) != 0)
+                return 2;
         } else if (ms_run_agent_apply(row, val, opts, sizeof opts) != 0) {
             return 2;
         }
+    }
+    /* the labels become the agent's labels= option, through run's -O path (after any
+     * -O labels=, so that --label wins as it does for run) */
+    if (labels[0]) {
+        char item[MS_LABELS_MAX + 8];
+        int takes;
+        snprintf(item, sizeof item, "labels=%s", labels);
+        if (ms_run_agent_apply(ms_run_agent_row(NULL, 'O', &takes), item, opts, sizeof opts) != 0)
+            return 2;
     }
     if (!pid) {
         attach_usage(stderr);

@@ -2,7 +2,8 @@
 """Labels from `memsight run --label` and the agent's `labels=` option reach the snapshot
 and every export: the JSON report's `labels` object, every pprof sample (read back by
 `go tool pprof -tags`, whose per-label totals must equal the report's live bytes), and
-`memsight merge`, which keeps only the labels all its inputs share. Bad labels are
+`memsight merge`, which keeps only the labels all its inputs share; `memsight attach
+--label` gives a running process its labels the same way. Bad labels are
 refused by `run` with the reason, and dropped whole (and counted) by the agent."""
 import os
 import subprocess
@@ -57,18 +58,66 @@ memsight("merge", "-o", m, a, b)
 rm = report_json(m)
 check(rm["labels"] == {"model": "Pixel 7"}, "merged labels: %r" % rm["labels"])
 
+# memsight attach --label: the labels of a process attached while it runs, through the
+# same agent option; a bad one is refused before the process is touched
+t = subprocess.Popen([os.path.join(PROGRAMS, "at_target")], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, text=True, bufsize=1,
+                     env={k: v for k, v in os.environ.items()
+                          if k not in ("LD_PRELOAD", "MEMSIGHT_OPTIONS")})
+
+
+def target(line):
+    t.stdin.write(line + "\n")
+    t.stdin.flush()
+    r = t.stdout.readline()
+    check(r.startswith("ok"), "at_target %r: %r" % (line, r))
+
+
+try:
+    target("prep 10")
+    ad = os.path.join(d, "attach")
+    os.makedirs(ad)
+    p = subprocess.run([MEMSIGHT, "attach", "-o", ad, "--label", "version=3.0.0", "--label", "x",
+                        str(t.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 2 and "'x'" in p.stderr, "attach --label x: %d %r" % (p.returncode, p.stderr))
+    check("libmemsight" not in open("/proc/%d/maps" % t.pid).read(), "refused attach loaded the agent")
+    memsight("attach", "-o", ad, "--label", "version=3.0.0", "--label", "page=check out",
+             "-O", "labels=version=9", str(t.pid))
+    target("work")
+    memsight("detach", str(t.pid))
+    # attached again: the labels are taken anew
+    ad2 = os.path.join(d, "attach2")
+    os.makedirs(ad2)
+    memsight("attach", "-o", ad2, "--label", "version=3.0.1", str(t.pid))
+    memsight("detach", str(t.pid))
+finally:
+    t.stdin.close()
+    t.wait(timeout=120)
+at = [s for s in snapshots(ad) if s.endswith("-detach.msnap")]
+check(len(at) == 1, "expected one detach snapshot: %r" % snapshots(ad))
+rat = report_json(at[0])
+check(rat["labels"] == {"version": "3.0.0", "page": "check out"}, "attach labels: %r" % rat["labels"])
+at2 = [s for s in snapshots(ad2) if s.endswith("-detach.msnap")]
+check(len(at2) == 1 and report_json(at2[0])["labels"] == {"version": "3.0.1"},
+      "labels of the second attach: %r" % [report_json(s)["labels"] for s in at2])
+check(rat["totals"]["live_bytes"] > 0, "nothing recorded after the attach: %r" % rat["totals"])
+
 # every pprof sample carries the labels: pprof's per-label totals are the report's
-pb = os.path.join(d, "a.pb.gz")
-memsight("report", "-f", "pprof", "-o", pb, a)
-tags = pprof("-tags", "-sample_index=inuse_space", "-unit=bytes", pb)
-if tags is None:
-    print("ok: labels in snapshots, JSON and merge (go not installed: pprof not read back)")
-    sys.exit(0)
-live = ra["totals"]["live_bytes"]
-for key, value in (("version", "2.1.0"), ("model", "Pixel 7"), ("page", "a=b")):
-    block = tags.split(" %s: Total " % key)
-    check(len(block) == 2, "pprof -tags has no %s:\n%s" % (key, tags))
-    total = float(block[1].split()[0].rstrip("B"))
-    check(total == live, "%s total %s != report live %d" % (key, total, live))
-    check("): %s\n" % value in block[1], "%s=%s missing:\n%s" % (key, value, tags))
-print("ok: labels in snapshots, JSON, merge and every pprof sample")
+tags = None
+for snap, rep, want in ((a, ra, (("version", "2.1.0"), ("model", "Pixel 7"), ("page", "a=b"))),
+                        (at[0], rat, (("version", "3.0.0"), ("page", "check out")))):
+    pb = snap + ".pb.gz"
+    memsight("report", "-f", "pprof", "-o", pb, snap)
+    tags = pprof("-tags", "-sample_index=inuse_space", "-unit=bytes", pb)
+    if tags is None:
+        print("ok: labels in snapshots (run and attach), JSON and merge "
+              "(go not installed: pprof not read back)")
+        sys.exit(0)
+    live = rep["totals"]["live_bytes"]
+    for key, value in want:
+        block = tags.split(" %s: Total " % key)
+        check(len(block) == 2, "pprof -tags has no %s:\n%s" % (key, tags))
+        total = float(block[1].split()[0].rstrip("B"))
+        check(total == live, "%s total %s != report live %d" % (key, total, live))
+        check("): %s\n" % value in block[1], "%s=%s missing:\n%s" % (key, value, tags))
+print("ok: labels of run and attach in snapshots, JSON, merge and every pprof sample")
