@@ -168,6 +168,7 @@ typedef struct ms_health {
     uint64_t guard_too_large;    /* picked but larger than a page (or over-aligned) */
     uint64_t guard_errors;       /* errors the guard pages caught */
     uint64_t guard_failures;     /* pool or signal stack could not be mapped, mprotect failed */
+    uint64_t metrics_errors;     /* metrics_listen= could not serve (metrics_serve.c) */
 } ms_health_t;
 extern ms_health_t ms_health MS_INTERNAL;
 #define MS_HEALTH_INC(f) __atomic_fetch_add(&ms_health.f, 1, __ATOMIC_RELAXED)
@@ -217,6 +218,11 @@ typedef struct ms_live_sum {
     uint64_t blocks, bytes;
 } ms_live_sum;
 ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len) MS_INTERNAL;
+/* A stack's counters now, its live ones from sums (of ms_stack_live_sums, or NULL) when
+ * its frees are derived. */
+void ms_stack_counters_with(const ms_stack_rec *r, const ms_live_sum *sums, ms_snap_counters *c) MS_INTERNAL;
+/* Live bytes and blocks of every kind, summed over the stacks as a snapshot sums them. */
+void ms_stack_live_totals(uint64_t bytes[MS_KIND_COUNT], uint64_t blocks[MS_KIND_COUNT]) MS_INTERNAL;
 
 /* Allocation counters are sharded: threads allocating from one call site would otherwise
  * bounce the record's cache line on every locked add. Shard 0 is the record's own
@@ -537,6 +543,10 @@ void ms_threads_register_main(void) MS_INTERNAL;
 void ms_threads_fork_child(void) MS_INTERNAL;
 /* Live threads other than the caller and the control thread, from /proc (0 if unknown). */
 int ms_proc_other_threads(void) MS_INTERNAL;
+/* Starts a joinable thread of the agent's (the real pthread_create, so the registry does
+ * not count it; a 256 KiB stack) with every signal blocked: fn sets its own mask. 0 or an
+ * errno. */
+int ms_agent_thread_create(pthread_t *th, void *(*fn)(void *)) MS_INTERNAL;
 /* Fills ms_self.stack_lo/hi for the calling thread if not known yet. */
 void ms_thread_bounds(void) MS_INTERNAL;
 

@@ -61,7 +61,8 @@ static void ms_attach_on_detach(unsigned request, void *arg)
 
 /* Attach again after a detach: tables, mode and call stacks stay (blocks recorded before
  * and still live are still known: their frees kept coming through the agent); out=,
- * interval=, detach_after=, exit_snapshot= and labels= are taken from the new options. */
+ * interval=, detach_after=, exit_snapshot=, labels= and metrics_listen= are taken from the
+ * new options. */
 static int ms_attach_again(const char *options)
 {
     ms_options o;
@@ -76,6 +77,7 @@ static int ms_attach_again(const char *options)
     ms_attach_copy(ms_opt.out, sizeof ms_opt.out, o.out);
     ms_attach_copy(ms_opt.raw, sizeof ms_opt.raw, o.raw);
     ms_attach_copy(ms_opt.labels, sizeof ms_opt.labels, o.labels);
+    ms_attach_copy(ms_opt.metrics_listen, sizeof ms_opt.metrics_listen, o.metrics_listen);
     ms_opt.exit_snapshot = o.exit_snapshot;
     ms_opt.detach_after_ms = o.detach_after_ms;
     ms_opt.interval_ms = o.interval_ms;

@@ -20,6 +20,7 @@
 
 #include "agent/addr_table.h"
 #include "agent/agent.h"
+#include "agent/metrics_serve.h"
 #include "agent/leak_scan.h"
 #include "agent/sampler.h"
 #include "agent/sig_resume.h"
@@ -651,22 +652,9 @@ static void *ctl_main(void *arg)
 
 static int ctl_spawn(void)
 {
-    pthread_attr_t attr;
     pthread_t th;
-    if (pthread_attr_init(&attr) != 0)
-        return -ENOMEM;
     /* joinable: the program's last thread waits for it to be gone (ms_control_program_gone) */
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    /* The thread must not block the program's signals nor take them before it has set
-     * its own mask: create it with everything blocked. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
-        ms_real.pthread_create ? ms_real.pthread_create : pthread_create;
-    int rc = create(&th, &attr, ctl_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
+    int rc = ms_agent_thread_create(&th, ctl_main);
     if (rc == 0) {
         ctl.thread = th;
         __atomic_store_n(&ctl.have_thread, 1, __ATOMIC_RELEASE);
@@ -684,6 +672,7 @@ static int ctl_spawn(void)
  * looked for in /proc; while any lives, the control thread stays and polls. */
 void ms_control_program_gone(void)
 {
+    ms_metrics_stop(2000); /* the serving thread must not keep the process alive either */
     int expected = CTL_WAIT_MAIN, idle = CTL_IDLE;
     if (__atomic_compare_exchange_n(&ctl.state, &expected, CTL_OFF, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED) ||
@@ -729,6 +718,11 @@ void ms_control_start_slow(void)
 {
     if (!__atomic_load_n(&ctl.main_started, __ATOMIC_ACQUIRE))
         return; /* still in start-up (constructors): wait for main() */
+    ms_metrics_start(); /* metrics_listen=: started the same lazy way, once */
+    if (!ctl.cfg.enabled) { /* the start was asked for the metrics thread alone */
+        __atomic_store_n(&ms_ctl_need_start, 0, __ATOMIC_RELEASE);
+        return;
+    }
     if (__atomic_load_n(&ctl.state, __ATOMIC_ACQUIRE) == CTL_IDLE) {
         ctl_serve_from_alloc();
         return;
@@ -777,8 +771,10 @@ void ms_control_program_threaded(void)
 int ms_control_start_now(void)
 {
     __atomic_store_n(&ctl.main_started, 1, __ATOMIC_RELEASE);
-    if (!ctl.cfg.enabled)
+    if (!ctl.cfg.enabled) {
+        ms_metrics_start();
         return -ENOTSUP;
+    }
     ctl_want_thread(); /* a running program (attach, memsight_start): its thread at once */
     ms_control_start_slow();
     int s = __atomic_load_n(&ctl.state, __ATOMIC_ACQUIRE);
@@ -839,6 +835,7 @@ int ms_control_init(const ms_control_config *c)
  * ================================================================================== */
 void ms_control_end(void)
 {
+    ms_metrics_stop(2000); /* a detached agent serves nothing; an attach serves again */
     __atomic_store_n(&ms_ctl_need_start, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&ctl.deadline_ns, 0, __ATOMIC_RELEASE);
     if (ctl.cfg.enabled && ctl.have_old_sa) {
@@ -981,10 +978,13 @@ void ms_production_init(void)
     c.trigger_rss = ms_opt.trigger_rss;
     c.stack_capacity = ms_opt.stack_capacity;
     ms_control_init(&c);
+    if (ms_metrics_wanted()) /* its thread starts as the control thread does, control=0 too */
+        __atomic_store_n(&ms_ctl_need_start, 1, __ATOMIC_RELEASE);
 }
 
 void ms_production_fork_child(void)
 {
+    ms_metrics_fork_child();
     if (!ms_opt.follow_fork) {
         /* The child stops recording: every new block is plain (a min_size no block
          * reaches), headers of inherited blocks are confirmed before they are trusted,

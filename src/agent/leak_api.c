@@ -94,6 +94,42 @@ static void set_flags(ms_leak_result *r)
     r->sum.flags |= f;
 }
 
+/* The newest scan's totals per class, for the agent's /metrics (metrics_serve.c): scans
+ * run one at a time; a reader retries while the sequence is odd or moved. */
+static struct {
+    uint32_t seq;
+    uint64_t bytes[MS_LEAK_CLASS_COUNT], blocks[MS_LEAK_CLASS_COUNT];
+} g_last;
+
+static void note_last(const ms_snap_leak_summary *sum)
+{
+    __atomic_fetch_add(&g_last.seq, 1, __ATOMIC_ACQ_REL);
+    for (unsigned c = 0; c < MS_LEAK_CLASS_COUNT; c++) {
+        __atomic_store_n(&g_last.bytes[c], sum->bytes[c], __ATOMIC_RELAXED);
+        __atomic_store_n(&g_last.blocks[c], sum->blocks[c], __ATOMIC_RELAXED);
+    }
+    __atomic_fetch_add(&g_last.seq, 1, __ATOMIC_ACQ_REL);
+}
+
+int ms_leak_last(uint64_t bytes[MS_LEAK_CLASS_COUNT], uint64_t blocks[MS_LEAK_CLASS_COUNT])
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        uint32_t s0 = __atomic_load_n(&g_last.seq, __ATOMIC_ACQUIRE);
+        if (s0 == 0)
+            return 0; /* no scan yet */
+        if (s0 & 1)
+            continue;
+        for (unsigned c = 0; c < MS_LEAK_CLASS_COUNT; c++) {
+            bytes[c] = __atomic_load_n(&g_last.bytes[c], __ATOMIC_RELAXED);
+            blocks[c] = __atomic_load_n(&g_last.blocks[c], __ATOMIC_RELAXED);
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&g_last.seq, __ATOMIC_RELAXED) == s0)
+            return 1;
+    }
+    return 0;
+}
+
 int ms_leak_check_and_write(const ms_leak_caller *who, const char *reason, char *path,
                             size_t pathlen)
 {
@@ -120,6 +156,7 @@ int ms_leak_check_and_write(const ms_leak_caller *who, const char *reason, char 
     if (rc)
         return rc;
     set_flags(res);
+    note_last(&res->sum);
     return ms_snapshot_write(reason, ms_leak_write_chunk, res, path, pathlen);
 }
 
@@ -211,6 +248,7 @@ __attribute__((noinline)) void ms_leak_at_exit(void)
         return;
     set_flags(res);
     res->sum.flags |= MS_LEAK_F_AT_EXIT;
+    note_last(&res->sum);
     g_exit_result = res;
     ms_snapshot_add_hook(exit_hook, NULL);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/metrics_serve.h"
 #include "agent/control.h"
 #include "agent/leak_maps.h"
 #include "agent/leak_mark.h"
@@ -823,6 +824,7 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
     memset(st->world.skip, 0, sizeof st->world.skip);
     /* the control thread blocks every signal and holds only agent data */
     st->world.skip[0] = ms_control_tid();
+    st->world.skip[1] = ms_metrics_tid(); /* the same for the /metrics thread */
     st->who = who;
     st->sig = ms_leak_stop_signal();
     memset(&st->res, 0, sizeof st->res);

@@ -80,6 +80,9 @@ void ms_leak_note_exit(const ms_leak_caller *who);
         ms_leak_note_exit(&exit_from_);                                                 \
     } while (0)
 
+/* The newest scan's bytes and blocks per class: 1, or 0 when no scan has run. */
+int ms_leak_last(uint64_t bytes[MS_LEAK_CLASS_COUNT], uint64_t blocks[MS_LEAK_CLASS_COUNT]);
+
 /* The signal that stops threads for a scan (option leak_stop_signal). */
 int ms_leak_stop_signal(void);
 

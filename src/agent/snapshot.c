@@ -266,13 +266,7 @@ static void write_stks(snap_ctx *c)
         s.kind = r->kind;
         s.flags = r->flags;
         s.depth = r->depth;
-        ms_stack_counters(r, &s.c);
-        if (sums && r->kind == MS_KIND_HEAP) { /* frees were not counted one by one */
-            s.c.live_blocks = sums[id].blocks;
-            s.c.live_bytes = sums[id].bytes;
-            s.c.free_blocks = s.c.alloc_blocks > s.c.live_blocks ? s.c.alloc_blocks - s.c.live_blocks : 0;
-            s.c.free_bytes = s.c.alloc_bytes > s.c.live_bytes ? s.c.alloc_bytes - s.c.live_bytes : 0;
-        }
+        ms_stack_counters_with(r, sums, &s.c);
         ms_sw_bytes(w, &s, sizeof s);
         ms_sw_bytes(w, ms_stack_pcs(r), (size_t)r->depth * 8);
         n++;
@@ -394,6 +388,8 @@ static void write_hlth(snap_ctx *c)
         hv(w, &n, "guard_errors", h.guard_errors);
         hv(w, &n, "guard_failures", h.guard_failures);
     }
+    if (h.metrics_errors)
+        hv(w, &n, "metrics_errors", h.metrics_errors);
     hv(w, &n, "live_table_blocks", ms_live_count());
     hv(w, &n, "live_table_capacity", ms_opt.capacity);
     hv(w, &n, "live_table_bytes", ms_live_bytes_reserved());

@@ -309,6 +309,38 @@ void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
     c->live_bytes = c->alloc_bytes > c->free_bytes ? c->alloc_bytes - c->free_bytes : 0;
 }
 
+void ms_stack_counters_with(const ms_stack_rec *r, const ms_live_sum *sums, ms_snap_counters *c)
+{
+    ms_stack_counters(r, c);
+    if (sums && r->kind == MS_KIND_HEAP) { /* frees were not counted one by one */
+        uint64_t id = r->id;
+        c->live_blocks = sums[id].blocks;
+        c->live_bytes = sums[id].bytes;
+        c->free_blocks = c->alloc_blocks > c->live_blocks ? c->alloc_blocks - c->live_blocks : 0;
+        c->free_bytes = c->alloc_bytes > c->live_bytes ? c->alloc_bytes - c->live_bytes : 0;
+    }
+}
+
+void ms_stack_live_totals(uint64_t bytes[MS_KIND_COUNT], uint64_t blocks[MS_KIND_COUNT])
+{
+    memset(bytes, 0, MS_KIND_COUNT * sizeof bytes[0]);
+    memset(blocks, 0, MS_KIND_COUNT * sizeof blocks[0]);
+    uint32_t max = ms_stack_max_id();
+    size_t sums_len = 0;
+    ms_live_sum *sums = ms_heap_frees_derived ? ms_stack_live_sums(max, &sums_len) : NULL;
+    for (uint32_t id = 1; id <= max; id++) {
+        ms_stack_rec *r = ms_stack_get(id);
+        if (!r || r->kind >= MS_KIND_COUNT || !ms_stack_used(r))
+            continue;
+        ms_snap_counters c;
+        ms_stack_counters_with(r, sums, &c);
+        bytes[r->kind] += c.live_bytes;
+        blocks[r->kind] += c.live_blocks;
+    }
+    if (sums)
+        ms_sys_munmap(sums, sums_len);
+}
+
 /* ===========================================================================
  * Live sums per heap stack, from the live table (see ms_heap_frees_derived)
  * ========================================================================= */

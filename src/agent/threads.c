@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "agent/agent.h"
 #include "agent/guard.h"
+#include "agent/metrics_serve.h"
 #include "agent/libc/libc.h"
 #include "agent/unwind_cfi.h"
 
@@ -220,7 +222,7 @@ int ms_proc_other_threads(void)
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    uint32_t me = (uint32_t)syscall(SYS_gettid), ctl = ms_control_tid();
+    uint32_t me = (uint32_t)syscall(SYS_gettid), ctl = ms_control_tid(), met = ms_metrics_tid();
     int n = 0;
     char buf[2048];
     for (;;) {
@@ -238,7 +240,7 @@ int ms_proc_other_threads(void)
             int digits = 0;
             for (; *name >= '0' && *name <= '9' && digits < 10; name++, digits++)
                 tid = tid * 10 + (uint32_t)(*name - '0');
-            if (!digits || *name || tid == me || tid == ctl)
+            if (!digits || *name || tid == me || tid == ctl || (met && tid == met))
                 continue;
             char path[64], st[512];
             memcpy(path, "/proc/self/task/", 16);
@@ -473,4 +475,23 @@ MS_EXPORT void pthread_exit(void *ret)
         ms_self.slot->ret = ret;
     ms_thread_exit_bookkeeping(MS_THR_PTHREAD_EXIT);
     ms_real.pthread_exit(ret);
+}
+
+int ms_agent_thread_create(pthread_t *th, void *(*fn)(void *))
+{
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return ENOMEM;
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    /* The thread must not block the program's signals nor take them before it has set
+     * its own mask: create it with everything blocked. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+        ms_real.pthread_create ? ms_real.pthread_create : pthread_create;
+    int rc = create(th, &attr, fn, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return rc;
 }

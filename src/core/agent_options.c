@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/labels.h"
+#include "core/listen_addr.h"
 
 #define OFF(f) offsetof(ms_options, f)
 #define NOLIM 0
@@ -75,6 +76,9 @@ const ms_option_def ms_option_table[] = {
     {"guard_side", MS_OPT_ENUM, OFF(guard_side), 8, "alternate", "alternate|right|left",
      "where a guarded block sits in its page: against the next guard page (right: "
      "overflows), the previous one (left: underflows), or each in turn", 0, 0},
+    {"metrics_listen", MS_OPT_LISTEN, OFF(metrics_listen), sizeof(((ms_options *)0)->metrics_listen),
+     "", NULL, "serve the process's memory on http://ADDR:PORT/metrics for Prometheus, from a "
+     "thread of the agent's (docs/fleet.md); empty = off", 0, 0},
 };
 const size_t ms_option_count = sizeof ms_option_table / sizeof ms_option_table[0];
 
@@ -153,6 +157,12 @@ static int opt_set(ms_options *o, const ms_option_def *d, const char *v, size_t 
     char *field = o ? (char *)o + d->offset : NULL;
     uint64_t u;
     switch (d->type) {
+    case MS_OPT_LISTEN:
+        if (n && ms_listen_addr_parse(v, n, NULL, NULL) != 0) {
+            puts_(m, "not ADDR:PORT (" MS_LISTEN_ADDR_FORMS ")");
+            return -1;
+        }
+        __attribute__((fallthrough)); /* stored as a string */
     case MS_OPT_STR:
         if (n < d->min) { /* min 1: must not be empty */
             puts_(m, "must not be empty");

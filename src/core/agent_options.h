@@ -50,12 +50,14 @@ typedef struct ms_options {
     uint64_t guard;          /* guard=RATE: one allocation in RATE on a guarded page (0 = off) */
     uint64_t guard_pool;     /* guard_pool=N: guarded slots (pages) in the pool */
     uint64_t guard_side;     /* guard_side=alternate|right|left: where a block sits in its page */
+    char metrics_listen[64]; /* metrics_listen=ADDR:PORT: serve /metrics (metrics_serve.c) */
     char raw[1024];          /* the option string as given (goes into META) */
 } ms_options;
 
 typedef enum ms_opt_type {
     MS_OPT_U64, MS_OPT_BOOL, MS_OPT_STR, MS_OPT_ENUM, MS_OPT_SIZE,
-    MS_OPT_SIGNAL /* 0 (the default) or a signal a handler can be installed for */
+    MS_OPT_SIGNAL, /* 0 (the default) or a signal a handler can be installed for */
+    MS_OPT_LISTEN  /* empty, or ADDR:PORT (core/listen_addr.h) */
 } ms_opt_type;
 
 typedef struct ms_option_def {

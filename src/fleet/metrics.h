@@ -10,22 +10,11 @@
 #include <stdio.h>
 
 #include "analysis/watch.h"
+#include "fleet/metrics_agent.h"
 #include "memsight/snapshot_format.h"
 
 typedef struct ms_metrics ms_metrics;
 
-/* What the agent's newest snapshot of a process says (ms_metrics_set_agent). */
-typedef struct ms_metrics_agent {
-    uint64_t live_bytes, live_blocks;     /* tracked heap (malloc family) */
-    uint64_t mmap_live_bytes;             /* tracked mmap regions */
-    uint64_t snapshot_unix_s;
-    int has_leaks;                        /* the snapshot holds a leak scan */
-    uint64_t leak_bytes[MS_LEAK_CLASS_COUNT], leak_blocks[MS_LEAK_CLASS_COUNT];
-    uint64_t dropped;                     /* records the agent lost (health counters) */
-    int has_threads;                      /* the snapshot holds thread lives (THRL) */
-    uint64_t leaked_threads;              /* threads ended, never joined nor detached */
-    char labels[512];                     /* the snapshot's labels ("k=v;k=v") */
-} ms_metrics_agent;
 
 /* `labels`: the user's labels for every series ("k=v;k=v", checked by the caller; may
  * be NULL). Returns NULL when out of memory. */
@@ -56,5 +45,12 @@ ms_metrics_server *ms_metrics_serve(ms_metrics *m, const char *listen, char *err
 /* The port actually bound. */
 int ms_metrics_server_port(const ms_metrics_server *srv);
 void ms_metrics_server_stop(ms_metrics_server *srv);
+/* Serves on the listening socket fd (taken over: closed on return) from the calling thread,
+ * until wake_fd is readable or polling fails; refresh(ctx) runs before every render. The
+ * listening and epoll descriptors are published in fds[0..1] while it serves (-1 before
+ * they are closed), so that a forked child can close its copies. Returns 0, or -1 with
+ * err when it cannot start. */
+int ms_metrics_serve_here(ms_metrics *m, int fd, int wake_fd, void (*refresh)(void *ctx), void *ctx,
+                          int *fds, char *err, size_t errlen);
 
 #endif

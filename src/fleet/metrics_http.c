@@ -1,5 +1,6 @@
-/* Serving /metrics over HTTP with libmicrohttpd (metrics.h): one polling thread of the
- * library's, GET only, the body rendered afresh for every scrape. Tools only. */
+/* Serving /metrics over HTTP with libmicrohttpd (metrics.h), GET only, the body rendered
+ * afresh for every scrape: from a polling thread of the library's (memsight watch), or
+ * on the caller's own thread until a descriptor wakes it (the agent's metrics plugin). */
 #define _GNU_SOURCE
 #include "fleet/metrics.h"
 
@@ -8,18 +9,25 @@
 #include <unistd.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include "core/listen_addr.h"
 
 struct ms_metrics_server {
     struct MHD_Daemon *d;
     ms_metrics *m;
     int port;
+    void (*refresh)(void *ctx); /* before every render (NULL: none) */
+    void *ctx;
+    int close_each; /* answer with Connection: close */
 };
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
-                             char *body, size_t n, enum MHD_ResponseMemoryMode mode)
+static enum MHD_Result reply(const ms_metrics_server *srv, struct MHD_Connection *c,
+                             unsigned status, const char *type, char *body, size_t n,
+                             enum MHD_ResponseMemoryMode mode)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(n, body, mode);
     if (!r) {
@@ -28,6 +36,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (srv->close_each)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return rc;
@@ -50,79 +60,58 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     static const char text[] = "text/plain; charset=utf-8";
     if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-        return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, text, "only GET\n", 9, MHD_RESPMEM_PERSISTENT);
+        return reply(srv, c, MHD_HTTP_METHOD_NOT_ALLOWED, text, "only GET\n", 9, MHD_RESPMEM_PERSISTENT);
     if (strcmp(url, "/metrics"))
-        return reply(c, MHD_HTTP_NOT_FOUND, text, "memsight serves /metrics\n", 25,
+        return reply(srv, c, MHD_HTTP_NOT_FOUND, text, "memsight serves /metrics\n", 25,
                      MHD_RESPMEM_PERSISTENT);
+    if (srv->refresh)
+        srv->refresh(srv->ctx);
     size_t n;
     char *body = ms_metrics_render(srv->m, &n);
     if (!body)
-        return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, text, "out of memory\n", 14,
+        return reply(srv, c, MHD_HTTP_INTERNAL_SERVER_ERROR, text, "out of memory\n", 14,
                      MHD_RESPMEM_PERSISTENT);
-    return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, n,
+    return reply(srv, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, n,
                  MHD_RESPMEM_MUST_FREE);
 }
 
-/* "ADDR:PORT", "[V6]:PORT" or ":PORT" into a socket address. */
-static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len, char *err,
-                        size_t errlen)
+/* The daemon over a listening socket of ours (it closes it when stopped). */
+static ms_metrics_server *start(ms_metrics *m, int fd, int family, unsigned flags, const char *what,
+                                char *err, size_t errlen)
 {
-    char host[128];
-    const char *colon;
-    if (s[0] == '[') {
-        const char *close = strchr(s, ']');
-        if (!close || close[1] != ':' || (size_t)(close - s - 1) >= sizeof host)
-            goto bad;
-        memcpy(host, s + 1, (size_t)(close - s - 1));
-        host[close - s - 1] = 0;
-        colon = close + 1;
-    } else {
-        colon = strrchr(s, ':');
-        if (!colon || (size_t)(colon - s) >= sizeof host)
-            goto bad;
-        memcpy(host, s, (size_t)(colon - s));
-        host[colon - s] = 0;
+    ms_metrics_server *srv = calloc(1, sizeof *srv);
+    if (!srv) {
+        snprintf(err, errlen, "out of memory");
+        close(fd);
+        return NULL;
     }
-    char *end;
-    errno = 0;
-    long port = strtol(colon + 1, &end, 10);
-    if (!colon[1] || *end || errno || port < 0 || port > 65535)
-        goto bad;
-    memset(ss, 0, sizeof *ss);
-    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
-    if (!host[0] || inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
-        if (!host[0])
-            v4->sin_addr.s_addr = htonl(INADDR_ANY);
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)port);
-        *len = sizeof *v4;
-        return 0;
+    srv->m = m;
+    struct sockaddr_storage got;
+    socklen_t gl = sizeof got;
+    if (getsockname(fd, (struct sockaddr *)&got, &gl) == 0)
+        srv->port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+                                                     : ((struct sockaddr_in *)&got)->sin_port);
+    srv->d = MHD_start_daemon(flags | (family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, handle,
+                              srv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
+                              (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                              MHD_OPTION_END);
+    if (!srv->d) {
+        snprintf(err, errlen, "cannot start the HTTP server on %s", what);
+        close(fd);
+        free(srv);
+        return NULL;
     }
-    if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)port);
-        *len = sizeof *v6;
-        return 0;
-    }
-bad:
-    snprintf(err, errlen, "'%s' is not ADDR:PORT (a numeric address: 127.0.0.1:9464, [::1]:9464, "
-                          ":9464 for every address)", s);
-    return -1;
+    return srv;
 }
 
 ms_metrics_server *ms_metrics_serve(ms_metrics *m, const char *addr, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t len;
-    if (parse_listen(addr, &ss, &len, err, errlen) != 0)
-        return NULL;
-    ms_metrics_server *srv = calloc(1, sizeof *srv);
-    if (!srv) {
-        snprintf(err, errlen, "out of memory");
+    if (ms_listen_addr_parse(addr, strlen(addr), &ss, &len) != 0) {
+        snprintf(err, errlen, "'%s' is not ADDR:PORT (" MS_LISTEN_ADDR_FORMS ")", addr);
         return NULL;
     }
-    srv->m = m;
     /* Bind ourselves so that the error says why (in use, not allowed) and port 0 works;
      * the daemon then takes the listening socket over. */
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -132,26 +121,10 @@ ms_metrics_server *ms_metrics_serve(ms_metrics *m, const char *addr, char *err, 
         snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
         if (fd >= 0)
             close(fd);
-        free(srv);
         return NULL;
     }
-    struct sockaddr_storage got;
-    socklen_t gl = sizeof got;
-    getsockname(fd, (struct sockaddr *)&got, &gl);
-    srv->port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
-                                                 : ((struct sockaddr_in *)&got)->sin_port);
-    srv->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                                  (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-                              0, NULL, NULL, handle, srv, MHD_OPTION_LISTEN_SOCKET, fd,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
-    if (!srv->d) {
-        snprintf(err, errlen, "cannot start the HTTP server on %s", addr);
-        close(fd);
-        free(srv);
-        return NULL;
-    }
-    return srv;
+    return start(m, fd, ss.ss_family, MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, addr, err,
+                 errlen);
 }
 
 int ms_metrics_server_port(const ms_metrics_server *srv)
@@ -165,4 +138,53 @@ void ms_metrics_server_stop(ms_metrics_server *srv)
         return;
     MHD_stop_daemon(srv->d); /* also closes the listening socket */
     free(srv);
+}
+
+int ms_metrics_serve_here(ms_metrics *m, int fd, int wake_fd, void (*refresh)(void *ctx), void *ctx,
+                          int *fds, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        snprintf(err, errlen, "not a socket: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* epoll: one descriptor to wait on, whatever the numbers of the sockets (select's
+     * FD_SETSIZE would fail in a program with many files open) */
+    ms_metrics_server *srv = start(m, fd, ss.ss_family, MHD_USE_EPOLL, "the agent's socket", err,
+                                   errlen);
+    if (!srv)
+        return -1;
+    srv->refresh = refresh;
+    srv->ctx = ctx;
+    srv->close_each = 1; /* no idle connection outlives a scrape (nor is inherited by a fork) */
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_EPOLL_FD);
+    int ep = info ? info->epoll_fd : -1;
+    if (ep < 0) {
+        snprintf(err, errlen, "the HTTP library has no epoll descriptor");
+        ms_metrics_server_stop(srv);
+        return -1;
+    }
+    if (fds) {
+        __atomic_store_n(&fds[0], fd, __ATOMIC_RELEASE);
+        __atomic_store_n(&fds[1], ep, __ATOMIC_RELEASE);
+    }
+    for (;;) {
+        MHD_UNSIGNED_LONG_LONG to;
+        int ms = MHD_get_timeout(srv->d, &to) == MHD_YES ? (to > 1000 ? 1000 : (int)to) : 1000;
+        struct pollfd p[2] = {{.fd = ep, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
+        int r = poll(p, 2, ms);
+        if (r < 0 && errno != EINTR)
+            break;
+        if (r > 0 && p[1].revents)
+            break;
+        MHD_run(srv->d);
+    }
+    if (fds) {
+        __atomic_store_n(&fds[0], -1, __ATOMIC_RELEASE);
+        __atomic_store_n(&fds[1], -1, __ATOMIC_RELEASE);
+    }
+    ms_metrics_server_stop(srv);
+    return 0;
 }

@@ -99,9 +99,44 @@ class Prometheus:
         check(d["status"] == "success", "query %s: %s" % (q, body))
         return [(r["metric"], float(r["value"][1])) for r in d["data"]["result"]]
 
+    def one(self, q):
+        """The one series of q as (labels, value), or None when there are none or several."""
+        r = self.query(q)
+        return r[0] if len(r) == 1 else None
+
+    def check_labels(self, q, want):
+        """Waits for q's series; checks its labels against want; returns its value."""
+        labels, v = wait_for(q + " in prometheus", lambda: self.one(q))
+        for k, val in want.items():
+            check(labels.get(k) == val, "%s: label %s=%r, want %r (%r)" % (q, k, labels.get(k), val, labels))
+        return v
+
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
         self.p.wait(timeout=30)
+
+
+def check_proc_series(one, pid, slack):
+    """The kernel's numbers of pid in Prometheus (one: Prometheus.one) against what /proc
+    says now, within slack bytes: RSS, Private_Dirty, USS between them, swap, threads.
+    USS is not compared with a later read: clean private pages turn shared whenever another
+    process maps the same file (another test running the same program)."""
+    sel = '{pid="%d"}' % pid
+    rollup = {}
+    for line in open("/proc/%d/smaps_rollup" % pid):
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == "kB":
+            rollup[parts[0].rstrip(":")] = int(parts[1]) * 1024
+    rss = one("memsight_rss_bytes" + sel)[1]
+    check(abs(rss - rollup["Rss"]) <= slack, "rss %r vs /proc %r" % (rss, rollup["Rss"]))
+    dirty = one("memsight_private_dirty_bytes" + sel)[1]
+    check(abs(dirty - rollup["Private_Dirty"]) <= slack, "private dirty %r vs %r" % (dirty, rollup))
+    uss = one("memsight_uss_bytes" + sel)[1]
+    check(dirty <= uss <= rss, "uss %r outside [private dirty %r, rss %r]" % (uss, dirty, rss))
+    check(one("memsight_swap_bytes" + sel)[1] == rollup.get("Swap", 0), "swap")
+    status = open("/proc/%d/status" % pid).read()
+    threads = int(status.split("Threads:")[1].split()[0])
+    check(one("memsight_threads" + sel)[1] == threads, "threads, want %d" % threads)
 
 
 def have(*progs):

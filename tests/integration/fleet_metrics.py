@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_common import MEMSIGHT, PROGRAMS, SKIP, check, fail, run, tmpdir  # noqa: E402
-from fleet_common import Prometheus, have, http_get, spawn, wait_for  # noqa: E402
+from fleet_common import Prometheus, check_proc_series, have, http_get, spawn, wait_for  # noqa: E402
 
 if not have("prometheus"):
     print("prometheus not installed: skipped")
@@ -59,20 +59,14 @@ except Exception as e:
 prom = Prometheus(["127.0.0.1:%d" % port])
 sel = '{pid="%d"}' % pid
 
-
-def one(q):
-    r = prom.query(q)
-    return r[0] if len(r) == 1 else None
+one = prom.one
 
 
 # the heap and leak numbers come from the agent's newest snapshot: the leak scan's
-heap = wait_for("memsight_heap_live_bytes in prometheus", lambda: one("memsight_heap_live_bytes" + sel))
-labels, v = heap
+v = prom.check_labels("memsight_heap_live_bytes" + sel, {
+    "pid": str(pid), "program": "lk_serve", "version": "2.1.0", "model": "Pixel 7", "team": "core",
+    "job": "memsight"})
 check(v == 2000, "heap live bytes %r, want 2000" % v)
-want = {"pid": str(pid), "program": "lk_serve", "version": "2.1.0", "model": "Pixel 7", "team": "core",
-        "job": "memsight"}
-for k, val in want.items():
-    check(labels.get(k) == val, "label %s=%r, want %r (%r)" % (k, labels.get(k), val, labels))
 check(one("memsight_heap_live_blocks" + sel)[1] == 11, "heap live blocks")
 for cls, b, n in (("definitely_lost", 1000, 10), ("still_reachable", 1000, 1), ("possibly_lost", 0, 0)):
     s = '{pid="%d",class="%s"}' % (pid, cls)
@@ -80,22 +74,7 @@ for cls, b, n in (("definitely_lost", 1000, 10), ("still_reachable", 1000, 1), (
     check(one("memsight_leak_blocks" + s)[1] == n, "leak blocks %s" % cls)
 
 # the kernel's numbers: what /proc says now (the process is idle; one scrape is <1 s old)
-rollup = {}
-for line in open("/proc/%d/smaps_rollup" % pid):
-    parts = line.split()
-    if len(parts) == 3 and parts[2] == "kB":
-        rollup[parts[0].rstrip(":")] = int(parts[1]) * 1024
-rss = one("memsight_rss_bytes" + sel)[1]
-check(abs(rss - rollup["Rss"]) <= 64 * 1024, "rss %r vs /proc %r" % (rss, rollup["Rss"]))
-# USS is not compared with a later read: clean private pages turn shared whenever another
-# process maps the same file (another test running lk_serve), so it is only bounded
-dirty = one("memsight_private_dirty_bytes" + sel)[1]
-check(abs(dirty - rollup["Private_Dirty"]) <= 64 * 1024, "private dirty %r vs %r" % (dirty, rollup))
-uss = one("memsight_uss_bytes" + sel)[1]
-check(dirty <= uss <= rss, "uss %r outside [private dirty %r, rss %r]" % (uss, dirty, rss))
-check(one("memsight_swap_bytes" + sel)[1] == rollup.get("Swap", 0), "swap")
-threads = int(re.search(r"Threads:\s+(\d+)", open("/proc/%d/status" % pid).read()).group(1))
-check(one("memsight_threads" + sel)[1] == threads, "threads, want %d" % threads)
+check_proc_series(one, pid, 64 * 1024)
 check(one("memsight_fds" + sel)[1] == len(os.listdir("/proc/%d/fd" % pid)), "fds")
 fired = wait_for("two firings", lambda: one('memsight_trigger_firings_total{pid="%d",tracker="rss>1k,n=1"}'
                                             % pid)[1] == 2)
