@@ -146,10 +146,11 @@ def have(*progs):
 class ClickHouse:
     """Debian's clickhouse-server on 127.0.0.1, free ports, a private data directory."""
 
-    def __init__(self):
+    def __init__(self, ports=None, extra=""):
+        """ports: (http, tcp), else free ones; extra: more of the server's configuration."""
         self.dir = tmpdir("clickhouse")
-        self.port = free_port()
-        tcp = free_port()
+        self.port, tcp = ports or (free_port(), free_port())
+        self.tcp = tcp
         d = self.dir
         with open(os.path.join(d, "config.xml"), "w") as f:
             f.write("""<?xml version="1.0"?>
@@ -166,8 +167,9 @@ class ClickHouse:
   <default_profile>default</default_profile>
   <default_database>default</default_database>
   <mark_cache_size>67108864</mark_cache_size>
+%(extra)s
 </yandex>
-""" % {"d": d, "http": self.port, "tcp": tcp})
+""" % {"d": d, "http": self.port, "tcp": tcp, "extra": extra})
         with open(os.path.join(d, "users.xml"), "w") as f:
             f.write("""<?xml version="1.0"?>
 <yandex>
