@@ -177,7 +177,9 @@ int ms_metrics_serve_here(ms_metrics *m, int fd, int wake_fd, void (*refresh)(vo
         int r = poll(p, 2, ms);
         if (r < 0 && errno != EINTR)
             break;
-        if (r > 0 && p[1].revents)
+        /* woken, or a descriptor of ours closed under us (a program that closes every
+         * descriptor it did not open): stop rather than spin on it */
+        if (r > 0 && (p[1].revents || (p[0].revents & (POLLNVAL | POLLERR))))
             break;
         MHD_run(srv->d);
     }
