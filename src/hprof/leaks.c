@@ -116,6 +116,8 @@ static void trace_status(const ms_hinspect *ins, const ms_hprof_path *p, uint8_t
                          uint8_t *suspect, uint8_t *reason)
 {
     size_t n = p->len;
+    if (!n)
+        return;
     for (size_t k = 0; k < n; k++) {
         status[k] = ins->status[p->obj[k]];
         if (reason)
