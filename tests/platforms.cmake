@@ -88,7 +88,7 @@ if(MS_QEMU_AARCH64 AND MS_AARCH64_GCC)
   # the control thread: memsight dump (from x86-64), interval series, memsight_dump();
   # not the idle single-threaded server (qemu-user lacks process_vm_readv, which the
   # agent reads the interrupted instruction with: docs/platforms.md)
-  ms_platform_test(platform_arm64_sampling_dump arm64 ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_dump.py --no-idle)
+  ms_platform_test(platform_arm64_sampling_dump arm64 ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_dump.py)
   # unwind=libunwind with Debian's libunwind for arm64 (libunwind-dev:arm64): it must run
   set(MS_A64_PC /usr/lib/aarch64-linux-gnu/pkgconfig)
   if(EXISTS ${MS_A64_PC}/libunwind.pc)
@@ -130,7 +130,7 @@ if(MS_MUSL_GCC)
   ms_platform_test(platform_musl_sampling_peak musl ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_peak.py)
   # not the idle single-threaded server: musl's waits enter the kernel outside the
   # wrappers the agent knows (docs/platforms.md)
-  ms_platform_test(platform_musl_sampling_dump musl ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_dump.py --no-idle)
+  ms_platform_test(platform_musl_sampling_dump musl ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_dump.py)
   # no libunwind built for musl: unwind=libunwind is said (stderr, META, HLTH) and the
   # cached unwinder gives the same exact results
   ms_platform_test(platform_musl_gt_heap_o2_libunwind musl ${MS_GT} gt_heap_o2

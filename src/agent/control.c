@@ -741,11 +741,14 @@ void ms_control_start_slow(void)
         __atomic_store_n(&ctl.state, CTL_IDLE, __ATOMIC_RELEASE);
 }
 
-/* Whether the thread is needed from main() on: periodic work, or a byte trigger the
- * allocation path wakes it for. */
+/* Whether the thread is needed from main() on: periodic work, a byte trigger the
+ * allocation path wakes it for, or a C library whose waits the agent cannot recognise. */
 static int ctl_thread_wanted(void)
 {
-    return ctl.cfg.interval_ms || ctl.cfg.trigger_rss || ctl.cfg.trigger_bytes;
+    /* or where a waiting thread cannot be served where a request finds it (musl,
+     * qemu-user): the thread then answers, as before requests were served in place */
+    return ctl.cfg.interval_ms || ctl.cfg.trigger_rss || ctl.cfg.trigger_bytes ||
+           !ms_sig_can_serve_waits();
 }
 
 /* From idle to waiting for the thread's start (by the next allocation after main()). */

@@ -121,6 +121,16 @@ static int after_syscall_insn(uintptr_t pc)
     return syscall_insn_at(pc - MS_ARCH_SYSCALL_INSN_LEN);
 }
 
+int ms_sig_can_serve_waits(void)
+{
+    if (!__atomic_load_n(&wait_nfuncs, __ATOMIC_ACQUIRE))
+        return 0;
+    unsigned char probe[MS_ARCH_SYSCALL_INSN_LEN] = {0}, copy[sizeof probe];
+    struct iovec local = {copy, sizeof copy}, remote = {probe, sizeof probe};
+    return syscall(SYS_process_vm_readv, (long)syscall(SYS_getpid), &local, 1UL, &remote, 1UL, 0UL) ==
+           (long)sizeof probe;
+}
+
 /* What this thread's handler is resuming now (RS_RESTART, RS_REISSUE), 0 when nothing:
  * a second agent signal may cut the resumed call short in turn, inside the handler of
  * the first (the thread's own mask is in force meanwhile), and is resumed the same way.

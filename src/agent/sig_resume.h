@@ -22,4 +22,11 @@ void ms_sig_resume_interrupted(void *ucontext);
  * use on that thread there. Async-signal-safe. */
 int ms_sig_at_wait(const void *ucontext);
 
+/* 1 when ms_sig_at_wait can ever say yes in this process: the C library's blocking
+ * functions were found with their sizes (not on musl, whose calls share one system-call
+ * stub) and the kernel reads the interrupted instruction (not under qemu-user). When 0,
+ * a thread that only waits could not be served on its own thread: the control thread is
+ * needed. Call after ms_sig_resume_init. */
+int ms_sig_can_serve_waits(void);
+
 #endif
