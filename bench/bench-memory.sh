@@ -51,11 +51,11 @@ out = open(sys.argv[1], 'w')
 p = subprocess.Popen(sys.argv[2:], stdout=out)
 peak, per = 0, {}
 while p.poll() is None:
-    k, todo, tree = kids(), [p.pid], []
-    while todo:
-        q = todo.pop()
+    k, pending, tree = kids(), [p.pid], []
+    while pending:
+        q = pending.pop()
         tree.append(q)
-        todo.extend(k.get(q, []))
+        pending.extend(k.get(q, []))
     sizes = [(name(q), rss(q)) for q in tree]
     tot = sum(s for _, s in sizes)
     if tot > peak:

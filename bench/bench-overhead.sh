@@ -32,28 +32,10 @@ done
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT INT TERM
 
-# --- workloads ---------------------------------------------------------------------
-$PY - "$WORK/sqlite.sql" <<'PYEOF'
-import sys
-with open(sys.argv[1], 'w') as f:
-    f.write("PRAGMA journal_mode=OFF;\nPRAGMA synchronous=OFF;\nCREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL, k INTEGER);\nBEGIN;\n")
-    for i in range(200000):
-        f.write("INSERT INTO t(name, v, k) VALUES('name-%d-%s', %d.5, %d);\n" % (i, 'x' * (i % 37), i, (i * 7919) % 100003))
-    f.write("COMMIT;\nCREATE INDEX t_name ON t(name);\nCREATE INDEX t_k ON t(k, v);\n")
-    f.write("SELECT count(*), sum(length(name)) FROM t;\n")
-PYEOF
-# 8 MB of compressible but not trivial text for xz (1 MiB blocks: both threads work)
-$PY - "$WORK/xz.in" <<'PYEOF'
-import random, sys
-r = random.Random(7)
-words = ['%x' % r.getrandbits(24) for _ in range(5000)]
-with open(sys.argv[1], 'w') as f:
-    n = 0
-    while n < 8 << 20:
-        line = ' '.join(r.choice(words) for _ in range(12)) + '\n'
-        f.write(line)
-        n += len(line)
-PYEOF
+# --- workloads (bench/workloads.sh: the same inputs as the other benchmarks) ---------
+. "$SRC/bench/workloads.sh"
+ms_bench_sqlite_sql "$WORK/sqlite.sql"
+ms_bench_xz_input "$WORK/xz.in"
 # LeakSanitizer alone: a preload whose constructor initialises LSan before any program
 # code calls an intercepted function (without it sqlite3 and git crash at start-up).
 if [ -n "$LSAN" ]; then
