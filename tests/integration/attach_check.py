@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from export_common import memsight_for_others  # noqa: E402 (beside this file)
+
 MEMSIGHT = os.environ['MEMSIGHT']
 AGENT = os.environ['MS_AGENT']
 PROGRAMS = os.environ['MS_PROGRAMS']
@@ -376,7 +378,7 @@ def case_refuse():
     # another user (as nobody, against a process of ours)
     if os.geteuid() == 0:
         r = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',
-                            MEMSIGHT, 'attach', '-o', '/tmp', str(t.pid)],
+                            memsight_for_others(), 'attach', '-o', '/tmp', str(t.pid)],
                            capture_output=True, text=True, env=clean_env())
         print('as nobody:', r.returncode, r.stderr.strip())
         refused(r, 'other user', r'belongs to uid 0 and you are uid 65534|cannot read|Permission')

@@ -74,6 +74,40 @@ def tmpdir(name):
     return d
 
 
+def _reachable_by_others(path):
+    """Whether a user other than the owner can reach path: every directory above it
+    searchable by others."""
+    p = os.path.abspath(path)
+    while os.path.dirname(p) != p:
+        p = os.path.dirname(p)
+        if not os.stat(p).st_mode & 0o001:
+            return False
+    return True
+
+
+def memsight_for_others():
+    """MEMSIGHT for tests that run it as another user: itself when every user can reach
+    it and its agent, else (the tree sits in a private directory, as a clone made in
+    mktemp -d does) a copy of the executable and of its lib directory, laid out as in the
+    build (the agent beside it in ../lib), in a directory every user can read."""
+    exe = os.path.realpath(MEMSIGHT)
+    lib = os.path.join(os.path.dirname(os.path.dirname(exe)), "lib")
+    if _reachable_by_others(exe) and _reachable_by_others(os.path.join(lib, "x")):
+        return MEMSIGHT
+    d = tmpdir("shared-build")
+    os.chmod(d, 0o755)
+    for sub in ("bin", "lib"):
+        os.mkdir(os.path.join(d, sub), 0o755)
+    shutil.copy(exe, os.path.join(d, "bin", "memsight"))
+    for f in os.listdir(lib):
+        if f.endswith(".so"):
+            shutil.copy(os.path.join(lib, f), os.path.join(d, "lib", f))
+    for root, dirs, files in os.walk(d):
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o755)
+    return os.path.join(d, "bin", "memsight")
+
+
 def pprof(*args):
     """go tool pprof with a private HOME and cache; None when Go is missing."""
     go = shutil.which("go")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_common import MEMSIGHT, PROGRAMS, check, tmpdir  # noqa: E402
+from export_common import MEMSIGHT, PROGRAMS, check, memsight_for_others, tmpdir  # noqa: E402
 
 d = tmpdir("files-full")
 PROG = ["/bin/sh", "-c", "echo done; exit 3"]
@@ -127,7 +127,7 @@ if os.geteuid() == 0 and shutil.which("setpriv"):
     os.mkdir(out, 0o700)
     os.chown(out, 1000, 1000)
     os.chmod(d, 0o755)
-    p = subprocess.Popen(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", MEMSIGHT,
+    p = subprocess.Popen(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", memsight_for_others(),
                           "run", "-q", "-o", out, "--", "/bin/sh", "-c", "echo $$; read x"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)

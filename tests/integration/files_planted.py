@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_common import MEMSIGHT, SKIP, check, tmpdir  # noqa: E402
+from export_common import MEMSIGHT, SKIP, check, memsight_for_others, tmpdir  # noqa: E402
 
 if os.geteuid() != 0 or not shutil.which("setpriv"):
     print("skip: needs root and setpriv to act as two other users")
@@ -28,6 +28,7 @@ shared = os.path.join(d, "shared")
 os.mkdir(shared)
 os.chmod(shared, 0o1777)
 as_user = ["setpriv", f"--reuid={USER}", f"--regid={USER}", "--clear-groups"]
+OTHERS = memsight_for_others()  # what the user can run, wherever the build tree sits
 
 
 def plant_fifo(name):
@@ -40,7 +41,7 @@ def plant_fifo(name):
 
 def start(*opts):
     """`memsight run` as the user of a shell that prints its pid and waits for a line."""
-    p = subprocess.Popen(as_user + [MEMSIGHT, "run", "-o", shared, *opts, "--", "/bin/sh", "-c",
+    p = subprocess.Popen(as_user + [OTHERS, "run", "-o", shared, *opts, "--", "/bin/sh", "-c",
                                     "echo $$; read x; echo bye"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return p, int(p.stdout.readline())
@@ -136,7 +137,7 @@ check(os.listdir(victim) == [], f"snapshots went where the planted link leads: {
 # 4. The same link given to an agent started by hand (no memsight run to check it): the
 #    program runs as without the agent, no snapshot lands where the link leads, and the
 #    agent says why on stderr (and counts it in the health of the snapshots it writes).
-agent = os.path.abspath(os.path.join(os.path.dirname(MEMSIGHT), "..", "lib", "libmemsight.so"))
+agent = os.path.abspath(os.path.join(os.path.dirname(OTHERS), "..", "lib", "libmemsight.so"))
 os.chmod(victim, 0o777)
 
 
