@@ -14,6 +14,9 @@ Usage: guard_check.py CASE
   leaks    lk_tree, lk_cycle, lk_interior with guard=1: the leak scan's ground truth
   churn    gd_churn (40000 allocations) with guard=1 and a pool of 8: same output as
            without the agent, the pool full most of the time (HLTH guard_pool_full)
+  maps     gd_maps with guard=1 and a pool of 16: the count of /proc/self/maps lines is
+           the same after each guarded allocation and free (a slot's protection changes
+           in place: no split, no merge), calloc blocks in reused slots are zero
   python sort   real programs with guard=50: same output and status, blocks guarded
 Environment: MEMSIGHT, MS_PROGRAMS (set by ms_integration_test)."""
 import glob
@@ -253,6 +256,23 @@ def case_churn():
                                                             h['guard_pool_full']))
 
 
+def case_maps():
+    with tempfile.TemporaryDirectory() as d:
+        r = run([os.path.join(PROGS, 'gd_maps')], 'guard=1,guard_pool=16', d)
+        if r.returncode != 0:
+            fail('maps: status %d (2: a block not guarded, 3: calloc not zero): %s' % (
+                r.returncode, r.stderr[-2000:]))
+        counts = [int(x) for x in r.stdout.split()[1:]]
+        h = health_of(d)
+    # 4 rounds of 8 blocks in 16 slots: the last rounds reuse slots only
+    if len(counts) != 8 or len(set(counts[3:])) != 1 or any(
+            counts[2 * i] != counts[2 * i + 1] for i in range(4)):
+        fail('maps: /proc/self/maps lines after each allocation, free: %s; the pool\'s '
+             'mappings were split and merged' % counts)
+    print('ok maps: %s lines after each allocation, free (%d guarded)' % (
+        counts, h.get('guard_allocs', 0)))
+
+
 def case_python():
     code = ('import json, re\nd = {str(i): [i] * (i % 50) for i in range(8000)}\n'
             's = json.dumps(d)\nprint(len(s), len(json.loads(s)), sum(map(len, d.values())))\n'
@@ -284,6 +304,8 @@ def main():
         case_leaks()
     elif c == 'churn':
         case_churn()
+    elif c == 'maps':
+        case_maps()
     elif c == 'python':
         case_python()
     elif c == 'sort':
