@@ -17,15 +17,19 @@
 extern int ms_addr_mode MS_INTERNAL;
 
 /* 2^MS_ADDR_FILTER_BITS one-byte counters of the live recorded blocks whose address
- * hashes there (saturating: a counter that reached 255 stays). 64 KiB: with N recorded
- * live blocks, a plain block's free looks in the table with probability ~N / 2^16; a
- * larger filter cost the plain frees more (its pages in the TLB) than it saved. */
+ * maps there (saturating: a counter that reached 255 stays). A block's counter is its
+ * 16-byte granule within a 1 MiB window, the window's number mixed in by XOR: blocks
+ * close in memory share the filter's cache lines, so a program freeing its blocks in
+ * any local order finds them in the L1 cache (a scattering hash made this load the
+ * plain free's main cost: a cache miss per call). With N recorded live blocks a plain
+ * block's free looks in the table with probability ~N / 2^16. */
 #define MS_ADDR_FILTER_BITS 16
 extern uint8_t *ms_addr_filter MS_INTERNAL;
 
 static inline uint32_t ms_addr_hash(const void *p)
 {
-    return (uint32_t)(((ms_ptr_key(p) >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - MS_ADDR_FILTER_BITS));
+    uint64_t k = ms_ptr_key(p);
+    return (uint32_t)((k >> 4) ^ (k >> 20)) & ((1u << MS_ADDR_FILTER_BITS) - 1);
 }
 
 /* 0 when p is certainly not a recorded block: the check free() makes for every block. */
