@@ -49,9 +49,46 @@ static double ms_ln(double x)
     return (double)e * MS_LN2 + 2.0 * z * s;
 }
 
+/* The draws' logarithm: ln(x) = e*ln(2) + ln(c_i) + ln(1 + t) where c_i is the middle of
+ * the interval of 2^-LN_BITS that x's mantissa m lies in (picked by its top bits) and
+ * t = m/c_i - 1, |t| < 2^-(LN_BITS+1), so five terms of ln(1 + t)'s series leave an error
+ * below 1e-17. Two table loads and a few multiplications, no division: ms_ln's
+ * division and long series were a sixth of the agent's time at sample=4096 (one draw per
+ * sample). The tables are filled by ms_sampler_configure before any draw. */
+#define LN_BITS 8
+static double ln_mid[1 << LN_BITS];  /* ln(c_i) */
+static double inv_mid[1 << LN_BITS]; /* 1 / c_i */
+static int ln_ready;
+
+static void ln_tables_fill(void)
+{
+    if (ln_ready)
+        return;
+    for (int i = 0; i < 1 << LN_BITS; i++) {
+        double c = 1.0 + (i + 0.5) / (double)(1 << LN_BITS);
+        ln_mid[i] = ms_ln(c);
+        inv_mid[i] = 1.0 / c;
+    }
+    ln_ready = 1;
+}
+
+static inline double ms_ln_fast(double x)
+{
+    union {
+        double d;
+        uint64_t u;
+    } v = {x};
+    int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+    unsigned i = (unsigned)(v.u >> (52 - LN_BITS)) & ((1u << LN_BITS) - 1);
+    v.u = (v.u & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
+    double t = v.d * inv_mid[i] - 1.0, t2 = t * t;
+    double p = t * ((1.0 - 0.5 * t) + t2 * ((1.0 / 3 - 0.25 * t) + t2 * 0.2));
+    return (double)e * MS_LN2 + ln_mid[i] + p;
+}
+
 double ms_sampler_neg_log(double u)
 {
-    return -ms_ln(u);
+    return -ms_ln_fast(u);
 }
 
 /* ln(1-p) for p in (0, 1): a series when p is small (1-p would lose digits). */
@@ -112,7 +149,7 @@ uint64_t ms_sampler_next_distance(ms_sampler_state *st)
 {
     /* u in (0, 1]: never 0, so -ln(u) is finite */
     double u = (double)((xorshift64s(&st->rng) >> 11) + 1) * 0x1.0p-53;
-    double x = ms_sampler_neg_log(u) * ms_sampler_cfg.scale;
+    double x = -ms_ln_fast(u) * ms_sampler_cfg.scale;
     if (!(x < 4e18))
         return (uint64_t)4e18;
     uint64_t d = (uint64_t)x;
@@ -156,6 +193,7 @@ static void forget_state(ms_sampler_state *st)
 void ms_sampler_configure(uint64_t interval, uint64_t min_size, int has_seed, uint64_t seed)
 {
     ms_sampler_config c = {0};
+    ln_tables_fill();
     c.min_size = min_size;
     c.has_seed = has_seed;
     c.seed = seed;

@@ -138,7 +138,7 @@ static inline uint64_t ms_sampler_count_estimate(uint64_t size, uint64_t weight)
 }
 
 /* Pure helpers, exposed for the tests. */
-double ms_sampler_neg_log(double u);              /* -ln(u) for u in (0, 1], no libm */
+double ms_sampler_neg_log(double u); /* -ln(u) for u in (0, 1], no libm; after configure */
 uint64_t ms_sampler_splitmix64(uint64_t *x);
 uint64_t ms_sampler_next_distance(ms_sampler_state *st); /* one geometric draw, >= 1 */
 void ms_sampler_seed_state(ms_sampler_state *st, uint64_t seed);

@@ -15,6 +15,7 @@
 static void test_neg_log_matches_libm(void **state)
 {
     (void)state;
+    ms_sampler_configure(4096, 0, 1, 1); /* fills the logarithm's tables */
     double worst = 0;
     for (double u = 1e-15; u <= 1.0; u *= 1.0137) {
         double want = -log(u), got = ms_sampler_neg_log(u);
@@ -25,6 +26,16 @@ static void test_neg_log_matches_libm(void **state)
     assert_true(worst < 1e-13);
     assert_true(fabs(ms_sampler_neg_log(1.0)) < 1e-15);
     assert_true(fabs(ms_sampler_neg_log(0x1.0p-53) - 53 * log(2.0)) < 1e-12);
+    /* the draws' own values (53-bit u), the table's interval edges among them */
+    uint64_t x = 99;
+    for (int i = 0; i < 2000000; i++) {
+        double u = (double)((ms_sampler_splitmix64(&x) >> 11) + 1) * 0x1.0p-53;
+        if (i & 1) /* a mantissa at an edge of the table's intervals, or just below one */
+            u = ldexp(1.0 + (double)(i % 256) / 256.0 - (i & 2 ? 0x1.0p-52 : 0), -1 - i % 40);
+        double want = -log(u), got = ms_sampler_neg_log(u);
+        if (fabs(got - want) > 1e-15 + 1e-14 * want)
+            fail_msg("-ln(%a): %.17g, libm %.17g", u, got, want);
+    }
 }
 
 /* The distance to the next sample is geometric with p = 1/interval: mean = interval and
@@ -97,6 +108,27 @@ static void test_weights_unbiased_per_size(void **state)
     check_unbiased(524288, 100, 5);
     check_unbiased(524288, 300000, 6);
     check_unbiased(64, 40, 7);
+}
+
+/* Many blocks of mixed sizes, as a program allocates them (mostly small, a few large):
+ * the sum of the weights estimates the bytes allocated (a draw biased by its logarithm
+ * would show here: weights are counts of draws). */
+static void test_weights_unbiased_mixed(void **state)
+{
+    (void)state;
+    ms_sampler_configure(4096, 0, 1, 4242);
+    uint64_t x = 17, total = 0, est = 0;
+    for (int i = 0; i < 4000000; i++) {
+        uint64_t r = ms_sampler_splitmix64(&x);
+        uint64_t size = r % 100 == 0 ? 4096 + (r >> 20) % 60000 : 8 + (r >> 8) % 400;
+        est += ms_sampler_weigh(size);
+        total += size;
+    }
+    double sd = sqrt((double)total * 4096.0);
+    double diff = fabs((double)est - (double)total);
+    if (diff > 5 * sd || diff > 0.01 * (double)total)
+        fail_msg("estimate %llu vs %llu bytes (%.2f sd)", (unsigned long long)est,
+                 (unsigned long long)total, diff / sd);
 }
 
 /* A block big enough to be hit with > 99% probability is recorded at its real size, and
@@ -198,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_neg_log_matches_libm),
         cmocka_unit_test(test_distance_is_geometric),
         cmocka_unit_test(test_weights_unbiased_per_size),
+        cmocka_unit_test(test_weights_unbiased_mixed),
         cmocka_unit_test(test_threshold_99_percent),
         cmocka_unit_test(test_multiple_samples_per_block),
         cmocka_unit_test(test_seed_reproducible),
