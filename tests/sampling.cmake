@@ -28,3 +28,7 @@ target_link_libraries(slow_walk PRIVATE dl)
 set_target_properties(slow_walk PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MS_TEST_BIN}/programs)
 add_dependencies(sm_fork_walks slow_walk)
 ms_integration_test(sampling_fork_walks ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_fork_walks.py)
+# The address table of recorded blocks on its own
+ms_unit_test(sampling_addr_table SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_addr_table.c
+  ${PROJECT_SOURCE_DIR}/src/agent/addr_table.c)
+target_include_directories(sampling_addr_table PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)

@@ -1,5 +1,6 @@
 /* Recorded blocks by address (see addr_table.h): the filter of counters and, behind it,
- * 64 shards of open addressing (linear probing, tombstones) keyed by the block's address,
+ * 64 shards of open addressing (linear probing, deletion by backward shift: no
+ * tombstones, so a table of steady size is never rebuilt) keyed by the block's address,
  * each under its own spinlock. Shards map their slots on first use and grow by doubling
  * (rehashed into a new mapping), so the table takes memory in proportion to the blocks it
  * keeps. Recorded blocks are few (one per sampling interval of allocated bytes), and a
@@ -16,11 +17,10 @@ uint8_t *ms_addr_filter;
 
 #define SHARDS 64
 #define EMPTY 0ull
-#define TOMB 1ull /* no block lives at address 1 */
 #define MIN_CAP 64u
 
 typedef struct slot {
-    uint64_t key; /* ms_ptr_key of the block, EMPTY or TOMB */
+    uint64_t key; /* ms_ptr_key of the block, or EMPTY */
     uint32_t idx;
     uint32_t pad;
 } slot;
@@ -28,7 +28,6 @@ typedef struct slot {
 typedef struct shard {
     int lock;
     uint32_t cap;  /* slots (a power of two), 0 before the first insert */
-    uint32_t used; /* keys and tombstones */
     uint32_t live; /* keys */
     slot *s;
 } __attribute__((aligned(64))) shard;
@@ -82,13 +81,13 @@ static slot *find(shard *h, uint64_t key, uint64_t hash)
     return NULL;
 }
 
-/* Room for one more key: at most half the slots hold keys or tombstones (frees of plain
- * blocks the filter lets through probe to an empty slot: short runs keep them cheap);
- * else a new mapping of four slots per live key (at least MIN_CAP), without tombstones.
- * 0, or -ENOMEM (the old slots stay). */
+/* Room for one more key: at most half the slots hold keys (frees of plain blocks the
+ * filter lets through probe to an empty slot: short runs keep them cheap); else a new
+ * mapping of four slots per live key (at least MIN_CAP). 0, or -ENOMEM (the old slots
+ * stay). */
 static int make_room(shard *h)
 {
-    if (h->cap && (uint64_t)(h->used + 1) * 2 <= (uint64_t)h->cap)
+    if (h->cap && (uint64_t)(h->live + 1) * 2 <= (uint64_t)h->cap)
         return 0;
     uint64_t cap = MIN_CAP;
     while (cap < (uint64_t)(h->live + 1) * 4)
@@ -103,7 +102,7 @@ static int make_room(shard *h)
     uint32_t m = (uint32_t)cap - 1;
     for (uint32_t i = 0; i < h->cap; i++) {
         uint64_t k = h->s[i].key;
-        if (k == EMPTY || k == TOMB)
+        if (k == EMPTY)
             continue;
         uint32_t j = (uint32_t)key_hash(k) & m;
         while (ns[j].key != EMPTY)
@@ -114,8 +113,27 @@ static int make_room(shard *h)
         ms_sys_munmap(h->s, (size_t)h->cap * sizeof(slot));
     h->s = ns;
     h->cap = (uint32_t)cap;
-    h->used = h->live;
     return 0;
+}
+
+/* Empties slot i and shifts back the keys after it that probed past it, so that every
+ * key stays reachable from its first slot without tombstones. */
+static void delete_at(shard *h, uint32_t i)
+{
+    uint32_t m = h->cap - 1;
+    for (uint32_t j = (i + 1) & m;; j = (j + 1) & m) {
+        uint64_t k = h->s[j].key;
+        if (k == EMPTY)
+            break;
+        uint32_t home = (uint32_t)key_hash(k) & m;
+        /* k may move to i when its home is not within the cyclic range (i, j] */
+        if (((j - home) & m) >= ((j - i) & m)) {
+            h->s[i] = h->s[j];
+            i = j;
+        }
+    }
+    h->s[i].key = EMPTY;
+    h->s[i].idx = 0;
 }
 
 static void filter_add(const void *p, int d)
@@ -139,10 +157,8 @@ int ms_addr_insert(const void *p, uint32_t idx)
     int rc = make_room(h);
     if (rc == 0) {
         uint32_t m = h->cap - 1, i = (uint32_t)hash & m;
-        while (h->s[i].key != EMPTY && h->s[i].key != TOMB && h->s[i].key != key)
+        while (h->s[i].key != EMPTY && h->s[i].key != key)
             i = (i + 1) & m;
-        if (h->s[i].key == EMPTY)
-            h->used++;
         if (h->s[i].key != key) {
             h->live++;
             filter_add(p, 1); /* before free() can see the block: it is not returned yet */
@@ -163,8 +179,7 @@ uint32_t ms_addr_remove(const void *p)
     uint32_t idx = 0;
     if (s) {
         idx = s->idx;
-        s->key = TOMB;
-        s->idx = 0;
+        delete_at(h, (uint32_t)(s - h->s));
         h->live--;
         filter_add(p, -1);
     }

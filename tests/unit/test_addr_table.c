@@ -1,0 +1,146 @@
+/* Unit tests of the address table of recorded blocks (addr_table.c) on its own: every
+ * kept block found again with its live index after any order of removals (keys that
+ * share a first slot included), plain addresses never found, the filter's "maybe" for
+ * every kept block, and a steady number of blocks kept without new mappings. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <cmocka.h>
+
+#include "agent/addr_table.h"
+
+/* What the table needs from the agent: its mappings (counted) and health counters. */
+ms_health_t ms_health;
+static unsigned long maps_made;
+
+void *ms_sys_mmap(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    maps_made++;
+    return p;
+}
+
+void ms_sys_munmap(void *p, size_t len)
+{
+    munmap(p, len);
+}
+
+static uint64_t rng = 1;
+static uint64_t next(void) /* an LCG, its high bits folded down */
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return rng ^ (rng >> 29);
+}
+
+static void *addr(uint64_t k) { return (void *)(uintptr_t)k; }
+
+static void setup_once(void)
+{
+    static int done;
+    if (!done) {
+        assert_int_equal(ms_addr_init(), 0);
+        done = 1;
+    }
+}
+
+/* Keys 16 MiB apart share the low bits of their hash, so those of one shard share their
+ * first slot: one long run of linear probing, emptied from its middle and its ends. */
+static void test_colliding_keys(void **state)
+{
+    (void)state;
+    setup_once();
+    enum { N = 48 };
+    uint64_t keys[N];
+    int n = 0;
+    uint64_t want_shard = 7;
+    for (uint64_t j = 1; n < N; j++) {
+        uint64_t k = 0x7f0000001230ull + j * (16ull << 20);
+        if ((((k >> 4) * 0x9E3779B97F4A7C15ull) >> 58 & 63) == want_shard)
+            keys[n++] = k;
+    }
+    for (int i = 0; i < N; i++)
+        assert_int_equal(ms_addr_insert(addr(keys[i]), 100 + i), 0);
+    assert_int_equal(ms_addr_count(), N);
+    int order[N], gone[N] = {0};
+    for (int i = 0; i < N; i++)
+        order[i] = i;
+    for (int i = N - 1; i > 0; i--) { /* a shuffle */
+        int j = (int)(next() % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (int r = 0; r < N; r++) {
+        int x = order[r];
+        assert_int_equal(ms_addr_remove(addr(keys[x])), 100 + x);
+        gone[x] = 1;
+        assert_int_equal(ms_addr_remove(addr(keys[x])), 0); /* once */
+        for (int i = 0; i < N; i++) { /* the others still there: removed and put back */
+            if (gone[i])
+                continue;
+            assert_true(ms_addr_maybe(addr(keys[i])));
+            assert_int_equal(ms_addr_remove(addr(keys[i])), 100 + i);
+            assert_int_equal(ms_addr_insert(addr(keys[i]), 100 + i), 0);
+        }
+    }
+    assert_int_equal(ms_addr_count(), 0);
+}
+
+/* A program's steady state: blocks recorded and freed by the million, a few dozen live at
+ * a time, against a model; the table keeps its mappings (no rebuild per so many frees). */
+static void test_steady_churn(void **state)
+{
+    (void)state;
+    setup_once();
+    enum { LIVE = 64 };
+    uint64_t live[LIVE] = {0};
+    uint32_t idx[LIVE] = {0};
+    /* warm up: every shard gets its slots */
+    for (int i = 0; i < 100000; i++) {
+        uint64_t k = (next() & 0x00007ffffffffff0ull) | 0x10;
+        assert_int_equal(ms_addr_insert(addr(k), 1), 0);
+        assert_int_equal(ms_addr_remove(addr(k)), 1);
+    }
+    unsigned long maps_before = maps_made;
+    uint64_t bytes_before = ms_addr_bytes_reserved();
+    for (uint32_t i = 0; i < 2000000; i++) {
+        int s = (int)(next() % LIVE);
+        if (live[s]) {
+            assert_int_equal(ms_addr_remove(addr(live[s])), idx[s]);
+            assert_int_equal(ms_addr_remove(addr(live[s] + 16)), 0); /* a plain neighbour */
+            live[s] = 0;
+        } else {
+            live[s] = (next() & 0x00007ffffffffff0ull) | 0x10;
+            idx[s] = i + 1;
+            assert_int_equal(ms_addr_insert(addr(live[s]), idx[s]), 0);
+            assert_true(ms_addr_maybe(addr(live[s])));
+        }
+    }
+    uint64_t n = 0;
+    for (int s = 0; s < LIVE; s++)
+        if (live[s]) {
+            n++;
+            assert_int_equal(ms_addr_remove(addr(live[s])), idx[s]);
+        }
+    assert_true(n > 0);
+    assert_int_equal(ms_addr_count(), 0);
+    assert_int_equal(maps_made, maps_before);
+    assert_int_equal(ms_addr_bytes_reserved(), bytes_before);
+    /* all counters back to zero: no address is a "maybe" */
+    for (int i = 0; i < 1000; i++)
+        assert_false(ms_addr_maybe(addr((next() & 0x00007ffffffffff0ull) | 0x10)));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_colliding_keys),
+        cmocka_unit_test(test_steady_churn),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
