@@ -16,7 +16,7 @@
 #include "agent/guard.h"
 #include "agent/sampler.h"
 
-__thread uint32_t ms_guard_left __attribute__((tls_model("initial-exec")));
+__thread int32_t ms_guard_left __attribute__((tls_model("initial-exec")));
 static __thread uint64_t ms_guard_rng __attribute__((tls_model("initial-exec")));
 
 uintptr_t ms_guard_lo, ms_guard_span;
@@ -123,7 +123,8 @@ static void slot_put(uint32_t i)
 }
 
 /* ===========================================================================
- * The countdown: uniform in [1, 2*RATE-1] (mean RATE), as GWP-ASan draws it.
+ * The countdown: uniform in [1, 2*RATE-1] (mean RATE), as GWP-ASan draws it (RATE is at
+ * most 2^30: it fits ms_guard_left).
  * ========================================================================= */
 static uint32_t next_countdown(void)
 {
@@ -142,15 +143,15 @@ static uint32_t next_countdown(void)
 static int guard_turn(void)
 {
     if (__atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) != MS_STATE_READY) {
-        ms_guard_left = 0; /* decide again once the options are known */
+        ms_guard_left = 0; /* the next one decides again, once the options are known */
         return 0;
     }
     if (!ms_opt.guard) {
-        ms_guard_left = UINT32_MAX;
+        ms_guard_left = INT32_MAX;
         return 0;
     }
     if (ms_self.busy) { /* the agent's own allocation: the next one decides */
-        ms_guard_left = 1;
+        ms_guard_left = 0;
         return 0;
     }
     if (MS_UNLIKELY(ms_guard_rng == 0)) { /* this thread's first allocation */
@@ -162,10 +163,10 @@ static int guard_turn(void)
         ms_enter();
         ms_guard_altstack();
         ms_leave();
-        ms_guard_left = next_countdown();
+        ms_guard_left = (int32_t)next_countdown() - 1;
         return ms_opt.guard <= 1;
     }
-    ms_guard_left = next_countdown();
+    ms_guard_left = (int32_t)next_countdown() - 1; /* the countdown-th from here decides */
     return 1;
 }
 

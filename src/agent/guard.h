@@ -12,9 +12,11 @@
 
 #include "agent/agent.h"
 
-/* Allocations left before the next guarded one (0: the slow path decides, e.g. at the
- * thread's first allocation). With guard=0 the slow path sets it out of reach. */
-extern __thread uint32_t ms_guard_left __attribute__((tls_model("initial-exec"))) MS_INTERNAL;
+/* Allocations that pass before the next one decides (the slow path decides when it
+ * goes below 0, e.g. at the thread's first allocation). With guard=0 the slow path sets
+ * it out of reach. Signed, so that the tick is one decrement of thread-local memory and
+ * a jump on its sign. */
+extern __thread int32_t ms_guard_left __attribute__((tls_model("initial-exec"))) MS_INTERNAL;
 /* The pool's address range ([lo, lo + span), span 0 until reserved). */
 extern uintptr_t ms_guard_lo MS_INTERNAL;
 extern uintptr_t ms_guard_span MS_INTERNAL;
@@ -22,7 +24,7 @@ extern uintptr_t ms_guard_span MS_INTERNAL;
 /* 1 when this allocation's turn has come (or the countdown must be set up). */
 static inline int ms_guard_tick(void)
 {
-    return MS_UNLIKELY(ms_guard_left-- <= 1);
+    return MS_UNLIKELY(--ms_guard_left < 0);
 }
 /* 1 when p lies in the pool (its blocks and guard pages): free and realloc must not read
  * the 16 bytes below such a pointer (they may be a guard page). */
