@@ -1,12 +1,27 @@
 #!/bin/sh
-# Cost of guard pages (guard=RATE) on top of sampled mode: sqlite3 and python3 workloads
-# (bench/workloads.sh) uninstrumented, under memsight with sample=BYTES alone, and with
-# sample=BYTES plus guard=RATE (5000 unless GUARD_RATE says otherwise: GWP-ASan's
-# default). Runs are interleaved (base, sampled, guarded, then again) so load changes
-# hit all three alike; prints the best-of-N CPU time (user+sys) and wall time, their
-# ratios to the uninstrumented run, the guarded run's ratio to sampled mode alone, and
-# how many blocks were guarded (HLTH guard_allocs of the exit snapshot). Asserts nothing.
-# usage: bench/bench-guard.sh [BUILD_DIR] [REPEATS]   (env: SAMPLE=524288 GUARD_RATE=5000)
+# Cost of guard pages (guard=RATE) on top of sampled mode, in two parts:
+#  1. sqlite3 and python3 workloads (bench/workloads.sh) uninstrumented, under memsight
+#     with sample=BYTES alone, and with sample=BYTES plus guard=RATE (5000 unless
+#     GUARD_RATE says otherwise: GWP-ASan's default). Runs are interleaved (base,
+#     sampled, guarded, then again) so load changes hit all three alike. Per tool: the
+#     best CPU time (user+sys) and wall time of the runs, their ratios to the
+#     uninstrumented run, and the spread of its CPU times ((worst - best) / best). Then
+#     the guard's extra over sampled mode alone (best against best) beside sampled mode's
+#     own spread: an extra within that spread is no difference this machine can measure.
+#  2. What one guarded block costs: the same workloads, and the malloc/free loop of
+#     sm_scale (batches of 4096 blocks, 16-64 bytes) on 1 thread and on 2 (where the
+#     mprotect at free must flush the page from the other CPU's TLB), with sampled mode
+#     alone and with guard=BLOCK_RATE (250: twenty times the blocks, whose cost then
+#     stands out of the noise) and guard_pool=BLOCK_POOL (1024: python keeps many of its
+#     guarded blocks, which fill a pool of 64 and leave later turns unguarded): the CPU
+#     time the guard adds divided by the blocks it guarded (an upper bound: the turns
+#     that found the pool full and the first use of each slot are counted in). With it,
+#     part 1's blocks times this cost: the share of sampled mode's CPU time the guard is
+#     expected to add at guard=RATE.
+# Asserts nothing (the machine may be noisy).
+# usage: bench/bench-guard.sh [BUILD_DIR] [REPEATS]
+#   env: SAMPLE=524288 GUARD_RATE=5000 BLOCK_RATE=250 BLOCK_POOL=1024 LOOP_PAIRS=20000000
+#        PARTS="workloads block"
 set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-${BUILD:-$SRC/build}}
@@ -14,69 +29,148 @@ case $BUILD in /*) ;; *) BUILD=$SRC/$BUILD ;; esac
 REPS=${2:-5}
 SAMPLE=${SAMPLE:-524288}
 GUARD_RATE=${GUARD_RATE:-5000}
+BLOCK_RATE=${BLOCK_RATE:-250}
+BLOCK_POOL=${BLOCK_POOL:-1024}
+LOOP_PAIRS=${LOOP_PAIRS:-20000000}
+PARTS=${PARTS:-workloads block}
 MEMSIGHT=$BUILD/bin/memsight
+SCALE=$BUILD/tests/programs/sm_scale
 PY=/usr/bin/python3
-[ -x "$MEMSIGHT" ] || { echo "build first: $MEMSIGHT is missing" >&2; exit 1; }
+for f in "$MEMSIGHT" "$SCALE"; do
+    [ -x "$f" ] || { echo "build first: $f is missing" >&2; exit 1; }
+done
 command -v sqlite3 > /dev/null || { echo "sqlite3 is needed (Debian package sqlite3)" >&2; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/msbench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT INT TERM
 
 . "$SRC/bench/workloads.sh"
 ms_bench_sqlite_sql "$WORK/sqlite.sql"
+# CPU time to the microsecond (time(1) prints hundredths)
+cc -O2 -o "$WORK/cputime" "$SRC/bench/cputime.c"
 
-# run_one TOOL WORKLOAD: leaves "wall cpu" in $WORK/r.txt
-run_one() {
-    tool=$1; wl=$2
-    case $tool in
-    base) set -- ;;
-    sampled) set -- "$MEMSIGHT" run -q -o "$WORK/snaps" --sample "$SAMPLE" -- ;;
-    guarded) set -- "$MEMSIGHT" run -q -o "$WORK/snaps" --sample "$SAMPLE" \
-                 -O guard="$GUARD_RATE" -- ;;
-    esac
-    rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"
-    ms_bench_time "$WORK" "$wl" "$@"
-    awk '{ printf "%s %.3f\n", $1, $2 + $3 }' "$WORK/t.txt" | tail -n 1 > "$WORK/r.txt"
-    if [ "$tool" = guarded ]; then # blocks the pool held in this run
-        f=$(ls "$WORK"/snaps/memsight-*-exit.msnap 2>/dev/null | head -n 1)
-        [ -n "$f" ] && "$MEMSIGHT" report --format json "$f" | $PY -c \
-            'import json,sys; h=json.load(sys.stdin)["health"]; print(h.get("guard_allocs", 0), h.get("guard_pool_full", 0))' \
-            > "$WORK/g.txt"
-    fi
-}
-
-# best TOOL: keeps the smallest wall (W_tool) and CPU (C_tool) of the runs so far
-best() {
-    set -- "$1" $(cat "$WORK/r.txt")
-    eval "ow=\${W_$1:-}; oc=\${C_$1:-}"
-    if [ -z "$ow" ] || [ "$(echo "$2 < $ow" | bc -l)" = 1 ]; then eval "W_$1=$2"; fi
-    if [ -z "$oc" ] || [ "$(echo "$3 < $oc" | bc -l)" = 1 ]; then eval "C_$1=$3"; fi
+# guarded_blocks: the blocks the pool held in the last run and the turns that found it
+# full (HLTH guard_allocs, guard_pool_full of its exit snapshot), in $WORK/g.txt
+guarded_blocks() {
+    f=$(ls "$WORK"/snaps/memsight-*-exit.msnap 2>/dev/null | head -n 1)
+    echo "? ?" > "$WORK/g.txt"
+    [ -n "$f" ] && "$MEMSIGHT" report --format json "$f" | $PY -c \
+        'import json,sys; h=json.load(sys.stdin)["health"]; print(h.get("guard_allocs", 0), h.get("guard_pool_full", 0))' \
+        > "$WORK/g.txt"
     return 0
 }
-ratio() { echo "scale=3; $1 / $2" | bc -l | sed 's/^\./0./'; }
 
-echo "guard pages on top of sampled mode: sample=$SAMPLE, guard=$GUARD_RATE"
-echo "(best of $REPS interleaved runs; on a loaded machine trust cpu_x more than wall_x)"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-7s %-8s %8s %8s %7s %7s %13s %9s\n' work tool wall_s cpu_s wall_x cpu_x cpu_vs_sampled guarded
-for wl in sqlite python; do
-    for tool in base sampled guarded; do unset W_$tool C_$tool; done
+# run_one TOOL WORKLOAD: leaves "wall cpu" in $WORK/r.txt (bench/cputime.c). WORKLOAD sqlite, python, or
+# loop1 / loop2 (sm_scale on 1 or 2 threads); TOOL base, sampled, guarded
+run_one() {
+    tool=$1; wl=$2
+    rate=$GUARD_RATE pool=64
+    [ -n "${RATE_NOW:-}" ] && rate=$RATE_NOW pool=$BLOCK_POOL
+    TIMED="$WORK/cputime $WORK/c.txt"
+    case $tool in
+    base) set -- $TIMED ;;
+    sampled) set -- $TIMED "$MEMSIGHT" run -q -o "$WORK/snaps" --sample "$SAMPLE" -- ;;
+    guarded) set -- $TIMED "$MEMSIGHT" run -q -o "$WORK/snaps" --sample "$SAMPLE" \
+                 -O guard="$rate" -O guard_pool="$pool" -- ;;
+    esac
+    rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"
+    case $wl in
+    loop1) "$@" "$SCALE" 0 "$LOOP_PAIRS" 4096 > /dev/null ;;
+    loop2) "$@" "$SCALE" 2 $((LOOP_PAIRS / 2)) 4096 > /dev/null ;;
+    *) ms_bench_time "$WORK" "$wl" "$@" ;;
+    esac
+    awk '{ printf "%s %.6f\n", $1, $2 + $3 }' "$WORK/c.txt" > "$WORK/r.txt"
+    if [ "$tool" = guarded ]; then guarded_blocks; cp "$WORK/g.txt" "$WORK/g.$wl.$rate"; fi
+}
+
+# keep TOOL: keeps the smallest wall (W_tool), smallest CPU (C_tool) and largest CPU
+# (X_tool) of the runs so far
+keep() {
+    set -- "$1" $(cat "$WORK/r.txt")
+    eval "ow=\${W_$1:-}; oc=\${C_$1:-}; ox=\${X_$1:-}"
+    if [ -z "$ow" ] || is "$2 < $ow"; then eval "W_$1=$2"; fi
+    if [ -z "$oc" ] || is "$3 < $oc"; then eval "C_$1=$3"; fi
+    if [ -z "$ox" ] || is "$3 > $ox"; then eval "X_$1=$3"; fi
+    return 0
+}
+# measure WORKLOAD TOOLS...: REPS interleaved rounds of the tools
+measure() {
+    wl=$1; shift
+    for tool in "$@"; do unset W_$tool C_$tool X_$tool; done
     r=0
     while [ $r -lt "$REPS" ]; do
-        for tool in base sampled guarded; do
+        for tool in "$@"; do
             run_one $tool $wl
-            best $tool
+            keep $tool
         done
         r=$((r + 1))
     done
-    for tool in base sampled guarded; do
-        eval "w=\$W_$tool; c=\$C_$tool"
-        vs=-; g=-
-        if [ $tool = guarded ]; then
-            vs="$(ratio "$c" "$C_sampled")"
-            g=$(cut -d' ' -f1 "$WORK/g.txt" 2>/dev/null || echo "?")
-        fi
-        printf '%-7s %-8s %8.2f %8.2f %7s %7s %13s %9s\n' $wl $tool "$w" "$c" \
-            "$(ratio "$w" "$W_base")" "$(ratio "$c" "$C_base")" "$vs" "$g"
+}
+calc() { awk "BEGIN { printf \"%.${2:-3}f\", $1 }"; }
+is() { awk "BEGIN { exit !($1) }"; }
+pct() { calc "100 * ($1)" 1; }
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+echo "guard pages on top of sampled mode: sample=$SAMPLE"
+echo "(best of $REPS interleaved runs; on a loaded machine trust cpu_x more than wall_x;"
+echo " cpu_spread: (worst - best) / best CPU time of a tool's runs)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+SUMMARY=""
+if part workloads; then
+    echo
+    echo "1. workloads, guard=$GUARD_RATE"
+    printf '%-7s %-8s %8s %8s %7s %7s %10s %9s %9s\n' work tool wall_s cpu_s wall_x cpu_x \
+        cpu_spread guarded pool_full
+    for wl in sqlite python; do
+        measure $wl base sampled guarded
+        for tool in base sampled guarded; do
+            eval "w=\$W_$tool; c=\$C_$tool; x=\$X_$tool"
+            g="- -"
+            [ $tool = guarded ] && g=$(cat "$WORK/g.$wl.$GUARD_RATE")
+            printf '%-7s %-8s %8.3f %8.3f %7s %7s %9s%% %9s %9s\n' $wl $tool "$w" "$c" \
+                "$(calc "$w / $W_base")" "$(calc "$c / $C_base")" \
+                "$(pct "($x - $c) / $c")" $g
+        done
+        eval "B_$wl=\$(cut -d' ' -f1 \"\$WORK/g.$wl.$GUARD_RATE\"); S_$wl=\$C_sampled"
+        within="beyond it"
+        is "$C_guarded - $C_sampled <= $X_sampled - $C_sampled" && within="within it"
+        SUMMARY="$SUMMARY$wl: guarded / sampled CPU $(calc "$C_guarded / $C_sampled")x, the guard's extra $(pct "($C_guarded - $C_sampled) / $C_sampled")%; sampled mode's own spread $(pct "($X_sampled - $C_sampled) / $C_sampled")%: $within
+"
     done
-done
+    echo
+    printf '%s' "$SUMMARY"
+fi
+
+if part block; then
+    echo
+    echo "2. one guarded block: guard=$BLOCK_RATE, guard_pool=$BLOCK_POOL (loop1, loop2: sm_scale, $LOOP_PAIRS malloc/free pairs"
+    echo "   on 1 thread, on 2 threads)"
+    RATE_NOW=$BLOCK_RATE
+    printf '%-7s %-8s %8s %8s %10s %9s %12s\n' work tool wall_s cpu_s cpu_spread guarded \
+        us_per_block
+    for wl in sqlite python loop1 loop2; do
+        measure $wl sampled guarded
+        for tool in sampled guarded; do
+            eval "w=\$W_$tool; c=\$C_$tool; x=\$X_$tool"
+            g=-; per=-
+            if [ $tool = guarded ]; then
+                g=$(cut -d' ' -f1 "$WORK/g.$wl.$BLOCK_RATE")
+                case $g in ''|*[!0-9]*|0) ;; *) per=$(calc "1000000 * ($C_guarded - $C_sampled) / $g" 2) ;; esac
+            fi
+            printf '%-7s %-8s %8.3f %8.3f %9s%% %9s %12s\n' $wl $tool "$w" "$c" \
+                "$(pct "($x - $c) / $c")" "$g" "$per"
+        done
+        eval "P_$wl=\$per"
+    done
+    RATE_NOW=
+    if part workloads; then
+        echo
+        echo "expected at guard=$GUARD_RATE: part 1's blocks x part 2's cost per block (a turn"
+        echo "that finds the pool full costs a lock, no system call)"
+        for wl in sqlite python; do
+            eval "b=\$B_$wl; s=\$S_$wl; per=\$P_$wl"
+            case $b$per in *[!0-9.]*|'') continue ;; esac
+            echo "$wl: $b blocks x $per us = $(calc "$b * $per / 1000" 1) ms, $(pct "$b * $per / 1000000 / $s")% of sampled mode's CPU time"
+        done
+    fi
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
