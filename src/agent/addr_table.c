@@ -13,7 +13,7 @@
 #include <string.h>
 
 int ms_addr_mode;
-uint8_t *ms_addr_filter;
+uint8_t ms_addr_filter[1u << MS_ADDR_FILTER_BITS];
 
 #define SHARDS 64
 #define EMPTY 0ull
@@ -36,9 +36,6 @@ static shard shards[SHARDS];
 
 int ms_addr_init(void)
 {
-    ms_addr_filter = ms_sys_mmap((size_t)1 << MS_ADDR_FILTER_BITS);
-    if (!ms_addr_filter)
-        return -ENOMEM;
     __atomic_store_n(&ms_addr_mode, 1, __ATOMIC_RELEASE);
     return 0;
 }

@@ -228,18 +228,20 @@ MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void free(void *p)
         ms_guard_free(p);
         return;
     }
-    if (MS_UNLIKELY(__atomic_load_n(&ms_state, __ATOMIC_RELAXED) != MS_STATE_READY) ||
-        MS_UNLIKELY(ms_boot_owns(p))) {
-        if (p)
-            ms_free_any(p);
-        return;
-    }
-    if (ms_addr_mode) {
+    /* sampled mode: set only once the real functions are resolved, so the agent's state
+     * need not be read; the bootstrap arena's blocks are never in the filter */
+    if (ms_addr_mode && MS_LIKELY(!ms_boot_owns(p))) {
         if (MS_LIKELY(!ms_addr_maybe(p))) {
             ms_real.free(p); /* free(NULL) included */
             return;
         }
         ms_free_addr(p);
+        return;
+    }
+    if (MS_UNLIKELY(__atomic_load_n(&ms_state, __ATOMIC_RELAXED) != MS_STATE_READY) ||
+        MS_UNLIKELY(ms_boot_owns(p))) {
+        if (p)
+            ms_free_any(p);
         return;
     }
     if (MS_LIKELY(!ms_hdr_check_matches(p))) {
