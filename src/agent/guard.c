@@ -216,8 +216,10 @@ void *ms_guard_alloc(size_t n, size_t align)
         align = 16;
     /* right: the block ends as close to the next guard page as its alignment allows */
     uintptr_t p = right ? (slot + pg - (n ? n : 1)) & ~(uintptr_t)(align - 1) : slot;
-    if (used)
-        memset((void *)p, 0, n); /* calloc's promise; a fresh page is zero already */
+    if (used) /* zero like a fresh page: calloc's promise, and no bytes of the freed
+               * block beside the new one (a scan of the page could take them for
+               * pointers) */
+        memset((void *)slot, 0, pg);
     ms_rec_prep rp;
     ms_record_prepare(&rp, n); /* full mode: a live entry as for any block */
     ms_record_commit_entry((void *)p, n, &rp);
@@ -232,7 +234,7 @@ void *ms_guard_alloc(size_t n, size_t align)
     MS_HEALTH_INC(guard_allocs);
     ms_leave();
     errno = saved;
-    return (void *)p; /* the page is fresh (never used, or emptied at free): zeroed */
+    return (void *)p; /* zeroed: a fresh page, or cleared above */
 }
 
 /* The slot whose block starts exactly at p, claimed for freeing, or -1 (bad pointer). */
