@@ -14,7 +14,8 @@
 #     alone and with guard=BLOCK_RATE (250: twenty times the blocks, whose cost then
 #     stands out of the noise) and guard_pool=BLOCK_POOL (1024: python keeps many of its
 #     guarded blocks, which fill a pool of 64 and leave later turns unguarded): the CPU
-#     time the guard adds divided by the blocks it guarded (an upper bound: the turns
+#     time the guard adds (the median over the rounds of guarded minus sampled, run
+#     back to back) divided by the blocks it guarded (an upper bound: the turns
 #     that found the pool full and the first use of each slot are counted in). With it,
 #     part 1's blocks times this cost: the share of sampled mode's CPU time the guard is
 #     expected to add at guard=RATE.
@@ -92,18 +93,25 @@ keep() {
     if [ -z "$ox" ] || is "$3 > $ox"; then eval "X_$1=$3"; fi
     return 0
 }
-# measure WORKLOAD TOOLS...: REPS interleaved rounds of the tools
+# measure WORKLOAD TOOLS...: REPS interleaved rounds of the tools; PAIRED: the median
+# over the rounds of guarded minus sampled CPU time (the two run back to back, so a
+# load change between rounds hits both)
 measure() {
     wl=$1; shift
     for tool in "$@"; do unset W_$tool C_$tool X_$tool; done
     r=0
+    : > "$WORK/diffs"
     while [ $r -lt "$REPS" ]; do
         for tool in "$@"; do
             run_one $tool $wl
             keep $tool
+            eval "L_$tool=\$(cut -d' ' -f2 \"\$WORK/r.txt\")"
         done
+        calc "$L_guarded - $L_sampled" 6 >> "$WORK/diffs"
+        echo >> "$WORK/diffs"
         r=$((r + 1))
     done
+    PAIRED=$(sort -g "$WORK/diffs" | awk '{ v[NR] = $1 } END { printf "%.6f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 }
 calc() { awk "BEGIN { printf \"%.${2:-3}f\", $1 }"; }
 is() { awk "BEGIN { exit !($1) }"; }
@@ -133,7 +141,7 @@ if part workloads; then
         eval "B_$wl=\$(cut -d' ' -f1 \"\$WORK/g.$wl.$GUARD_RATE\"); S_$wl=\$C_sampled"
         within="beyond it"
         is "$C_guarded - $C_sampled <= $X_sampled - $C_sampled" && within="within it"
-        SUMMARY="$SUMMARY$wl: guarded / sampled CPU $(calc "$C_guarded / $C_sampled")x, the guard's extra $(pct "($C_guarded - $C_sampled) / $C_sampled")%; sampled mode's own spread $(pct "($X_sampled - $C_sampled) / $C_sampled")%: $within
+        SUMMARY="$SUMMARY$wl: guarded / sampled CPU $(calc "$C_guarded / $C_sampled")x, the guard's extra $(pct "($C_guarded - $C_sampled) / $C_sampled")% (median of the rounds' differences $(pct "$PAIRED / $C_sampled")%); sampled mode's own spread $(pct "($X_sampled - $C_sampled) / $C_sampled")%: $within
 "
     done
     echo
@@ -154,7 +162,7 @@ if part block; then
             g=-; per=-
             if [ $tool = guarded ]; then
                 g=$(cut -d' ' -f1 "$WORK/g.$wl.$BLOCK_RATE")
-                case $g in ''|*[!0-9]*|0) ;; *) per=$(calc "1000000 * ($C_guarded - $C_sampled) / $g" 2) ;; esac
+                case $g in ''|*[!0-9]*|0) ;; *) per=$(calc "1000000 * $PAIRED / $g" 2) ;; esac
             fi
             printf '%-7s %-8s %8.3f %8.3f %9s%% %9s %12s\n' $wl $tool "$w" "$c" \
                 "$(pct "($x - $c) / $c")" "$g" "$per"
