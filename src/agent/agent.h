@@ -199,6 +199,13 @@ int ms_stacks_init(uint64_t capacity) MS_INTERNAL;
 /* Returns the id of (kind, pcs[0..depth)), inserting it; 0 when the table is full. */
 uint32_t ms_stack_intern(unsigned kind, const uint64_t *pcs, unsigned depth, unsigned flags) MS_INTERNAL;
 ms_stack_rec *ms_stack_get(uint32_t id) MS_INTERNAL; /* NULL if unknown */
+extern ms_chunks ms_stack_recs MS_INTERNAL;
+/* The record of an id this thread had from ms_stack_intern (directly or through a cache):
+ * no bounds check and no call, for the recording path; id 0 has none. */
+static inline ms_stack_rec *ms_stack_known(uint32_t id)
+{
+    return id ? (ms_stack_rec *)ms_chunks_at(&ms_stack_recs, id) : NULL;
+}
 /* Agent memory the stack tables hold (records, shards, pcs, index). */
 uint64_t ms_stacks_bytes_mapped(void) MS_INTERNAL;
 void ms_stacks_fork_prepare(void) MS_INTERNAL;

@@ -137,7 +137,7 @@ void ms_record_prepare(ms_rec_prep *rp, size_t size)
     }
     rp->sid = sid;
     rp->idx = idx;
-    rp->rec = ms_stack_get(sid);
+    rp->rec = ms_stack_known(sid);
     if (rp->rec) {
         uint64_t blocks = ms_sampler_count_estimate(size, rp->weight);
         ms_stack_count_heap_alloc(rp->rec, blocks, rp->weight);

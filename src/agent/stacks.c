@@ -12,7 +12,7 @@
 
 /* 16K records (1 MiB) per chunk: ms_own_ranges keeps a few hundred mappings at 1M stacks */
 #define RECS_CHUNK_SHIFT 14
-static ms_chunks ms_stack_recs;     /* indexed by id; id 0 unused */
+ms_chunks ms_stack_recs;           /* indexed by id; id 0 unused */
 ms_chunks ms_stack_shards[MS_STACK_SHARDS - 1]; /* {blocks, bytes} per id, shards 1.. */
 static uint32_t ms_stack_cap;       /* ids 1..ms_stack_cap-1 */
 static uint32_t ms_next_id = 1;     /* ids below are complete records (set under the lock) */
