@@ -1,0 +1,92 @@
+#!/bin/sh
+# Where full mode's cost goes on the python3 churn (bench/churn.py, PYTHONMALLOC=malloc),
+# counted rather than timed: the run without the agent and under each agent library given
+# go through cachegrind (instructions, and misses of a simulated 32 KiB L1 and a 1 MiB
+# last level, the size of one core's L2 on the 2-vCPU machines the numbers in docs/ come
+# from). The counts do not move with the machine's load, so a change a few percent wide
+# shows on a busy machine where CPU time spreads by 20-60% (bench-full.sh). Prints, per
+# allocation call (malloc family + free, from the agent's own counters), what each agent
+# adds to the uninstrumented run, then the agent functions with the most instructions
+# (self, per call). Two reference preloads follow (unless REFS=0): floor-preload.c (an
+# interposer that only jumps to the C library) and header-preload.c (every block 16 bytes
+# larger, as under full mode, nothing recorded): what the blocks' header costs the
+# allocator and the program, apart from the agent's work. Times are not measured:
+# memory-level misses cost more than L1 ones and the simulation has no prefetcher.
+# usage: bench/bench-cachesim.sh [BUILD_DIR] [ROUNDS] [AGENT.so...]   (ROUNDS default 2)
+set -eu
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-${BUILD:-$SRC/build}}
+case $BUILD in /*) ;; *) BUILD=$SRC/$BUILD ;; esac
+ROUNDS=${2:-2}
+[ $# -ge 2 ] && shift 2 || shift $#
+[ $# -gt 0 ] || set -- "$BUILD/lib/libmemsight.so"
+for a in "$@"; do [ -f "$a" ] || { echo "no agent library: $a" >&2; exit 1; }; done
+command -v valgrind >/dev/null 2>&1 || { echo "valgrind (cachegrind) is needed" >&2; exit 1; }
+PY=/usr/bin/python3
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/mscachesim.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT INT TERM
+
+# sim AGENT OUT: churn.py under cachegrind ("" for no agent; a fixed hash seed, so that
+# every run does the same work); the summary line's counts
+# (Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw) on stdout. follow_exec: valgrind's launcher
+# execs the tool, which must keep LD_PRELOAD for the program.
+sim() {
+    rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"
+    env PYTHONMALLOC=malloc PYTHONHASHSEED=0 MEMSIGHT_OPTIONS="out=$WORK/snaps,follow_exec=1" ${1:+LD_PRELOAD=$1} \
+        valgrind --tool=cachegrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 \
+        --LL=1048576,16,64 --cachegrind-out-file="$2" $PY "$SRC/bench/churn.py" "$ROUNDS" \
+        > /dev/null 2> "$WORK/vg.err" || { cat "$WORK/vg.err" >&2; exit 1; }
+    sed -n 's/^summary: *//p' "$2"
+}
+# allocation calls of the last run, from its exit snapshot
+calls() {
+    $PY - "$WORK/snaps" "$SRC/tests/integration" <<'PYEOF'
+import glob, os, sys
+sys.path.insert(0, sys.argv[2])
+import agent_snap
+f = sorted(glob.glob(os.path.join(sys.argv[1], '*-exit.msnap')), key=os.path.getsize)[-1]
+s = agent_snap.read(f)
+print(sum(st['alloc_blocks'] + st['free_blocks'] for st in s['stacks'].values() if st['kind'] == 'heap'))
+PYEOF
+}
+
+# the reference preloads: their rows are divided by the last agent run's call count
+# (the same script with the same hash seed makes the same calls)
+REFLIBS=""
+if [ "${REFS:-1}" != 0 ]; then
+    for r in floor header; do
+        cc -O2 -shared -fPIC -o "$WORK/$r-preload.so" "$SRC/bench/$r-preload.c" -ldl
+        REFLIBS="$REFLIBS $WORK/$r-preload.so"
+    done
+fi
+set -- "" "$@" $REFLIBS
+base=""
+n=0
+i=0
+for a in "$@"; do
+    i=$((i + 1))
+    counts=$(sim "$a" "$WORK/cg.$i")
+    if [ -z "$a" ]; then
+        base=$counts
+        echo "python3 bench/churn.py $ROUNDS under cachegrind (I1, D1 32 KiB; last level 1 MiB)"
+        echo "$counts" | awk '{ printf "%-44s %12s %10s %10s %10s\n", "per call, added to the run without the agent:", "instr", "I1_miss", "D1_miss", "LL_miss"
+                              printf "(none: %d instructions, %d D1 and %d LL misses in all)\n", $1, $5 + $8, $6 + $9 }'
+        continue
+    fi
+    case $a in
+    "$WORK"/*) a=${a#"$WORK"/} ;; # a reference: no snapshot, the count of the agent's run
+    *) n=$(calls) ;;
+    esac
+    [ "$n" -gt 0 ] || { echo "no agent run to count the calls of $a" >&2; continue; }
+    echo "$base $counts $n" | awk -v a="$a" '{ n = $19
+        printf "%-44s %12.1f %10.3f %10.3f %10.3f\n", a, ($10 - $1) / n, ($11 - $2) / n,
+               ($14 + $17 - $5 - $8) / n, ($15 + $18 - $6 - $9) / n }'
+    case $a in *-preload.so) continue ;; esac
+    echo "    ($n allocation calls) instructions per call in the agent's functions (self, inlined code included):"
+    # lines "COUNT (PCT) FILE:FUNCTION": the agent's sources are under src/agent and src/core
+    cg_annotate --show=Ir --sort=Ir "$WORK/cg.$i" 2>/dev/null |
+        awk -v n="$n" '$1 ~ /^[0-9,]+$/ && $NF ~ /\/src\/(agent|core)\// {
+                           gsub(",", "", $1); f = $NF; sub(/.*:/, "", f); ir[f] += $1 }
+                       END { for (f in ir) if (ir[f] / n >= 0.5) printf "      %-30s %8.1f\n", f, ir[f] / n }' |
+        sort -k2 -rn | head -12
+done
