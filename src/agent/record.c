@@ -199,34 +199,44 @@ void ms_record_heap(void *p, size_t size, unsigned align_log2)
     ms_record_commit(p, size, align_log2, &rp);
 }
 
-/* As commit_entry: inlined, so that ms_forget_heap's code is what it was. */
-static inline __attribute__((always_inline)) void forget_entry(const void *p, uint32_t idx,
-                                                             uint64_t size, uint32_t sid)
+/* Modes whose stacks count their frees (sampled, min_size): the weight a sampled entry
+ * stands for, then the stack's free counters. Out of line: full mode's free below keeps
+ * no copy of an entry in its frame and no sampler test on its way. */
+static MS_NOINLINE void forget_counted(uint32_t idx, uint64_t size, uint32_t sid)
 {
     uint64_t w = size;
-    if (MS_UNLIKELY(ms_sampler_cfg.interval)) { /* the sample count rides in the entry */
+    if (ms_sampler_cfg.interval) { /* the sample count rides in the entry */
         ms_live_entry e;
         if (ms_live_get(idx, &e))
             w = ms_sampler_entry_weight(size, e.tid);
     }
     ms_live_clear(idx);
     ms_live_put_index(idx);
-    /* full mode: the heap stacks' free counters are derived from the live table when a
-     * snapshot is written (agent.h); no locked add on a cold stack record per free */
-    if (MS_LIKELY(ms_heap_frees_derived)) {
-        /* only the thread's own table: the peak's per-stack values and temporaries */
-        ms_pend *pd = ms_self.pend;
-        uint64_t temp = 0;
-        if (pd) { /* any free ends the window: heaptrack counts the same way */
-            temp = pd->last_ptr == (uint64_t)(uintptr_t)p;
-            pd->last_ptr = 0;
-        }
-        ms_control_note_id(sid, -(int64_t)size, -1, temp, 0);
-        return;
-    }
     ms_stack_rec *r = ms_stack_get(sid);
     if (r)
         ms_stack_account_free_n(r, ms_sampler_count_estimate(size, w), w);
+}
+
+/* As commit_entry: inlined, so that ms_forget_heap's code is what it was. */
+static inline __attribute__((always_inline)) void forget_entry(const void *p, uint32_t idx,
+                                                             uint64_t size, uint32_t sid)
+{
+    /* full mode: the heap stacks' free counters are derived from the live table when a
+     * snapshot is written (agent.h); no locked add on a cold stack record per free */
+    if (MS_UNLIKELY(!ms_heap_frees_derived)) {
+        forget_counted(idx, size, sid);
+        return;
+    }
+    ms_live_clear(idx);
+    ms_live_put_index(idx);
+    /* only the thread's own table: the peak's per-stack values and temporaries */
+    ms_pend *pd = ms_self.pend;
+    uint64_t temp = 0;
+    if (pd) { /* any free ends the window: heaptrack counts the same way */
+        temp = pd->last_ptr == (uint64_t)(uintptr_t)p;
+        pd->last_ptr = 0;
+    }
+    ms_control_note_id(sid, -(int64_t)size, -1, temp, 0);
 }
 
 void ms_forget_heap(void *p)
