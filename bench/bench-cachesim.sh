@@ -23,17 +23,19 @@ ROUNDS=${2:-2}
 for a in "$@"; do [ -f "$a" ] || { echo "no agent library: $a" >&2; exit 1; }; done
 command -v valgrind >/dev/null 2>&1 || { echo "valgrind (cachegrind) is needed" >&2; exit 1; }
 PY=/usr/bin/python3
+NORAND=""; setarch "$(uname -m)" -R true 2>/dev/null && NORAND="setarch $(uname -m) -R"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mscachesim.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT INT TERM
 
-# sim AGENT OUT: churn.py under cachegrind ("" for no agent; a fixed hash seed, so that
-# every run does the same work); the summary line's counts
+# sim AGENT OUT: churn.py under cachegrind ("" for no agent; a fixed hash seed and no
+# address randomization, so that every run does the same work at the same addresses: the
+# agent hashes addresses); the summary line's counts
 # (Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw) on stdout. follow_exec: valgrind's launcher
 # execs the tool, which must keep LD_PRELOAD for the program.
 sim() {
     rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"
     env PYTHONMALLOC=malloc PYTHONHASHSEED=0 MEMSIGHT_OPTIONS="out=$WORK/snaps,follow_exec=1" ${1:+LD_PRELOAD=$1} \
-        valgrind --tool=cachegrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 \
+        $NORAND valgrind --tool=cachegrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 \
         --LL=1048576,16,64 --cachegrind-out-file="$2" $PY "$SRC/bench/churn.py" "$ROUNDS" \
         > /dev/null 2> "$WORK/vg.err" || { cat "$WORK/vg.err" >&2; exit 1; }
     sed -n 's/^summary: *//p' "$2"
