@@ -19,10 +19,15 @@
 #     that found the pool full and the first use of each slot are counted in). With it,
 #     part 1's blocks times this cost: the share of sampled mode's CPU time the guard is
 #     expected to add at guard=RATE.
+#  3. What a thread costs more: bench-threads.c with "alloc" (THREADS threads, each
+#     allocates one block, created and joined one after the other, then as many
+#     detached), sampled mode alone and with guard=RATE: the guard gives each thread an
+#     alternate signal stack at its first allocation (mmap, sigaltstack) and takes it
+#     back at its exit (sigaltstack, munmap). Wall time per thread, best of the runs.
 # Asserts nothing (the machine may be noisy).
 # usage: bench/bench-guard.sh [BUILD_DIR] [REPEATS]
 #   env: SAMPLE=524288 GUARD_RATE=5000 BLOCK_RATE=250 BLOCK_POOL=1024 LOOP_PAIRS=20000000
-#        PARTS="workloads block"
+#        THREADS=2000 PARTS="workloads block threads"
 set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-${BUILD:-$SRC/build}}
@@ -33,7 +38,8 @@ GUARD_RATE=${GUARD_RATE:-5000}
 BLOCK_RATE=${BLOCK_RATE:-250}
 BLOCK_POOL=${BLOCK_POOL:-1024}
 LOOP_PAIRS=${LOOP_PAIRS:-20000000}
-PARTS=${PARTS:-workloads block}
+THREADS=${THREADS:-2000}
+PARTS=${PARTS:-workloads block threads}
 MEMSIGHT=$BUILD/bin/memsight
 SCALE=$BUILD/tests/programs/sm_scale
 PY=/usr/bin/python3
@@ -48,6 +54,7 @@ trap 'rm -rf "$WORK"' EXIT INT TERM
 ms_bench_sqlite_sql "$WORK/sqlite.sql"
 # CPU time to the microsecond (time(1) prints hundredths)
 cc -O2 -o "$WORK/cputime" "$SRC/bench/cputime.c"
+cc -O2 -pthread -o "$WORK/threads" "$SRC/bench/bench-threads.c"
 
 # guarded_blocks: the blocks the pool held in the last run and the turns that found it
 # full (HLTH guard_allocs, guard_pool_full of its exit snapshot), in $WORK/g.txt
@@ -180,5 +187,30 @@ if part block; then
             echo "$wl: $b blocks x $per us = $(calc "$b * $per / 1000" 1) ms, $(pct "$b * $per / 1000000 / $s")% of sampled mode's CPU time"
         done
     fi
+fi
+if part threads; then
+    echo
+    echo "3. threads: $THREADS created and joined, $THREADS detached, each allocating one block"
+    printf '%-8s %10s %12s\n' tool join_ns detached_ns
+    for tool in sampled guarded; do unset J_$tool D_$tool; done
+    r=0
+    while [ $r -lt "$REPS" ]; do
+        for tool in sampled guarded; do
+            set -- --sample "$SAMPLE"
+            [ $tool = guarded ] && set -- "$@" -O guard="$GUARD_RATE"
+            rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"
+            "$MEMSIGHT" run -q -o "$WORK/snaps" "$@" -- "$WORK/threads" "$THREADS" alloc \
+                | sed 's/[a-z_]*=//g' > "$WORK/thr.txt"
+            read -r j d < "$WORK/thr.txt"
+            eval "oj=\${J_$tool:-}; od=\${D_$tool:-}"
+            if [ -z "$oj" ] || is "$j < $oj"; then eval "J_$tool=$j"; fi
+            if [ -z "$od" ] || is "$d < $od"; then eval "D_$tool=$d"; fi
+        done
+        r=$((r + 1))
+    done
+    for tool in sampled guarded; do
+        eval "printf '%-8s %10s %12s\n' $tool \$J_$tool \$D_$tool"
+    done
+    echo "the guard's extra per thread: $(calc "$J_guarded - $J_sampled" 0) ns joined, $(calc "$D_guarded - $D_sampled" 0) ns detached"
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
