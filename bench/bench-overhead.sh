@@ -14,7 +14,8 @@
 # usage: bench/bench-overhead.sh [BUILD_DIR] [REPEATS]
 #   env: SKIP="massif lsan ..." (tools left out), WORKLOADS="sqlite python xz loop"
 #        (and "true": /bin/true, the fixed cost of a run: read its cpu_s),
-#        PARTS="budget scale memory" (the parts run)
+#        PARTS="budget scale memory pairs" (the parts run; pairs: not by default),
+#        OLD_AGENT=libmemsight.so of another build for the pairs part
 set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-${BUILD:-$SRC/build}}
@@ -39,8 +40,9 @@ trap 'rm -rf "$WORK"' EXIT INT TERM
 . "$SRC/bench/workloads.sh"
 ms_bench_sqlite_sql "$WORK/sqlite.sql"
 ms_bench_xz_input "$WORK/xz.in"
-# the timer and the floor interposer, built here
+# the timer, the floor interposer and the pairs loop, built here
 cc -O2 -o "$WORK/cputime" "$SRC/bench/cputime.c"
+cc -O2 -o "$WORK/pairs" "$SRC/bench/bench-pairs.c"
 cc -O2 -shared -fPIC -o "$WORK/floor.so" "$SRC/bench/floor-preload.c" -ldl
 # LeakSanitizer alone: a preload whose constructor initialises LSan before any program
 # code calls an intercepted function (without it sqlite3 and git crash at start-up).
@@ -154,6 +156,43 @@ for wl in $WORKLOADS; do
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%s' "$GOALS"
+fi
+
+# --- nanoseconds per malloc/free pair, the fastest of many rounds inside one process ----
+# (bench/bench-pairs.c), interleaved REPEATS times; the agent preloaded as the floor is.
+# What the interposer costs per call, without the run's fixed costs and far less moved by
+# the machine's load than the budget's CPU times.
+if part pairs; then
+echo
+echo "malloc/free pairs (loop workload), fastest of 200 rounds of 262144 pairs, best of $REPS"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+PT="base floor s512k s4096"
+# OLD_AGENT=path/libmemsight.so: another build (e.g. before a change) side by side
+[ -n "${OLD_AGENT:-}" ] && PT="$PT old512k old4096"
+for t in $PT; do unset P_$t; done
+mkdir -p "$WORK/snaps"
+r=0
+while [ $r -lt "$REPS" ]; do
+    for t in $PT; do
+        a=$AGENT
+        case $t in old*) a=$OLD_AGENT ;; esac
+        case $t in
+        base) v=$("$WORK/pairs" 200) ;;
+        floor) v=$(env LD_PRELOAD="$WORK/floor.so" "$WORK/pairs" 200) ;;
+        *512k) v=$(env LD_PRELOAD="$a" MEMSIGHT_OPTIONS="out=$WORK/snaps,sample=524288" "$WORK/pairs" 200) ;;
+        *4096) v=$(env LD_PRELOAD="$a" MEMSIGHT_OPTIONS="out=$WORK/snaps,sample=4096" "$WORK/pairs" 200) ;;
+        esac
+        eval "o=\${P_$t:-}"
+        if [ -z "$o" ] || [ "$(echo "$v < $o" | bc -l)" = 1 ]; then eval "P_$t=$v"; fi
+    done
+    r=$((r + 1))
+done
+printf '%-7s %10s %8s %14s\n' tool ns/pair ratio over_floor_ns
+for t in $PT; do
+    eval "v=\$P_$t"
+    printf '%-7s %10.3f %8s %14.3f\n' $t "$v" "$(ratio "$v" "$P_base")" "$(echo "$v - $P_floor" | bc -l)"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
 # --- scalability: 2 threads vs 1 thread of malloc/free pairs under the agent ---------
