@@ -42,7 +42,7 @@ ms_bench_sqlite_sql "$WORK/sqlite.sql"
 ms_bench_xz_input "$WORK/xz.in"
 # the timer, the floor interposer and the pairs loop, built here
 cc -O2 -o "$WORK/cputime" "$SRC/bench/cputime.c"
-cc -O2 -o "$WORK/pairs" "$SRC/bench/bench-pairs.c"
+cc -O2 -o "$WORK/pairs" "$SRC/bench/bench-pairs.c" -ldl
 cc -O2 -shared -fPIC -o "$WORK/floor.so" "$SRC/bench/floor-preload.c" -ldl
 # LeakSanitizer alone: a preload whose constructor initialises LSan before any program
 # code calls an intercepted function (without it sqlite3 and git crash at start-up).
@@ -165,8 +165,9 @@ fi
 if part pairs; then
 echo
 echo "malloc/free pairs (loop workload), fastest of 200 rounds of 262144 pairs, best of $REPS"
+echo "(s512kt: with the control thread; got512k: started by memsight_start, GOT hooks)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-PT="base floor s512k s4096"
+PT="base floor s512k s512kt got512k s4096"
 # OLD_AGENT=path/libmemsight.so: another build (e.g. before a change) side by side
 [ -n "${OLD_AGENT:-}" ] && PT="$PT old512k old4096"
 for t in $PT; do unset P_$t; done
@@ -179,7 +180,11 @@ while [ $r -lt "$REPS" ]; do
         case $t in
         base) v=$("$WORK/pairs" 200) ;;
         floor) v=$(env LD_PRELOAD="$WORK/floor.so" "$WORK/pairs" 200) ;;
+        # GOT hooks: the agent dlopen'ed and started by the program (memsight_start)
+        got512k) v=$("$WORK/pairs" 200 "$a" "out=$WORK/snaps,sample=524288") ;;
         *512k) v=$(env LD_PRELOAD="$a" MEMSIGHT_OPTIONS="out=$WORK/snaps,sample=524288" "$WORK/pairs" 200) ;;
+        # the control thread running, as s512kt above
+        s512kt) v=$(env LD_PRELOAD="$a" MEMSIGHT_OPTIONS="out=$WORK/snaps,sample=524288,interval=3600000" "$WORK/pairs" 200) ;;
         *4096) v=$(env LD_PRELOAD="$a" MEMSIGHT_OPTIONS="out=$WORK/snaps,sample=4096" "$WORK/pairs" 200) ;;
         esac
         eval "o=\${P_$t:-}"

@@ -3,7 +3,10 @@
  * ROUNDS rounds of 64 batches; prints the fastest round's nanoseconds per pair. The
  * fastest of many short rounds is what one pair costs when nothing else took the CPU:
  * on a shared machine far steadier than the CPU time of a whole run, and free of what a
- * run costs once (start-up, exit).  usage: bench-pairs [ROUNDS] */
+ * run costs once (start-up, exit). With AGENT_SO, the agent is dlopen'ed and started
+ * with memsight_start(OPTIONS) first: its GOT-hook mode instead of a preload.
+ * usage: bench-pairs [ROUNDS [AGENT_SO OPTIONS]] */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -21,6 +24,16 @@ static double now(void)
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 100;
+    if (argc > 3) {
+        void *h = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+        int (*start)(const char *) = NULL;
+        if (h)
+            *(void **)&start = dlsym(h, "memsight_start");
+        if (!start || start(argv[3]) != 0) {
+            fprintf(stderr, "bench-pairs: cannot start the agent %s\n", argv[2]);
+            return 2;
+        }
+    }
     void **b = malloc(sizeof(void *) * BATCH);
     if (!b || rounds < 1)
         return 2;
