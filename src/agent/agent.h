@@ -200,11 +200,13 @@ int ms_stacks_init(uint64_t capacity) MS_INTERNAL;
 uint32_t ms_stack_intern(unsigned kind, const uint64_t *pcs, unsigned depth, unsigned flags) MS_INTERNAL;
 ms_stack_rec *ms_stack_get(uint32_t id) MS_INTERNAL; /* NULL if unknown */
 extern ms_chunks ms_stack_recs MS_INTERNAL;
+/* 16K records (1 MiB) per chunk: ms_own_ranges keeps a few hundred mappings at 1M stacks */
+#define MS_STACK_RECS_SHIFT 14
 /* The record of an id this thread had from ms_stack_intern (directly or through a cache):
  * no bounds check and no call, for the recording path; id 0 has none. */
 static inline ms_stack_rec *ms_stack_known(uint32_t id)
 {
-    return id ? (ms_stack_rec *)ms_chunks_at(&ms_stack_recs, id) : NULL;
+    return id ? MS_CHUNKS_AT(&ms_stack_recs, id, MS_STACK_RECS_SHIFT, ms_stack_rec) : NULL;
 }
 /* Agent memory the stack tables hold (records, shards, pcs, index). */
 uint64_t ms_stacks_bytes_mapped(void) MS_INTERNAL;

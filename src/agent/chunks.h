@@ -41,6 +41,12 @@ static inline void *ms_chunks_at(const ms_chunks *c, uint64_t i)
     return b + (i & ((1ull << c->shift) - 1)) * c->elem;
 }
 
+/* ms_chunks_at for a table whose chunk shift and element type are constants (the hot
+ * tables): no loads of c->shift and c->elem, no multiplication. */
+#define MS_CHUNKS_AT(c, i, shift, type)                                                  \
+    ((type *)__atomic_load_n(&(c)->dir[(uint64_t)(i) >> (shift)], __ATOMIC_ACQUIRE) +     \
+     ((uint64_t)(i) & ((1ull << (shift)) - 1)))
+
 /* Bytes of the chunks mapped so far. */
 uint64_t ms_chunks_mapped(const ms_chunks *c) __attribute__((visibility("hidden")));
 

@@ -16,9 +16,6 @@
 #include "agent/chunks.h"
 #include "agent/live_hot.h"
 
-/* Entries are mapped 64K at a time (2 MiB) as the high-water mark reaches them, so the
- * table takes address space in proportion to use, not to `capacity`. */
-#define LIVE_CHUNK_SHIFT 16
 ms_chunks ms_live_entries;         /* index 0 unused (live_hot.h) */
 static uint32_t ms_entries_cap;
 static uint64_t ms_pool_cap;      /* entries the pool's mapping holds (grows, under the lock) */
@@ -56,7 +53,7 @@ int ms_live_init(uint64_t capacity)
     ms_entries_cap = (uint32_t)capacity + 1;
     ms_pool_cap = 4096;
     ms_pool = ms_sys_mmap(ms_pool_cap * sizeof(uint32_t));
-    return ms_chunks_init(&ms_live_entries, ms_entries_cap, LIVE_CHUNK_SHIFT, sizeof(ms_live_entry)) == 0 &&
+    return ms_chunks_init(&ms_live_entries, ms_entries_cap, MS_LIVE_CHUNK_SHIFT, sizeof(ms_live_entry)) == 0 &&
                    ms_pool
                ? 0
                : -1;

@@ -8,6 +8,11 @@
 #include "agent/chunks.h"
 
 extern ms_chunks ms_live_entries MS_INTERNAL;
+/* Entries are mapped 64K at a time (2 MiB) as the high-water mark reaches them, so the
+ * table takes address space in proportion to use, not to `capacity`. */
+#define MS_LIVE_CHUNK_SHIFT 16
+/* Entry idx of a mapped chunk (an index taken from the caches always is). */
+#define MS_LIVE_AT(idx) MS_CHUNKS_AT(&ms_live_entries, idx, MS_LIVE_CHUNK_SHIFT, ms_live_entry)
 /* The thread's cache is empty: a batch from the pool or fresh indices (0: table full). */
 uint32_t ms_live_refill(void) MS_INTERNAL;
 /* The thread's cache is full: a batch goes back to the pool. */
@@ -35,7 +40,7 @@ static inline void ms_live_put_index(uint32_t idx)
 static inline void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uint64_t ticks,
                                  uint32_t stack_id, uint32_t tid)
 {
-    ms_live_entry *d = ms_chunks_at(&ms_live_entries, idx);
+    ms_live_entry *d = MS_LIVE_AT(idx);
     d->size = size;
     d->ticks = ticks;
     d->stack_id = stack_id;
@@ -45,7 +50,7 @@ static inline void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uin
 
 static inline void ms_live_clear(uint32_t idx)
 {
-    ms_live_entry *d = ms_chunks_at(&ms_live_entries, idx);
+    ms_live_entry *d = MS_LIVE_AT(idx);
     __atomic_store_n(&d->addr, 0, __ATOMIC_RELEASE);
 }
 

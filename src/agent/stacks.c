@@ -10,8 +10,6 @@
 #include "agent/agent.h"
 #include "agent/chunks.h"
 
-/* 16K records (1 MiB) per chunk: ms_own_ranges keeps a few hundred mappings at 1M stacks */
-#define RECS_CHUNK_SHIFT 14
 ms_chunks ms_stack_recs;           /* indexed by id; id 0 unused */
 ms_chunks ms_stack_shards[MS_STACK_SHARDS - 1]; /* {blocks, bytes} per id, shards 1.. */
 static uint32_t ms_stack_cap;       /* ids 1..ms_stack_cap-1 */
@@ -74,11 +72,11 @@ int ms_stacks_init(uint64_t capacity)
         isize <<= 1;
     ms_index_max = isize;
     ms_pcs_cap = capacity * 24;
-    int ok = ms_chunks_init(&ms_stack_recs, ms_stack_cap, RECS_CHUNK_SHIFT,
+    int ok = ms_chunks_init(&ms_stack_recs, ms_stack_cap, MS_STACK_RECS_SHIFT,
                             sizeof(ms_stack_rec)) == 0 &&
              ms_chunks_init(&ms_pcs, ms_pcs_cap, PCS_CHUNK_SHIFT, sizeof(uint64_t)) == 0;
     for (unsigned s = 0; ok && s < MS_STACK_SHARDS - 1; s++)
-        ok = ms_chunks_init(&ms_stack_shards[s], ms_stack_cap, RECS_CHUNK_SHIFT,
+        ok = ms_chunks_init(&ms_stack_shards[s], ms_stack_cap, MS_STACK_RECS_SHIFT,
                             2 * sizeof(uint64_t)) == 0;
     ms_index = ok ? index_new(isize < INDEX_MIN_SLOTS ? isize : INDEX_MIN_SLOTS) : NULL;
     if (!ms_index)
