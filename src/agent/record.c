@@ -110,8 +110,9 @@ uint32_t ms_current_stack(unsigned kind)
  * it would later lie inside a live frame (a caller's uninitialised buffer, the exit
  * path) and a leak scan would take it for a reference. Everything that calls out
  * (unwinding, interning, counters, the live index) runs before the block exists; the
- * commit only stores, and calls nothing that saves registers. */
-void ms_record_prepare(ms_rec_prep *rp, size_t size)
+ * commit only stores, and calls nothing that saves registers. Never inlined: the walk
+ * starts from its caller's frame record (below). */
+MS_NOINLINE void ms_record_prepare(ms_rec_prep *rp, size_t size)
 {
     ms_control_maybe_start();
     rp->weight = size; /* bytes this record stands for (its weight when sampled) */
@@ -123,7 +124,9 @@ void ms_record_prepare(ms_rec_prep *rp, size_t size)
         if (!rp->weight) /* not sampled (realloc in place): a header saying "not tracked" */
             return;
     }
-    ms_self.walk_fp = (uintptr_t)__builtin_frame_address(0);
+    /* the walk leaves the agent from its caller's frame record (the agent's own, as the
+     * agent keeps frame pointers): one agent frame fewer to pass on every allocation */
+    ms_self.walk_fp = *(const uintptr_t *)__builtin_frame_address(0);
     uint32_t sid = ms_cfi_cached_id((unsigned)ms_opt.max_depth);
     if (!sid)
         sid = ms_current_stack(MS_KIND_HEAP);
