@@ -771,6 +771,20 @@ void ms_control_program_threaded(void)
     ms_control_start_slow();
 }
 
+int ms_control_program_running(void)
+{
+    __atomic_store_n(&ctl.main_started, 1, __ATOMIC_RELEASE);
+    if (!ctl.cfg.enabled) {
+        ms_metrics_start();
+        return -ENOTSUP;
+    }
+    /* a request may land on one of the program's threads, which may never allocate */
+    if (ms_proc_other_threads() > 0)
+        ctl_want_thread();
+    ms_control_start_slow(); /* the thread if wanted (interval=, triggers, threads) */
+    return 0;
+}
+
 int ms_control_start_now(void)
 {
     __atomic_store_n(&ctl.main_started, 1, __ATOMIC_RELEASE);

@@ -64,7 +64,11 @@ static inline void ms_control_maybe_start(void)
 }
 /* The program started a thread of its own (threads.c): the agent's thread is wanted. */
 void ms_control_program_threaded(void);
-/* Starts the thread now (for memsight_start() called by the program itself). */
+/* memsight_start() called by the program itself: as after main() under LD_PRELOAD, the
+ * thread starts if something needs it or the program already runs threads of its own;
+ * a single-threaded program keeps the C library's single-thread paths. */
+int ms_control_program_running(void);
+/* Starts the thread now (attach: a program in an unknown state). */
 int ms_control_start_now(void);
 
 /* Detach (called on the control thread): the thread returns after its current request,

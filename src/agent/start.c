@@ -88,10 +88,11 @@ __attribute__((visibility("default"))) int memsight_start(const char *options)
     while (__atomic_exchange_n(&ms_start_busy, 1, __ATOMIC_ACQUIRE))
         sched_yield();
     int rc = ms_start_locked(options);
-    /* the program is in its own code (docs/production.md): the control thread
-     * (interval=, dump requests) starts now; -ENOTSUP with control=0 is no error here */
+    /* the program is in its own code (docs/production.md): the control thread starts
+     * now if needed, else requests are served on the program's thread; -ENOTSUP with
+     * control=0 is no error here */
     if (rc == 0)
-        ms_control_start_now();
+        ms_control_program_running();
     __atomic_store_n(&ms_start_busy, 0, __ATOMIC_RELEASE);
     return rc;
 }

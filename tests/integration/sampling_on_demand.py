@@ -5,7 +5,10 @@ requests and after them, and still answers `memsight dump` (a signal snapshot wh
 sm_single_hold holds its 4 MiB) and, in full mode, `memsight leaks` (the 48 KiB block
 sm_single_lost dropped is definitely lost, the held ones are not), whether it waits in
 nanosleep, poll or read, or allocates without pause. With interval= the thread runs from
-the start (it has periodic work)."""
+the start (it has periodic work). The same for a program that dlopens the agent and starts
+it with memsight_start() (GOT hooks): no thread for a single-threaded program, answered in
+its waits and allocations; one at once for a program already running a thread of its own
+(a request may land on that thread, which may never allocate)."""
 import os
 import re
 import subprocess
@@ -38,9 +41,17 @@ def tasks(pid):
     return names
 
 
-def start(out, options, mode, run_ms):
-    env = dict(os.environ, LD_PRELOAD=AGENT,
-               MEMSIGHT_OPTIONS=','.join(['out=%s' % out] + ([options] if options else [])))
+def start(out, options, mode, run_ms, started=False, thread=False):
+    opts = ','.join(['out=%s' % out] + ([options] if options else []))
+    env = {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'MEMSIGHT_OPTIONS')}
+    # memsight_start(NULL) reads MEMSIGHT_OPTIONS, where `memsight dump` finds out=
+    env['MEMSIGHT_OPTIONS'] = opts
+    if started:
+        env['SM_START_AGENT'] = AGENT
+    else:
+        env['LD_PRELOAD'] = AGENT
+    if thread:
+        env['SM_THREAD'] = '1'
     p = subprocess.Popen([PROG, mode, str(run_ms)], env=env, stdout=subprocess.PIPE, text=True)
     line = p.stdout.readline().split()
     if len(line) != 2 or line[0] != 'ready':
@@ -56,10 +67,10 @@ def ask(cmd, pid):
     return r, time.monotonic() - t0
 
 
-def check(mode, options, label):
+def check(mode, options, label, started=False):
     full = 'sample=' not in options
     with tempfile.TemporaryDirectory() as out:
-        p = start(out, options, mode, 60000)
+        p = start(out, options, mode, 60000, started)
         try:
             time.sleep(0.3)  # past start-up: the thread would have started by now
             names = tasks(p.pid)
@@ -117,10 +128,34 @@ def check_interval():
             p.wait(timeout=60)
 
 
+def check_started_threaded():
+    """memsight_start() in a program with a thread of its own: the control thread at once."""
+    with tempfile.TemporaryDirectory() as out:
+        p = start(out, 'sample=4096', 'sleep', 60000, started=True, thread=True)
+        try:
+            deadline = time.monotonic() + 30
+            while 'memsight-ctl' not in tasks(p.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if 'memsight-ctl' not in tasks(p.pid):
+                fail('memsight_start with a program thread: no control thread within 30 s '
+                     '(threads %r)' % tasks(p.pid))
+            r, took = ask('dump', p.pid)
+            print('started, threaded: dump rc=%d in %.3f s' % (r.returncode, took))
+            if r.returncode != 0:
+                fail('started, threaded: memsight dump failed: %s' % r.stderr.strip())
+        finally:
+            p.terminate()
+            p.wait(timeout=60)
+
+
 def main():
     for mode in ('sleep', 'poll', 'read', 'alloc'):
         check(mode, '', 'full %s' % mode)
         check(mode, 'sample=4096', 'sample=4096 %s' % mode)
+    for mode in ('sleep', 'alloc'):
+        check(mode, '', 'memsight_start full %s' % mode, started=True)
+        check(mode, 'sample=4096', 'memsight_start sample=4096 %s' % mode, started=True)
+    check_started_threaded()
     check_interval()
     if failures:
         sys.exit(1)

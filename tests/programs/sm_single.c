@@ -6,9 +6,14 @@
  *   poll    poll on a pipe nothing is written to, 50 ms timeouts, no allocation
  *   read    a blocking read of a pipe a sibling process writes to only at the end
  *   alloc   malloc/free of small blocks without pause (never blocks)
- * Never creates a thread. */
+ * Never creates a thread, unless SM_THREAD is set: then one that only sleeps, before the
+ * agent starts. With SM_START_AGENT set the agent is not preloaded but dlopen'ed and
+ * started by the program with memsight_start(NULL) (GOT hooks; options from
+ * MEMSIGHT_OPTIONS) before the blocks above are allocated. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +42,29 @@ NOINL static void clear_stack(void)
 /* SIGTERM, or the run's time is over (SIGALRM) */
 static void on_stop(int sig) { (void)sig; stop = 1; }
 
+static void *sm_sleeper(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* SM_START_AGENT: the agent dlopen'ed and started by the program itself. */
+static int sm_start_agent(void)
+{
+    const char *so = getenv("SM_START_AGENT");
+    if (!so)
+        return 0;
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    int (*start)(const char *) = h ? (int (*)(const char *))dlsym(h, "memsight_start") : NULL;
+    if (!start || start(NULL) != 0) {
+        fprintf(stderr, "sm_single: memsight_start failed: %s\n", h ? "call" : dlerror());
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "sleep";
@@ -60,6 +88,11 @@ int main(int argc, char **argv)
             _exit(0);
         }
     }
+    pthread_t sleeper;
+    if (getenv("SM_THREAD") && pthread_create(&sleeper, NULL, sm_sleeper, NULL) != 0)
+        return 2;
+    if (sm_start_agent() != 0)
+        return 2;
     for (int i = 0; i < 64; i++)
         held[i] = sm_single_hold(65536);
     sm_single_lost(49152);
