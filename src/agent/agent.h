@@ -91,6 +91,9 @@ void *ms_sys_mremap(void *old, size_t old_len, size_t new_len) MS_INTERNAL;
 size_t ms_own_ranges(uint64_t *lo, uint64_t *hi, size_t cap, uint64_t *lost) MS_INTERNAL;
 /* Attaches so far (memsight attach, attach.c): 0 when started any other way. */
 uint32_t ms_attach_sessions(void) MS_INTERNAL;
+/* memsight_start() succeeded: its snapshot directory and signal shown in
+ * memsight_attach_info (state still "never attached") for the memsight command. */
+void ms_attach_publish_start(void) MS_INTERNAL;
 
 /* The real functions behind our interposers. */
 typedef struct ms_real_fns {

@@ -130,6 +130,16 @@ __attribute__((visibility("default"))) int memsight_attach(const char *options)
     return rc;
 }
 
+void ms_attach_publish_start(void)
+{
+    /* memsight_start's options need not be in the environment, where the command would
+     * look: the snapshot directory and request signal it uses, for `memsight dump` */
+    if (__atomic_load_n(&ST.state, __ATOMIC_ACQUIRE) != MEMSIGHT_ATTACH_NEVER)
+        return;
+    ST.signo = ms_opt.control ? ms_control_signal() : 0;
+    ms_attach_copy(ST.out, sizeof ST.out, ms_opt.out);
+}
+
 uint32_t ms_attach_sessions(void)
 {
     return __atomic_load_n(&ST.sessions, __ATOMIC_ACQUIRE);

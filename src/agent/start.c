@@ -91,8 +91,10 @@ __attribute__((visibility("default"))) int memsight_start(const char *options)
     /* the program is in its own code (docs/production.md): the control thread starts
      * now if needed, else requests are served on the program's thread; -ENOTSUP with
      * control=0 is no error here */
-    if (rc == 0)
+    if (rc == 0) {
         ms_control_program_running();
+        ms_attach_publish_start();
+    }
     __atomic_store_n(&ms_start_busy, 0, __ATOMIC_RELEASE);
     return rc;
 }

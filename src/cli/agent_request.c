@@ -187,6 +187,15 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
             t->signo = ast.signo;
         return finish_target(t, err, errlen);
     }
+    /* started by the program (memsight_start): the directory and signal it uses, which
+     * its options string may have set without the environment */
+    if (ar == 1 && ast.state == MEMSIGHT_ATTACH_NEVER && ast.out[0]) {
+        snprintf(t->out, sizeof t->out, "%s", ast.out);
+        t->control = ast.signo != 0;
+        if (t->signo == 0)
+            t->signo = ast.signo;
+        return finish_target(t, err, errlen);
+    }
 
     snprintf(t->out, sizeof t->out, ".");
     t->control = 1;

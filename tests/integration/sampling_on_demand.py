@@ -8,7 +8,9 @@ nanosleep, poll or read, or allocates without pause. With interval= the thread r
 the start (it has periodic work). The same for a program that dlopens the agent and starts
 it with memsight_start() (GOT hooks): no thread for a single-threaded program, answered in
 its waits and allocations; one at once for a program already running a thread of its own
-(a request may land on that thread, which may never allocate)."""
+(a request may land on that thread, which may never allocate). Options given only in
+memsight_start's argument: `memsight dump` and `leaks` find the snapshot directory in the
+agent's memsight_attach_info."""
 import os
 import re
 import subprocess
@@ -44,12 +46,13 @@ def tasks(pid):
 def start(out, options, mode, run_ms, started=False, thread=False):
     opts = ','.join(['out=%s' % out] + ([options] if options else []))
     env = {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'MEMSIGHT_OPTIONS')}
-    # memsight_start(NULL) reads MEMSIGHT_OPTIONS, where `memsight dump` finds out=
-    env['MEMSIGHT_OPTIONS'] = opts
-    if started:
-        env['SM_START_AGENT'] = AGENT
+    if started == 'string':
+        # only in memsight_start's argument: `memsight dump` must learn out= from the agent
+        env.update(SM_START_AGENT=AGENT, SM_START_OPTIONS=opts)
+    elif started:
+        env.update(SM_START_AGENT=AGENT, MEMSIGHT_OPTIONS=opts)  # memsight_start(NULL)
     else:
-        env['LD_PRELOAD'] = AGENT
+        env.update(LD_PRELOAD=AGENT, MEMSIGHT_OPTIONS=opts)
     if thread:
         env['SM_THREAD'] = '1'
     p = subprocess.Popen([PROG, mode, str(run_ms)], env=env, stdout=subprocess.PIPE, text=True)
@@ -155,6 +158,7 @@ def main():
     for mode in ('sleep', 'alloc'):
         check(mode, '', 'memsight_start full %s' % mode, started=True)
         check(mode, 'sample=4096', 'memsight_start sample=4096 %s' % mode, started=True)
+    check('sleep', '', 'memsight_start("out=...") full sleep', started='string')
     check_started_threaded()
     check_interval()
     if failures:

@@ -8,8 +8,8 @@
  *   alloc   malloc/free of small blocks without pause (never blocks)
  * Never creates a thread, unless SM_THREAD is set: then one that only sleeps, before the
  * agent starts. With SM_START_AGENT set the agent is not preloaded but dlopen'ed and
- * started by the program with memsight_start(NULL) (GOT hooks; options from
- * MEMSIGHT_OPTIONS) before the blocks above are allocated. */
+ * started by the program with memsight_start(SM_START_OPTIONS) (GOT hooks; NULL, i.e.
+ * MEMSIGHT_OPTIONS, when unset) before the blocks above are allocated. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <poll.h>
@@ -58,7 +58,7 @@ static int sm_start_agent(void)
         return 0;
     void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     int (*start)(const char *) = h ? (int (*)(const char *))dlsym(h, "memsight_start") : NULL;
-    if (!start || start(NULL) != 0) {
+    if (!start || start(getenv("SM_START_OPTIONS")) != 0) {
         fprintf(stderr, "sm_single: memsight_start failed: %s\n", h ? "call" : dlerror());
         return -1;
     }
