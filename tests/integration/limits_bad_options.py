@@ -57,6 +57,11 @@ BAD = [
     (['-O', 'out='], 'must not be empty'),
     (['-O', 'unwind'], 'wants key=value'),
     (['-O', 'dump_signal=40', '-O', 'leak_stop_signal=40'], 'the same signal (40)'),
+    (['-O', 'guard=abc'], 'not a whole number'),
+    (['-O', 'guard=-1'], 'not a whole number'),
+    (['-O', 'guard_pool=0'], 'out of range (1..16384)'),
+    (['-O', 'guard_pool=99999999999'], 'out of range (1..16384)'),
+    (['-O', 'guard_side=up'], 'not one of alternate|right|left'),
 ]
 for args, reason in BAD:
     p = run(args)
