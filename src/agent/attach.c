@@ -101,7 +101,9 @@ static int ms_attach_locked(const char *options)
      * memsight_start): that recording is not ours to detach */
     if (__atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) != MS_STATE_NONE || !ms_start_deferred())
         return -EEXIST;
+    ms_start_options_source = "memsight_attach options";
     int rc = memsight_start(options ? options : "");
+    ms_start_options_source = "memsight_start options";
     if (rc != 0)
         return rc;
     ms_control_set_handler(MS_CTL_REQ_DETACH, ms_attach_on_detach, NULL);

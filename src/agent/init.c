@@ -285,12 +285,17 @@ static int ms_options_from_env_done;
 ms_options ms_opt;
 char ms_opt_errors[160];
 
-/* "memsight: MEMSIGHT_OPTIONS: <what><more>; ignored" on stderr, without stdio. */
+/* Where the options came from, for the warnings: the environment, or the argument of
+ * memsight_start() or memsight_attach() (a user grepping MEMSIGHT_OPTIONS for a typo
+ * would look in the wrong place). */
+static const char *ms_opt_source = "MEMSIGHT_OPTIONS";
+
+/* "memsight: <source>: <what><more>; ignored" on stderr, without stdio. */
 static void ms_say_option(const char *what, const char *more)
 {
     char line[320];
     size_t o = 0;
-    const char *parts[] = {"memsight: MEMSIGHT_OPTIONS: ", what, more, "; ignored\n"};
+    const char *parts[] = {"memsight: ", ms_opt_source, ": ", what, more, "; ignored\n"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         for (const char *p = parts[i]; *p && o < sizeof line - 1; p++)
             line[o++] = *p;
@@ -354,6 +359,7 @@ static void ms_read_options(void)
     const char *s = NULL;
     if (ms_start_options) { /* given to memsight_start() */
         ms_options_from_env_done = 1;
+        ms_opt_source = ms_start_options_source;
         ms_parse_options(ms_start_options);
         return;
     }

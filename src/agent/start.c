@@ -11,6 +11,7 @@
 #include "agent/start.h"
 
 const char *ms_start_options;
+const char *ms_start_options_source = "memsight_start options";
 int ms_start_deferred_mode;
 static int ms_start_busy; /* one start at a time */
 static int ms_got_mode;   /* GOT hooks are the way in */

@@ -8,6 +8,9 @@
 
 /* Options given to memsight_start(); NULL: read MEMSIGHT_OPTIONS. Read by ms_init. */
 extern const char *ms_start_options MS_INTERNAL;
+/* What the warnings about bad options call them: "memsight_start options", or
+ * "memsight_attach options" when an attach started the agent. */
+extern const char *ms_start_options_source MS_INTERNAL;
 /* 1 when the agent was dlopen'ed (the program's malloc is not the agent's): the
  * constructor then does not initialise, memsight_start() does and installs GOT hooks. */
 int ms_start_deferred(void) MS_INTERNAL;

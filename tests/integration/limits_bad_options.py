@@ -6,7 +6,10 @@ Good values still run it. The agent itself, given a bad MEMSIGHT_OPTIONS directl
 warns once on stderr, runs with the defaults for those items, and says so in the
 snapshot (META option_errors, HLTH bad_options, the JSON report's warnings).
 
-Environment: MEMSIGHT, MS_AGENT (set by ms_integration_test)."""
+Options given to memsight_start() (a program that dlopens the agent) are judged the
+same way, and the warning names them as such, not MEMSIGHT_OPTIONS.
+
+Environment: MEMSIGHT, MS_AGENT, MS_PROGRAMS (set by ms_integration_test)."""
 import json
 import os
 import subprocess
@@ -115,4 +118,20 @@ if not any("unknown option 'foo'" in w for w in rep['warnings']):
     fail('warnings %r' % rep['warnings'])
 if rep['meta'].get('mode') != 'full' or rep['meta'].get('max_depth') != '64':
     fail('bad items must leave the defaults: meta %r' % rep['meta'])
+
+# Options given only to memsight_start(): the warning names where they came from.
+out = tempfile.mkdtemp(prefix='ms-limits-opts-start-')
+env = {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'MEMSIGHT_OPTIONS')}
+env.update(SM_START_AGENT=os.environ['MS_AGENT'],
+           SM_START_OPTIONS='out=%s,sample=lots,foo=bar' % out)
+p = subprocess.run([os.path.join(os.environ['MS_PROGRAMS'], 'sm_single'), 'sleep', '100'],
+                   env=env, capture_output=True, text=True, timeout=120)
+if p.returncode != 0 or not p.stdout.startswith('ready'):
+    fail('memsight_start with bad options: %d %r %r' % (p.returncode, p.stdout, p.stderr))
+warn = [l for l in p.stderr.splitlines() if 'ignored' in l]
+if len(warn) != 1 or not warn[0].startswith('memsight: memsight_start options: sample=lots: '
+                                            'not a size') or '(and 1 more)' not in warn[0]:
+    fail('memsight_start warning: %r' % p.stderr)
+if 'MEMSIGHT_OPTIONS' in p.stderr:
+    fail('memsight_start options called MEMSIGHT_OPTIONS: %r' % p.stderr)
 print('ok')
