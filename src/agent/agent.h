@@ -305,12 +305,17 @@ typedef struct ms_pend {
     uint64_t hist[MS_HIST_BUCKETS];
 } ms_pend;
 ms_pend *ms_pend_new(void) MS_INTERNAL;
-void ms_pend_evict(ms_pend *p, ms_pend_ent *e, uint32_t sid) MS_INTERNAL;
 void ms_pend_flush(ms_pend *p) MS_INTERNAL;
 void ms_pend_thread_exit(void) MS_INTERNAL;
 /* Applies a change to the shared slot of stack sid and to the total at once (a thread
  * without a table: exiting, or out of memory). */
 void ms_control_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps) MS_INTERNAL;
+
+/* The way of stack sid in a thread's table (256 ways). */
+static inline unsigned ms_pend_way(uint32_t sid)
+{
+    return (sid * 0x9E3779B1u) >> 24;
+}
 
 static inline ms_pend *ms_pend_self(void)
 {
@@ -320,6 +325,12 @@ static inline ms_pend *ms_pend_self(void)
     return p;
 }
 
+/* The note's rarer parts (no table yet, a flush due, the way held by another stack or not
+ * yet listed as dirty): out of line, so that the inline part keeps nothing live across a
+ * call and its callers' frames stay small. */
+void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps,
+                          int defer) MS_INTERNAL;
+
 /* defer: an allocation noted before its block is in the live table (ms_record_prepare):
  * a flush it makes due waits for the thread's next change (or snapshot, or exit), so that
  * a byte trigger's snapshot sees the block, and the commit calls nothing. */
@@ -328,32 +339,26 @@ static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t block
 {
     if (MS_UNLIKELY(!ms_ctl_track))
         return;
-    ms_pend *p = ms_pend_self();
-    if (MS_UNLIKELY(!p)) {
-        ms_control_apply_now(sid, bytes, blocks, temps);
-        return;
+    ms_pend *p = (ms_pend *)ms_self.pend;
+    if (MS_LIKELY(p != NULL) && MS_LIKELY(!p->flush_due)) {
+        ms_pend_ent *e = &p->ent[ms_pend_way(sid)];
+        if (MS_LIKELY(e->sid == sid) && MS_LIKELY(e->dirty)) {
+            e->bytes += bytes;
+            e->blocks += blocks;
+            e->temps += temps;
+            int64_t b = p->bytes + bytes;
+            p->bytes = b;
+            if (MS_UNLIKELY(++p->events >= MS_PEND_FLUSH_EVENTS || b >= p->room ||
+                            b <= -MS_PEND_FLUSH_BYTES)) {
+                if (defer)
+                    p->flush_due = 1;
+                else
+                    ms_pend_flush(p);
+            }
+            return;
+        }
     }
-    if (MS_UNLIKELY(p->flush_due))
-        ms_pend_flush(p);
-    unsigned way = (sid * 0x9E3779B1u) >> 24; /* 256 ways */
-    ms_pend_ent *e = &p->ent[way];
-    if (MS_UNLIKELY(e->sid != sid))
-        ms_pend_evict(p, e, sid);
-    if (MS_UNLIKELY(!e->dirty)) {
-        e->dirty = 1;
-        p->dirty[p->ndirty++] = (uint16_t)way;
-    }
-    e->bytes += bytes;
-    e->blocks += blocks;
-    e->temps += temps;
-    p->bytes += bytes;
-    if (MS_UNLIKELY(++p->events >= MS_PEND_FLUSH_EVENTS || p->bytes >= p->room ||
-                    p->bytes <= -MS_PEND_FLUSH_BYTES)) {
-        if (defer)
-            p->flush_due = 1;
-        else
-            ms_pend_flush(p);
-    }
+    ms_control_note_slow(sid, bytes, blocks, temps, defer);
 }
 
 static inline void ms_control_note(const ms_stack_rec *r, int64_t bytes, int64_t blocks)
@@ -613,7 +618,6 @@ typedef struct ms_rec_prep {
     uint64_t ticks;
     uint32_t sid, idx; /* idx 0: not tracked */
     uint32_t tid;
-    struct ms_stack_rec *rec;
 } ms_rec_prep;
 void ms_record_prepare(ms_rec_prep *rp, size_t size) MS_INTERNAL;
 void *ms_record_commit(void *p, size_t size, unsigned align_log2,

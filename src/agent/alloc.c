@@ -16,6 +16,7 @@
 #include "agent/addr_table.h"
 #include "agent/agent.h"
 #include "agent/guard.h"
+#include "agent/record_hot.h"
 #include "agent/sampler.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
@@ -131,21 +132,36 @@ static MS_NOINLINE void *ms_malloc_plain(size_t n)
     return q;
 }
 
-/* A block with a header and a live entry. Called from malloc by a jump: the record's
- * unwinding starts here, inside the agent, whose frames are cut anyway. */
-static MS_NOINLINE void *ms_malloc_recorded(size_t n)
+/* A block with a header and a live entry, zeroed for calloc. Called from malloc and
+ * calloc by a jump: the walk leaves the agent from this frame's record, whose return
+ * address is the program's. The recording steps are inline (record_hot.h): no frames
+ * of their own, the preparation kept in registers. */
+static inline __attribute__((always_inline)) void *ms_alloc_recorded(size_t n, int zero, int full)
 {
     ms_enter();
     ms_rec_prep rp;
-    ms_record_prepare(&rp, n);
-    char *r = ms_real.malloc(ms_real_size(n));
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    if (full) { /* the caller saw full mode (no sampling): weight = size */
+        ms_control_maybe_start();
+        ms_record_prepare_weighed(&rp, n, n, fp);
+    } else {
+        ms_record_prepare_at(&rp, n, fp);
+    }
+    char *r = zero ? ms_real.calloc(1, ms_real_size(n)) : ms_real.malloc(ms_real_size(n));
     void *p = NULL;
-    if (MS_LIKELY(r != NULL))
-        p = ms_record_commit(r + MS_HDR_SIZE, n, 0, &rp);
-    else
-        ms_record_abort(&rp, n);
+    if (MS_LIKELY(r != NULL)) {
+        p = ms_record_commit_at(r + MS_HDR_SIZE, n, 0, &rp);
+    } else {
+        ms_rec_prep c = rp; /* a copy: rp itself stays in registers */
+        ms_record_abort(&c, n);
+    }
     ms_leave();
     return p;
+}
+
+static MS_NOINLINE void *ms_malloc_recorded(size_t n)
+{
+    return ms_alloc_recorded(n, 0, 0);
 }
 
 /* A recorded block without header (ms_addr_mode): the real allocator's block as asked,
@@ -163,7 +179,7 @@ static MS_NOINLINE void *ms_alloc_addr(size_t n, int zero)
 /* ===========================================================================
  * Interposers
  * ========================================================================= */
-static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_malloc_slow(size_t n)
+static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_malloc_other(size_t n)
 {
     if (!ms_fast_ok() || MS_UNLIKELY(n > SIZE_MAX - 64))
         return ms_malloc_passthrough(n);
@@ -175,6 +191,16 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
     if (ms_addr_mode)
         return ms_alloc_addr(n, 0);
     return ms_malloc_recorded(n);
+}
+
+/* Full mode records here, in malloc's one frame of its own (entered by a jump: its return
+ * address is the program's); everything else goes on to ms_malloc_other. */
+static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_malloc_slow(size_t n)
+{
+    if (MS_LIKELY(ms_fast_ok()) && MS_LIKELY(n <= SIZE_MAX - 64) &&
+        MS_LIKELY(!ms_sampler_cfg.enabled) && MS_LIKELY(!ms_addr_mode))
+        return ms_alloc_recorded(n, 0, 1);
+    return ms_malloc_other(n);
 }
 
 /* Sampled mode: a block the sampler's countdown passes over is a plain block, no header.
@@ -202,7 +228,8 @@ MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *malloc(size_
     return ms_malloc_unguarded(n);
 }
 
-/* A block whose header check matched: confirmed (sampled mode), then forgotten. */
+/* A block whose header check matched: confirmed (sampled mode), then forgotten (inline:
+ * one frame for the whole free). */
 static MS_NOINLINE void ms_free_checked(void *p)
 {
     if (MS_UNLIKELY(ms_hdr_confirm_needed) && !ms_hdr_confirm(p)) {
@@ -211,7 +238,7 @@ static MS_NOINLINE void ms_free_checked(void *p)
     }
     void *base = ms_hdr_base(p); /* before forgetting: that wipes the header */
     ms_enter();
-    ms_forget_heap(p);
+    ms_forget_heap_at(p);
     ms_real.free(ms_real_ptr(base));
     ms_leave();
 }
@@ -261,17 +288,7 @@ static MS_NOINLINE void *ms_calloc_plain(size_t a, size_t b)
 
 static MS_NOINLINE void *ms_calloc_recorded(size_t n)
 {
-    ms_enter();
-    ms_rec_prep rp;
-    ms_record_prepare(&rp, n);
-    char *r = ms_real.calloc(1, ms_real_size(n));
-    void *p = NULL;
-    if (MS_LIKELY(r != NULL))
-        p = ms_record_commit(r + MS_HDR_SIZE, n, 0, &rp);
-    else
-        ms_record_abort(&rp, n);
-    ms_leave();
-    return p;
+    return ms_alloc_recorded(n, 1, 0);
 }
 
 static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_calloc_slow(size_t a, size_t b)

@@ -262,9 +262,8 @@ static void pend_apply(ms_pend_ent *e)
 /* Entry e (the way of sid) holds another stack: hand its changes to the shared slot. The
  * thread's pending total keeps them until the next flush (the slots may lead the total
  * by at most that much). */
-void ms_pend_evict(ms_pend *p, ms_pend_ent *e, uint32_t sid)
+static void pend_evict(ms_pend_ent *e, uint32_t sid)
 {
-    (void)p;
     pend_apply(e);
     e->sid = sid;
 }
@@ -302,6 +301,36 @@ void ms_pend_flush(ms_pend *p)
     if (room > (uint64_t)INT64_MAX / 2)
         room = (uint64_t)INT64_MAX / 2;
     p->room = (int64_t)(room + grain) + 1;
+}
+
+/* ms_control_note_id (agent.h) when its inline part cannot apply the change. */
+void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps, int defer)
+{
+    ms_pend *p = ms_pend_self();
+    if (MS_UNLIKELY(!p)) {
+        ms_control_apply_now(sid, bytes, blocks, temps);
+        return;
+    }
+    if (p->flush_due)
+        ms_pend_flush(p);
+    unsigned way = ms_pend_way(sid);
+    ms_pend_ent *e = &p->ent[way];
+    if (e->sid != sid)
+        pend_evict(e, sid);
+    if (!e->dirty) {
+        e->dirty = 1;
+        p->dirty[p->ndirty++] = (uint16_t)way;
+    }
+    e->bytes += bytes;
+    e->blocks += blocks;
+    e->temps += temps;
+    p->bytes += bytes;
+    if (++p->events >= MS_PEND_FLUSH_EVENTS || p->bytes >= p->room || p->bytes <= -MS_PEND_FLUSH_BYTES) {
+        if (defer)
+            p->flush_due = 1;
+        else
+            ms_pend_flush(p);
+    }
 }
 
 void ms_control_flush_self(void)

@@ -111,7 +111,7 @@ MS_NOINLINE uint32_t ms_live_refill(void)
     return t->idx[--t->nidx];
 }
 
-MS_NOINLINE void ms_live_spill(void)
+static void live_spill(void)
 {
     ms_tls *t = &ms_self;
     pool_lock();
@@ -124,12 +124,20 @@ MS_NOINLINE void ms_live_spill(void)
     pool_unlock();
 }
 
+MS_NOINLINE void ms_live_spill_put(uint32_t idx)
+{
+    ms_tls *t = &ms_self;
+    live_spill();
+    if (t->nidx < MS_IDX_CACHE) /* else the pool is full too: the index is lost */
+        t->idx[t->nidx++] = idx;
+}
+
 void ms_live_thread_exit(void)
 {
     ms_tls *t = &ms_self;
     while (t->nidx >= MS_IDX_BATCH) {
         uint32_t before = t->nidx;
-        ms_live_spill();
+        live_spill();
         if (t->nidx == before)
             break;
     }

@@ -15,8 +15,9 @@ extern ms_chunks ms_live_entries MS_INTERNAL;
 #define MS_LIVE_AT(idx) MS_CHUNKS_AT(&ms_live_entries, idx, MS_LIVE_CHUNK_SHIFT, ms_live_entry)
 /* The thread's cache is empty: a batch from the pool or fresh indices (0: table full). */
 uint32_t ms_live_refill(void) MS_INTERNAL;
-/* The thread's cache is full: a batch goes back to the pool. */
-void ms_live_spill(void) MS_INTERNAL;
+/* The thread's cache is full: a batch goes back to the pool, then idx into the cache
+ * (out of line with idx as its argument: the inline part keeps nothing across a call). */
+void ms_live_spill_put(uint32_t idx) MS_INTERNAL;
 
 /* An unused entry index (from the thread's cache), or 0 when the table is full. */
 static inline uint32_t ms_live_take_index(void)
@@ -30,10 +31,13 @@ static inline uint32_t ms_live_take_index(void)
 static inline void ms_live_put_index(uint32_t idx)
 {
     ms_tls *t = &ms_self;
-    if (MS_UNLIKELY(t->nidx == MS_IDX_CACHE))
-        ms_live_spill();
-    if (MS_LIKELY(t->nidx < MS_IDX_CACHE))
-        t->idx[t->nidx++] = idx;
+    uint32_t n = t->nidx;
+    if (MS_LIKELY(n < MS_IDX_CACHE)) {
+        t->idx[n] = idx;
+        t->nidx = n + 1;
+        return;
+    }
+    ms_live_spill_put(idx);
 }
 
 /* The address is published last (release): a reader that sees it sees the rest. */

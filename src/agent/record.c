@@ -3,10 +3,7 @@
  * Runs inside the target with the re-entrancy flag raised: no malloc, no global lock. */
 #include <string.h>
 
-#include "agent/agent.h"
-#include "agent/live_hot.h"
-#include "agent/sampler.h"
-#include "agent/unwind_cfi.h"
+#include "agent/record_hot.h"
 
 uint64_t ms_hdr_secret;
 
@@ -110,44 +107,32 @@ uint32_t ms_current_stack(unsigned kind)
  * it would later lie inside a live frame (a caller's uninitialised buffer, the exit
  * path) and a leak scan would take it for a reference. Everything that calls out
  * (unwinding, interning, counters, the live index) runs before the block exists; the
- * commit only stores, and calls nothing that saves registers. Never inlined: the walk
- * starts from its caller's frame record (below). */
+ * commit only stores, and calls nothing that saves registers. The steps are inline in
+ * record_hot.h (the full-mode interposers do them in their own frame); these are their
+ * out-of-line forms. Never inlined: the walk starts from its caller's frame record (the
+ * agent's own, as the agent keeps frame pointers): one agent frame fewer to pass. */
 MS_NOINLINE void ms_record_prepare(ms_rec_prep *rp, size_t size)
 {
-    ms_control_maybe_start();
-    rp->weight = size; /* bytes this record stands for (its weight when sampled) */
-    rp->sid = 0;
-    rp->idx = 0;
-    rp->rec = NULL;
-    if (MS_UNLIKELY(ms_sampler_cfg.enabled)) {
-        rp->weight = ms_sampler_take(size);
-        if (!rp->weight) /* not sampled (realloc in place): a header saying "not tracked" */
-            return;
-    }
-    /* the walk leaves the agent from its caller's frame record (the agent's own, as the
-     * agent keeps frame pointers): one agent frame fewer to pass on every allocation */
-    ms_self.walk_fp = *(const uintptr_t *)__builtin_frame_address(0);
-    uint32_t sid = ms_cfi_cached_id((unsigned)ms_opt.max_depth);
-    if (!sid)
-        sid = ms_current_stack(MS_KIND_HEAP);
-    ms_self.walk_fp = 0;
-    uint32_t idx = ms_live_take_index();
-    if (MS_UNLIKELY(idx == 0 || sid > MS_HDR_MAX_STACK || size > MS_HDR_SIZE_MASK)) {
-        if (idx)
-            ms_live_put_index(idx);
-        MS_HEALTH_INC(dropped_blocks);
+    ms_record_prepare_at(rp, size, *(const uintptr_t *)__builtin_frame_address(0));
+}
+
+MS_NOINLINE void ms_record_prepare_sampled(ms_rec_prep *rp, size_t size, uintptr_t walk_fp)
+{
+    uint64_t weight = ms_sampler_take(size);
+    if (!weight) { /* not sampled (realloc in place): a header saying "not tracked" */
+        rp->weight = 0;
+        rp->sid = 0;
+        rp->idx = 0;
         return;
     }
-    rp->sid = sid;
-    rp->idx = idx;
-    rp->rec = ms_stack_known(sid);
-    if (rp->rec) {
-        uint64_t blocks = ms_sampler_count_estimate(size, rp->weight);
-        ms_stack_count_heap_alloc(rp->rec, blocks, rp->weight);
-        ms_control_note(rp->rec, (int64_t)rp->weight, (int64_t)blocks);
-    }
-    rp->ticks = ms_ticks();
-    rp->tid = ms_sampler_tag_tid(ms_gettid(), size, rp->weight);
+    ms_record_prepare_weighed(rp, size, weight, walk_fp);
+}
+
+void ms_record_drop(uint32_t idx)
+{
+    if (idx)
+        ms_live_put_index(idx);
+    MS_HEALTH_INC(dropped_blocks);
 }
 
 void ms_record_abort(const ms_rec_prep *rp, size_t size)
@@ -155,44 +140,20 @@ void ms_record_abort(const ms_rec_prep *rp, size_t size)
     if (!rp->idx)
         return;
     ms_live_put_index(rp->idx);
-    if (rp->rec)
-        ms_stack_account_free_n(rp->rec, ms_sampler_count_estimate(size, rp->weight),
-                                rp->weight);
-}
-
-/* Inlined into both commits: a call would save registers holding the block's address
- * in a frame of the agent's (see above). */
-static inline __attribute__((always_inline)) void commit_entry(const void *p, size_t size,
-                                                             const ms_rec_prep *rp)
-{
-    ms_live_store(rp->idx, (uint64_t)(uintptr_t)p, size, rp->ticks, rp->sid, rp->tid);
-    ms_pend *pd = ms_self.pend; /* stores only: the size class and the temporaries' window */
-    if (pd) {
-        pd->hist[size ? 64 - __builtin_clzll((unsigned long long)size) : 0]++;
-        pd->last_ptr = (uint64_t)(uintptr_t)p;
-    }
+    ms_stack_rec *r = ms_stack_known(rp->sid);
+    if (r)
+        ms_stack_account_free_n(r, ms_sampler_count_estimate(size, rp->weight), rp->weight);
 }
 
 void ms_record_commit_entry(const void *p, size_t size, const ms_rec_prep *rp)
 {
     if (rp->idx)
-        commit_entry(p, size, rp);
+        ms_record_commit_entry_at(p, size, rp);
 }
 
 void *ms_record_commit(void *p, size_t size, unsigned align_log2, const ms_rec_prep *rp)
 {
-    ms_hdr *h = ms_hdr_of(p);
-    if (MS_UNLIKELY(!rp->idx)) {
-        h->index = 0;
-        h->meta = ms_hdr_mark(p);
-        h->check = ms_hdr_check(p, align_log2);
-        return p;
-    }
-    commit_entry(p, size, rp);
-    h->index = rp->idx;
-    h->meta = (uint64_t)size | ((uint64_t)rp->sid << MS_HDR_SIZE_BITS);
-    h->check = ms_hdr_check(p, align_log2);
-    return p;
+    return ms_record_commit_at(p, size, align_log2, rp);
 }
 
 void ms_record_heap(void *p, size_t size, unsigned align_log2)
@@ -203,9 +164,9 @@ void ms_record_heap(void *p, size_t size, unsigned align_log2)
 }
 
 /* Modes whose stacks count their frees (sampled, min_size): the weight a sampled entry
- * stands for, then the stack's free counters. Out of line: full mode's free below keeps
- * no copy of an entry in its frame and no sampler test on its way. */
-static MS_NOINLINE void forget_counted(uint32_t idx, uint64_t size, uint32_t sid)
+ * stands for, then the stack's free counters. Out of line: full mode's free keeps no
+ * copy of an entry in its frame and no sampler test on its way. */
+MS_NOINLINE void ms_forget_counted(uint32_t idx, uint64_t size, uint32_t sid)
 {
     uint64_t w = size;
     if (ms_sampler_cfg.interval) { /* the sample count rides in the entry */
@@ -220,46 +181,14 @@ static MS_NOINLINE void forget_counted(uint32_t idx, uint64_t size, uint32_t sid
         ms_stack_account_free_n(r, ms_sampler_count_estimate(size, w), w);
 }
 
-/* As commit_entry: inlined, so that ms_forget_heap's code is what it was. */
-static inline __attribute__((always_inline)) void forget_entry(const void *p, uint32_t idx,
-                                                             uint64_t size, uint32_t sid)
-{
-    /* full mode: the heap stacks' free counters are derived from the live table when a
-     * snapshot is written (agent.h); no locked add on a cold stack record per free */
-    if (MS_UNLIKELY(!ms_heap_frees_derived)) {
-        forget_counted(idx, size, sid);
-        return;
-    }
-    ms_live_clear(idx);
-    ms_live_put_index(idx);
-    /* only the thread's own table: the peak's per-stack values and temporaries */
-    ms_pend *pd = ms_self.pend;
-    uint64_t temp = 0;
-    if (pd) { /* any free ends the window: heaptrack counts the same way */
-        temp = pd->last_ptr == (uint64_t)(uintptr_t)p;
-        pd->last_ptr = 0;
-    }
-    ms_control_note_id(sid, -(int64_t)size, -1, temp, 0);
-}
-
 void ms_forget_heap(void *p)
 {
-    ms_hdr *h = ms_hdr_of(p);
-    uint32_t idx = h->index;
-    /* Wipe the check: the allocator may keep these bytes untouched inside a free chunk
-     * and later hand out a block (without header: from an agent thread or a re-entered
-     * call) at the same address; a stale valid check would then make free() pass a
-     * wrong pointer to the allocator. */
-    h->check = 0;
-    if (!idx)
-        return;
-    h->index = 0;
-    forget_entry(p, idx, h->meta & MS_HDR_SIZE_MASK, (uint32_t)(h->meta >> MS_HDR_SIZE_BITS));
+    ms_forget_heap_at(p);
 }
 
 void ms_forget_entry(const void *p, uint32_t idx, uint64_t size, uint32_t sid)
 {
-    forget_entry(p, idx, size, sid);
+    ms_forget_entry_at(p, idx, size, sid);
 }
 
 int ms_live_find(uint64_t addr, ms_live_entry *out)
