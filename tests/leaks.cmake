@@ -6,6 +6,7 @@ target_include_directories(leaks_unit_mark PRIVATE ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/src)
 ms_unit_test(leaks_unit_stop SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_stop.c
   ${PROJECT_SOURCE_DIR}/src/agent/leak_stop.c ${PROJECT_SOURCE_DIR}/src/agent/sig_resume.c
+  ${PROJECT_SOURCE_DIR}/src/agent/elf_mod.c
   ${MS_AGENT_PLATFORM_SOURCES} LIBS Threads::Threads)
 target_include_directories(leaks_unit_stop PRIVATE ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/src)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/arch/arch.h"
+#include "agent/elf_mod.h"
 #include "agent/got_hook.h"
 #include "agent/libc/libc.h"
 
@@ -219,40 +220,6 @@ void ms_got_get_stats(ms_got_stats *out)
 /* ===========================================================================
  * One module
  * ========================================================================= */
-typedef struct ms_mod_view {
-    uintptr_t base;
-    const ElfW(Phdr) *phdr;
-    int phnum;
-    uintptr_t relro_lo, relro_hi; /* pages the loader made read-only (0, 0: none) */
-} ms_mod_view;
-
-/* 1 if [p, p+n) lies inside one PT_LOAD segment of the module. */
-static int ms_mod_has(const ms_mod_view *m, uintptr_t p, size_t n)
-{
-    if (p + n < p)
-        return 0;
-    for (int i = 0; i < m->phnum; i++) {
-        const ElfW(Phdr) *ph = &m->phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uintptr_t lo = m->base + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (p >= lo && p + n <= hi)
-            return 1;
-    }
-    return 0;
-}
-
-/* A d_ptr value as an address: the loader relocates most of them in place, but not all
- * loaders do; accept whichever reading lands inside the module. */
-static uintptr_t ms_mod_ptr(const ms_mod_view *m, uintptr_t v, size_t n)
-{
-    if (ms_mod_has(m, v, n))
-        return v;
-    if (v + m->base >= v && ms_mod_has(m, v + m->base, n))
-        return v + m->base;
-    return 0;
-}
-
 static int ms_sys_mprotect_raw(uintptr_t page, size_t len, int prot)
 {
     return (int)syscall(SYS_mprotect, (void *)page, len, prot);
@@ -403,46 +370,6 @@ static uint64_t ms_got_relocs(const ms_mod_view *m, uintptr_t rel, size_t relsz,
  * agent before any of its code runs: no block of ours can reach the real free or
  * realloc from it, and its constructors are recorded too.
  * ========================================================================= */
-typedef struct ms_mod_syms {
-    uintptr_t symtab, strtab, gnuhash, hash;
-    size_t strsz;
-} ms_mod_syms;
-
-static uint32_t ms_gnu_hash(const char *s)
-{
-    uint32_t h = 5381;
-    for (; *s; s++)
-        h = h * 33 + (unsigned char)*s;
-    return h;
-}
-
-static uint32_t ms_elf_hash(const char *s)
-{
-    uint32_t h = 0;
-    for (; *s; s++) {
-        h = (h << 4) + (unsigned char)*s;
-        uint32_t g = h & 0xf0000000u;
-        h ^= g >> 24;
-        h &= ~g;
-    }
-    return h;
-}
-
-/* The symbol at idx if it lies inside the module and is named `name`. */
-static ElfW(Sym) *ms_sym_named(const ms_mod_view *m, const ms_mod_syms *y, uint32_t idx,
-                               const char *name)
-{
-    uintptr_t sa = y->symtab + (uintptr_t)idx * sizeof(ElfW(Sym));
-    if (sa < y->symtab || !ms_mod_has(m, sa, sizeof(ElfW(Sym))))
-        return NULL;
-    ElfW(Sym) *sym = (ElfW(Sym) *)sa;
-    size_t n = strlen(name);
-    if (sym->st_name >= y->strsz || y->strsz - sym->st_name <= n ||
-        memcmp((const char *)y->strtab + sym->st_name, name, n + 1) != 0)
-        return NULL;
-    return sym;
-}
-
 /* Stores `val` into a symbol's st_value: the page made writable for the store (keeping
  * its other rights), then `prot` again. 1 if written. */
 static int ms_got_store_def(ElfW(Addr) *field, ElfW(Addr) val, int prot)
@@ -510,50 +437,22 @@ static int ms_got_define(const ms_mod_view *m, ElfW(Sym) *sym, void *own, int id
 }
 
 /* Redirects every definition of `name` in the module (each symbol version); returns how
- * many were written. The hash tables are bounds-checked like the rest. */
+ * many were written. */
+typedef struct ms_got_redirect_arg {
+    void *own;
+    int idx; /* in ms_got_table */
+} ms_got_redirect_arg;
+
+static uint64_t ms_got_redirect_def(const ms_mod_view *m, ElfW(Sym) *sym, void *arg)
+{
+    const ms_got_redirect_arg *a = arg;
+    return (uint64_t)ms_got_define(m, sym, a->own, a->idx);
+}
+
 static uint64_t ms_got_redirect(const ms_mod_view *m, const ms_mod_syms *y, int idx)
 {
-    const char *name = ms_got_table[idx].name;
-    void *own = ms_got_table[idx].own;
-    uint64_t n = 0;
-    if (y->gnuhash && ms_mod_has(m, y->gnuhash, 16)) {
-        const uint32_t *h = (const uint32_t *)y->gnuhash;
-        uint32_t nb = h[0], symoff = h[1], bloom = h[2];
-        if (!nb || bloom > (1u << 24))
-            return 0;
-        uintptr_t buckets = y->gnuhash + 16 + (uintptr_t)bloom * sizeof(ElfW(Addr));
-        uintptr_t chain = buckets + (uintptr_t)nb * 4;
-        uint32_t hv = ms_gnu_hash(name);
-        uintptr_t bp = buckets + (uintptr_t)(hv % nb) * 4;
-        if (!ms_mod_has(m, bp, 4))
-            return 0;
-        uint32_t idx = *(const uint32_t *)bp;
-        for (uint32_t k = 0; idx >= symoff && k < (1u << 20); k++, idx++) {
-            uintptr_t cp = chain + (uintptr_t)(idx - symoff) * 4;
-            if (!ms_mod_has(m, cp, 4))
-                break;
-            uint32_t cv = *(const uint32_t *)cp;
-            ElfW(Sym) *sym = (cv | 1) == (hv | 1) ? ms_sym_named(m, y, idx, name) : NULL;
-            if (sym)
-                n += (uint64_t)ms_got_define(m, sym, own, idx);
-            if (cv & 1)
-                break;
-        }
-        return n;
-    }
-    if (y->hash && ms_mod_has(m, y->hash, 8)) {
-        const uint32_t *h = (const uint32_t *)y->hash;
-        uint32_t nb = h[0], nc = h[1];
-        if (!nb || !ms_mod_has(m, y->hash, 8 + ((size_t)nb + nc) * 4))
-            return 0;
-        uint32_t i = h[2 + ms_elf_hash(name) % nb];
-        for (uint32_t k = 0; i && i < nc && k < nc; k++, i = h[2 + nb + i]) {
-            ElfW(Sym) *sym = ms_sym_named(m, y, i, name);
-            if (sym)
-                n += (uint64_t)ms_got_define(m, sym, own, idx);
-        }
-    }
-    return n;
+    ms_got_redirect_arg a = {ms_got_table[idx].own, idx};
+    return ms_mod_each_named(m, y, ms_got_table[idx].name, ms_got_redirect_def, &a);
 }
 
 #define MS_GOT_SEEN_MAX 512
@@ -565,74 +464,6 @@ typedef struct ms_got_pass {
     uintptr_t *seen;
     size_t nseen;
 } ms_got_pass;
-
-/* The tables of a module's dynamic section, bounds-checked. */
-typedef struct ms_mod_dyn {
-    uintptr_t jmprel, rela, symtab, strtab, gnuhash, hash;
-    size_t pltrelsz, relasz, strsz;
-} ms_mod_dyn;
-
-/* 1 with m and d filled, 0 for a module with nothing to patch, -1 for one whose dynamic
- * section fails a bounds check. */
-static int ms_mod_open(const struct dl_phdr_info *info, ms_mod_view *m, ms_mod_dyn *d)
-{
-    *m = (ms_mod_view){.base = info->dlpi_addr, .phdr = info->dlpi_phdr, .phnum = info->dlpi_phnum};
-    if (!m->phdr || m->phnum <= 0)
-        return 0;
-    const ElfW(Dyn) *dyn = NULL;
-    size_t ndyn = 0;
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < m->phnum; i++) {
-        const ElfW(Phdr) *ph = &m->phdr[i];
-        if (ph->p_type == PT_DYNAMIC) {
-            dyn = (const ElfW(Dyn) *)(m->base + ph->p_vaddr);
-            ndyn = ph->p_memsz / sizeof(ElfW(Dyn));
-        } else if (ph->p_type == PT_GNU_RELRO) {
-            /* the loader protects whole pages only: the last partial page stays writable */
-            m->relro_lo = (m->base + ph->p_vaddr) & ~(pg - 1);
-            m->relro_hi = (m->base + ph->p_vaddr + ph->p_memsz) & ~(pg - 1);
-        }
-    }
-    if (!dyn || !ndyn || !ms_mod_has(m, (uintptr_t)dyn, ndyn * sizeof(ElfW(Dyn))))
-        return 0; /* a static module has nothing to patch */
-    *d = (ms_mod_dyn){0};
-    int pltrel_rela = 1;
-    for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
-        uintptr_t v = dyn[i].d_un.d_ptr;
-        switch (dyn[i].d_tag) {
-        case DT_JMPREL: d->jmprel = v; break;
-        case DT_PLTRELSZ: d->pltrelsz = v; break;
-        case DT_PLTREL: pltrel_rela = v == DT_RELA; break;
-        case DT_RELA: d->rela = v; break;
-        case DT_RELASZ: d->relasz = v; break;
-        case DT_SYMTAB: d->symtab = v; break;
-        case DT_STRTAB: d->strtab = v; break;
-        case DT_STRSZ: d->strsz = v; break;
-        case DT_GNU_HASH: d->gnuhash = v; break;
-        case DT_HASH: d->hash = v; break;
-        default: break;
-        }
-    }
-    int bad = 0;
-    if (!d->symtab || !d->strtab || !d->strsz)
-        return 0;
-    d->symtab = ms_mod_ptr(m, d->symtab, sizeof(ElfW(Sym)));
-    d->strtab = ms_mod_ptr(m, d->strtab, d->strsz);
-    bad |= !d->symtab || !d->strtab;
-    if (d->jmprel && d->pltrelsz && pltrel_rela) {
-        d->jmprel = ms_mod_ptr(m, d->jmprel, d->pltrelsz);
-        bad |= !d->jmprel;
-    } else {
-        d->jmprel = 0;
-    }
-    if (d->rela && d->relasz) {
-        d->rela = ms_mod_ptr(m, d->rela, d->relasz);
-        bad |= !d->rela;
-    } else {
-        d->rela = 0;
-    }
-    return bad ? -1 : 1;
-}
 
 static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -666,9 +497,7 @@ static int ms_got_module(struct dl_phdr_info *info, size_t size, void *arg)
     }
     if (!self) {
         /* definitions first: a module loaded from now on is bound to the agent */
-        ms_mod_syms y = {.symtab = symtab, .strtab = strtab, .strsz = strsz,
-                         .gnuhash = d.gnuhash ? ms_mod_ptr(&m, d.gnuhash, 16) : 0,
-                         .hash = d.hash ? ms_mod_ptr(&m, d.hash, 8) : 0};
+        ms_mod_syms y = ms_mod_syms_of(&m, &d);
         uint64_t defs = 0;
         for (size_t i = 0; i < MS_GOT_DLOPEN; i++) /* dlopen: see ms_got_dlopen */
             if (ms_got_table[i].takes == pass->takes)

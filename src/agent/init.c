@@ -18,6 +18,7 @@
 
 #include "agent/addr_table.h"
 #include "agent/agent.h"
+#include "agent/elf_mod.h"
 #include "agent/guard.h"
 #include "agent/sig_resume.h"
 #include "agent/libc/libc.h"
@@ -220,9 +221,10 @@ static void ms_resolve(void)
 #undef R
     /* glibc's malloc makes its own mmap calls internally, never through an interposer:
      * a plain (unsampled) block then needs no re-entrancy flag around the real call */
-    Dl_info di;
-    ms_real_malloc_is_libc = ms_real.malloc && dladdr((void *)ms_real.malloc, &di) &&
-                             di.dli_fname && ms_libc_is_libc_path(di.dli_fname);
+    const char *file = NULL; /* not dladdr: it scans every symbol of the module */
+    ms_real_malloc_is_libc = ms_real.malloc &&
+                             ms_mod_func_at((void *)ms_real.malloc, NULL, &file, NULL) && file &&
+                             ms_libc_is_libc_path(file);
 }
 
 static int ms_find_self(struct dl_phdr_info *info, size_t size, void *arg)

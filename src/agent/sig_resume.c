@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent/arch/arch.h"
+#include "agent/elf_mod.h"
 #include "agent/libc/libc.h"
 
 enum { RS_SLEEP, RS_POLL, RS_KINDS };
@@ -57,11 +58,15 @@ static int wait_nfuncs;
 /* [lo, hi) of the C library's own definition of name, 0 when not known. */
 static int libc_func_range(const char *name, uintptr_t *lo, uintptr_t *hi)
 {
+    if (!ms_libc_func_sizes_usable())
+        return 0;
     void *p = dlsym(RTLD_DEFAULT, name);
-    Dl_info di;
-    if (!p || !dladdr(p, &di) || !di.dli_fname || !ms_libc_is_libc_path(di.dli_fname))
+    const char *file = NULL;
+    size_t sz = 0;
+    /* not dladdr: it scans every symbol of the C library (about 90,000 instructions a
+     * call, a millisecond and a half of every program's start-up for these names) */
+    if (!p || !ms_mod_func_at(p, name, &file, &sz) || !file || !ms_libc_is_libc_path(file))
         return 0; /* only the C library's own wrapper is known to be what it says */
-    size_t sz = ms_libc_func_size(p);
     if (!sz)
         return 0;
     *lo = (uintptr_t)p;

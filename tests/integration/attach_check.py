@@ -4,7 +4,10 @@ one reply line per command, so nothing waits on time; its output and exit status
 compared with a run of the same commands without memsight.
   threads   at_target (3 threads): blocks made before the attach are freed and reallocated
             after it; the blocks made after it are attributed exactly to their call sites;
-            detach, attach again on the same process, detach again
+            detach, attach again on the same process, detach again; what a module loaded
+            meanwhile would bind malloc and free to (the agent while attached; after a
+            detach libc's malloc, and still the agent's free, which takes blocks with a
+            header)
   kill      memsight attach killed (SIGKILL) at each step of the injection: the target
             runs on, its output unchanged; the attach either never happened or completed
   signals   memsight stopped at a step while it holds the target's thread; a signal sent
@@ -147,6 +150,15 @@ def baseline():
     return t.finish('quit')
 
 
+def binds(t):
+    """The files defining malloc and free for a module the target loads now (the reply
+    is left out of the output compared with the run without memsight)."""
+    r = t.cmd('binds')
+    t.lines.pop()
+    m = re.match(r'binds malloc=(\S+) free=(\S+)', r)
+    return (m.group(1), m.group(2)) if m else (r,)
+
+
 def case_threads():
     base_out, base_rc, _ = baseline()
     check(base_rc == 3, 'baseline exit status %d, expected 3' % base_rc)
@@ -198,8 +210,12 @@ def case_threads():
         check(lost == {('at_leak_site', 'definitely_lost'): 10},
               'leak scan after attach: expected exactly the 10 blocks of at_leak_site lost, '
               'got %r' % lost)
+    check(binds(t) == ('libmemsight.so', 'libmemsight.so'),
+          'attached: a new module would bind malloc, free to %r' % (binds(t),))
     r = detach(t.pid)
     check(r.returncode == 0, 'detach failed')
+    check(binds(t) == ('libc.so.6', 'libmemsight.so'),
+          'detached: a new module would bind malloc, free to %r' % (binds(t),))
     snap = r.stdout.strip()
     check(snap.endswith('-detach.msnap') and os.path.isfile(snap), 'no detach snapshot: %r' % snap)
     check(re.search(r'[1-9]\d* GOT slots given back', r.stderr) is not None,

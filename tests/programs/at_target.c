@@ -10,10 +10,14 @@
  *   leak     main allocates 10 x 56 bytes from at_leak_site and drops every pointer
  *   release  everything still held is freed
  *   sigs     prints how many SIGUSR1 the program has handled
+ *   binds    prints the file that defines malloc and free for a module loaded now (the
+ *            definitions dlsym finds: an attach redirects them, a detach gives the
+ *            ones that hand out memory back); not part of the compared output
  *   quit     exit status 3 (so a test sees it unchanged)
  * The workers wait in read() on pipes between commands; the output is the same with or
  * without an agent attached at any point. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -45,6 +49,17 @@ static void on_usr1(int sig)
 {
     (void)sig;
     usr1_count++;
+}
+
+/* The file name (without directories) of the module defining `name` for a new module. */
+static const char *definer(const char *name)
+{
+    Dl_info di;
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p || !dladdr(p, &di) || !di.dli_fname)
+        return "?";
+    const char *s = strrchr(di.dli_fname, '/');
+    return s ? s + 1 : di.dli_fname;
 }
 
 static void fill(char *p, size_t n, unsigned seed)
@@ -176,6 +191,8 @@ int main(void)
                 s += sum_of(main_pre[i], 24);
             }
             printf("ok work %016llx\n", (unsigned long long)s);
+        } else if (!strcmp(line, "binds\n")) {
+            printf("binds malloc=%s free=%s\n", definer("malloc"), definer("free"));
         } else if (!strcmp(line, "again\n")) {
             for (; nagain < 70; nagain++)
                 again_blocks[nagain] = at_again_site(24);

@@ -46,9 +46,10 @@ const char *ms_libc_memalign_name(void) MS_INTERNAL_LIBC;
  * a definition with *di filled, 0 otherwise. */
 int ms_libc_dladdr_def(const void *p, Dl_info *di) MS_INTERNAL_LIBC;
 
-/* The size in bytes of the function that begins at p (its dynamic symbol's st_size),
- * 0 when the C library cannot tell. */
-size_t ms_libc_func_size(const void *p) MS_INTERNAL_LIBC;
+/* 1 when the sizes of the C library's dynamic function symbols bound its wrappers of
+ * system calls (sig_resume.c resumes sleeps cut short inside them); 0 when they are not
+ * relied on. */
+int ms_libc_func_sizes_usable(void) MS_INTERNAL_LIBC;
 
 /* The thread's DTV as the scan should see it, from its thread pointer: *slot gets the
  * address of the DTV pointer in the TCB and *bias how far into its block that pointer

@@ -1,4 +1,4 @@
-/* glibc form of the C-library layer (libc.h): __libc_stack_end, dladdr1, the TCB's DTV
+/* glibc form of the C-library layer (libc.h): __libc_stack_end, the TCB's DTV
  * pointer (tcbhead_t), libc.so.6 and ld-linux. Runs inside the target: no malloc. */
 #define _GNU_SOURCE
 #include "agent/libc/libc.h"
@@ -58,15 +58,7 @@ int ms_libc_dladdr_def(const void *p, Dl_info *di)
     return sym->st_shndx != SHN_UNDEF;
 }
 
-size_t ms_libc_func_size(const void *p)
-{
-    Dl_info di;
-    const ElfW(Sym) *sym = NULL;
-    if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
-        (uintptr_t)di.dli_saddr != (uintptr_t)p)
-        return 0;
-    return (size_t)sym->st_size;
-}
+int ms_libc_func_sizes_usable(void) { return 1; }
 
 int ms_libc_dtv(uintptr_t tp, uintptr_t *slot, uintptr_t *bias)
 {

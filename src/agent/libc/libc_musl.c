@@ -63,10 +63,9 @@ int ms_libc_dladdr_def(const void *p, Dl_info *di)
     return p && dladdr(p, di) != 0;
 }
 
-size_t ms_libc_func_size(const void *p)
+int ms_libc_func_sizes_usable(void)
 {
-    (void)p; /* no dladdr1: sleeps an agent signal cuts short are not resumed */
-    return 0;
+    return 0; /* not relied on: sleeps an agent signal cuts short are not resumed */
 }
 
 int ms_libc_dtv(uintptr_t tp, uintptr_t *slot, uintptr_t *bias)
