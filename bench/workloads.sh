@@ -1,7 +1,8 @@
 # Workloads shared by the benchmarks (sourced, POSIX sh): allocation-heavy runs of real
 # programs whose inputs are generated here, the same for every tool measured.
-#   ms_bench_sqlite_sql FILE   200k single-row INSERTs in one transaction, two CREATE
-#                              INDEX and a query (sqlite3 DB < FILE)
+#   ms_bench_sqlite_sql FILE [PRAGMAS [QUERY [ROWS]]]   200k (ROWS) single-row INSERTs in
+#                              one transaction, two CREATE INDEX and a query
+#                              (sqlite3 DB < FILE)
 #   ms_bench_xz_input FILE     8 MB of compressible, not trivial text (xz -T2)
 #   ms_bench_time WORK WL PREFIX...   runs workload WL (sqlite, python: bench/churn.py
 #                              with 8 rounds, xz) on the files above in WORK after the
@@ -9,12 +10,12 @@
 #                              run) under /usr/bin/time: "wall user sys maxrss_kib" in
 #                              WORK/t.txt, its output in WORK/out.txt and err.txt (sqlite
 #                              starts from an empty database). $SRC is the source tree.
-ms_bench_sqlite_sql() { # FILE [PRAGMAS [LAST_QUERY]]
-    /usr/bin/python3 - "$1" "${2-PRAGMA synchronous=OFF;}" "${3-}" <<'PYEOF'
+ms_bench_sqlite_sql() { # FILE [PRAGMAS [LAST_QUERY [ROWS]]]
+    /usr/bin/python3 - "$1" "${2-PRAGMA synchronous=OFF;}" "${3-}" "${4:-200000}" <<'PYEOF'
 import sys
 with open(sys.argv[1], 'w') as f:
     f.write("PRAGMA journal_mode=OFF;\n%sCREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL, k INTEGER);\nBEGIN;\n" % (sys.argv[2] + "\n" if sys.argv[2] else ""))
-    for i in range(200000):
+    for i in range(int(sys.argv[4])):
         f.write("INSERT INTO t(name, v, k) VALUES('name-%d-%s', %d.5, %d);\n" % (i, 'x' * (i % 37), i, (i * 7919) % 100003))
     f.write("COMMIT;\nCREATE INDEX t_name ON t(name);\nCREATE INDEX t_k ON t(k, v);\n")
     f.write("SELECT count(*), sum(length(name)) FROM t;\n%s" % (sys.argv[3] + "\n" if sys.argv[3] else ""))
