@@ -2,7 +2,7 @@
 # frame pointers, run under libmemsight.so with every unwinder; real programs under the
 # agent with unchanged output and exit status.
 set(MS_AGENT_TESTS ${CMAKE_CURRENT_SOURCE_DIR})
-foreach(p heap deep mmap threads cxx samesp coro)
+foreach(p heap deep mmap threads cxx samesp walkdiff coro)
   if(p STREQUAL "cxx")
     set(src ${MS_AGENT_TESTS}/programs/gt_cxx.cpp)
   else()

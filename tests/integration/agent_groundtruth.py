@@ -82,6 +82,7 @@ def check(prog, args):
     expects = [l.split() for l in stdout.splitlines() if l.startswith('expect ')]
     allocs = [l.split() for l in stdout.splitlines() if l.startswith('allocs ')]
     chains = [l.split()[1:] for l in stdout.splitlines() if l.startswith('chain ')]
+    frames = [l.split() for l in stdout.splitlines() if l.startswith('frame ')]
     if not expects:
         fail('program printed no expectations')
     by_func = {}
@@ -112,6 +113,15 @@ def check(prog, args):
         if (got['alloc_blocks'], got['alloc_bytes']) != (int(nblk), int(nbytes)):
             errors.append('%s %s: expected %s allocations / %s bytes in all, agent says %d / %d'
                           % (func, kind, nblk, nbytes, got['alloc_blocks'], got['alloc_bytes']))
+    for _, func, kind, nblk, nbytes in frames:
+        got = [0, 0]
+        for st in snap['stacks'].values():
+            if st['kind'] == kind and func in agent_snap.frames(snap, st):
+                got[0] += st['live_blocks']
+                got[1] += st['live_bytes']
+        if got != [int(nblk), int(nbytes)]:
+            errors.append('stacks through %s (%s): expected %s blocks / %s bytes, agent says %d / %d'
+                          % (func, kind, nblk, nbytes, got[0], got[1]))
     for chain in chains:
         ok = False
         for st in snap['stacks'].values():
@@ -133,8 +143,8 @@ def check(prog, args):
     if errors:
         print('snapshot: %s (unwinder %s)' % (path, snap['meta'].get('unwinder')))
         fail('\n  '.join([prog] + errors))
-    print('ok %s %s: %d expectations, %d chains, unwinder %s' % (
-        prog, ','.join(extra), len(expects), len(chains), snap['meta'].get('unwinder')))
+    print('ok %s %s: %d expectations, %d frames, %d chains, unwinder %s' % (
+        prog, ','.join(extra), len(expects), len(frames), len(chains), snap['meta'].get('unwinder')))
 
 
 def check_json(path, exe, expects, chains):

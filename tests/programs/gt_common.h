@@ -22,6 +22,13 @@ static inline void gt_expect_allocs(const char *fn, const char *kind, unsigned l
 {
     printf("allocs %s %s %lu %lu\n", fn, kind, blocks, bytes);
 }
+/* "frame F K N B": the stacks of kind K that hold frame F anywhere keep N blocks of B
+ * bytes live in all. */
+static inline void gt_expect_frame(const char *fn, const char *kind, unsigned long blocks,
+                                   unsigned long bytes)
+{
+    printf("frame %s %s %lu %lu\n", fn, kind, blocks, bytes);
+}
 /* "chain A B C": frames A, B and C all appear, innermost first, in some stack. */
 static inline void gt_chain(const char *a, const char *b, const char *c)
 {
