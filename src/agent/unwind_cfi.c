@@ -1051,16 +1051,34 @@ static inline int leave_agent_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintp
     return 0;
 }
 
-uint32_t ms_cfi_cached_id(unsigned max)
+/* ms_cfi_cached_id when the recording call's caller was called by the agent itself: its
+ * frames are left as a walk leaves them, then the look-up. */
+static MS_NOINLINE uint32_t cached_id_deeper(cfi_thread *me, uintptr_t fp, unsigned max)
 {
-    cfi_thread *me = ms_self.cfi;
-    uintptr_t hi = ms_self.stack_hi, fp = ms_self.walk_fp;
-    uintptr_t lo = (uintptr_t)__builtin_frame_address(0), pc = 0, sp = 0, bp = 0;
-    if (!MS_ARCH_AGENT_FP_CFA || !me || lo >= hi || lo < ms_self.stack_lo || fp <= lo ||
+    uintptr_t hi = ms_self.stack_hi, lo = (uintptr_t)__builtin_frame_address(0), pc, sp, bp;
+    if (lo >= hi || lo < ms_self.stack_lo || fp <= lo ||
         !leave_agent_fp(fp, lo, hi, ms_self_lo, ms_self_hi, &pc, &sp, &bp) || pc < 4096)
         return 0;
     wc_ent *e = wc_find(me, pc, sp, bp, __atomic_load_n(&ms_gen, __ATOMIC_RELAXED));
     return e && e->depth <= max ? e->sid : 0;
+}
+
+uint32_t ms_cfi_cached_id(unsigned max)
+{
+    cfi_thread *me = ms_self.cfi;
+    /* the frame record of the recording call's caller: the agent's own, live above this
+     * frame on this stack (a caller's frame is at a higher address), so read as it is */
+    const uintptr_t *fr = (const uintptr_t *)ms_self.walk_fp;
+    if (!MS_ARCH_AGENT_FP_CFA || !me || (uintptr_t)fr <= (uintptr_t)__builtin_frame_address(0))
+        return 0;
+    /* Its return address is, nearly always, the program's: the walk's first state. No
+     * way's first pc is ever in the agent (walks leave its frames first), so when this
+     * one is, the look-up misses and the agent's frames are left first. */
+    uintptr_t pc = ms_arch_strip_pc(fr[1]);
+    wc_ent *e = wc_find(me, pc, (uintptr_t)fr + 16, fr[0], __atomic_load_n(&ms_gen, __ATOMIC_RELAXED));
+    if (MS_UNLIKELY(!e))
+        return pc >= ms_self_lo && pc < ms_self_hi ? cached_id_deeper(me, (uintptr_t)fr, max) : 0;
+    return e->depth <= max ? e->sid : 0;
 }
 
 int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot)
