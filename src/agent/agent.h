@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "agent/arch/arch.h"
 #include "agent/chunks.h"
@@ -77,7 +78,14 @@ int ms_init(void) MS_INTERNAL;
 void ms_signal_ready(void) MS_INTERNAL;
 uint64_t ms_now_ns(void) MS_INTERNAL;   /* CLOCK_REALTIME */
 uint64_t ms_start_ns(void) MS_INTERNAL; /* CLOCK_REALTIME when the agent started */
-uint64_t ms_ticks(void) MS_INTERNAL;    /* cheap timestamp for blocks */
+/* Blocks' timestamp: the coarse monotonic clock (the vDSO reads it without a system call;
+ * jiffy resolution is enough for ages). Inline: the recording path stamps every block. */
+static inline uint64_t ms_ticks(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 uint64_t ms_ticks_to_ns(uint64_t t) MS_INTERNAL;
 /* Raw syscalls for the agent's own memory (never recorded, never malloc). */
 void *ms_sys_mmap(size_t len) MS_INTERNAL;           /* MAP_NORESERVE anonymous */
@@ -337,9 +345,7 @@ void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t 
 static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps,
                                       int defer)
 {
-    if (MS_UNLIKELY(!ms_ctl_track))
-        return;
-    ms_pend *p = (ms_pend *)ms_self.pend;
+    ms_pend *p = (ms_pend *)ms_self.pend; /* none while nothing is tracked (ms_pend_new) */
     if (MS_LIKELY(p != NULL) && MS_LIKELY(!p->flush_due)) {
         ms_pend_ent *e = &p->ent[ms_pend_way(sid)];
         if (MS_LIKELY(e->sid == sid) && MS_LIKELY(e->dirty)) {

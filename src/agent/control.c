@@ -306,6 +306,8 @@ void ms_pend_flush(ms_pend *p)
 /* ms_control_note_id (agent.h) when its inline part cannot apply the change. */
 void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps, int defer)
 {
+    if (!ms_ctl_track)
+        return;
     ms_pend *p = ms_pend_self();
     if (MS_UNLIKELY(!p)) {
         ms_control_apply_now(sid, bytes, blocks, temps);

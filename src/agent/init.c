@@ -131,12 +131,6 @@ uint64_t ms_now_ns(void)
 /* Blocks are stamped with a cheap monotonic tick; snapshots convert to wall time with
  * the pair (ticks, realtime) taken at init and at snapshot time. */
 static uint64_t ms_tick0, ms_ns0;
-uint64_t ms_ticks(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 uint64_t ms_start_ns(void)
 {
