@@ -197,7 +197,7 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
  * address is the program's); everything else goes on to ms_malloc_other. */
 static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_malloc_slow(size_t n)
 {
-    if (MS_LIKELY(ms_fast_ok()) && MS_LIKELY(n <= SIZE_MAX - 64) &&
+    if (MS_LIKELY(ms_fast_ok()) && MS_LIKELY(n <= MS_HDR_SIZE_MASK) &&
         MS_LIKELY(!ms_sampler_cfg.enabled) && MS_LIKELY(!ms_addr_mode))
         return ms_alloc_recorded(n, 0, 1);
     return ms_malloc_other(n);
