@@ -42,6 +42,7 @@ typedef struct snap_ctx {
     ms_snap_writer *w;
     char *scratch;
     uint64_t count;
+    uint64_t heap_blocks; /* heap blocks written to BLKS (UINT64_MAX: no BLKS) */
     uint64_t now_ticks, now_ns;
     int have_mi;
     ms_mallinfo2 mi;
@@ -290,6 +291,7 @@ static int write_block(const ms_live_entry *e, unsigned kind, void *arg)
     b.kind = (uint8_t)kind;
     ms_sw_bytes(c->w, &b, sizeof b);
     c->count++;
+    c->heap_blocks += kind == MS_KIND_HEAP;
     return 0;
 }
 
@@ -299,6 +301,7 @@ static void write_blks(snap_ctx *c)
     uint64_t at = ms_sw_chunk_pos(c->w);
     ms_sw_u64(c->w, 0);
     c->count = 0;
+    c->heap_blocks = 0;
     ms_live_foreach(write_block, c, 0);
     ms_regions_foreach(write_block, c, 0);
     ms_sw_patch_u64(c->w, at, c->count);
@@ -390,7 +393,8 @@ static void write_hlth(snap_ctx *c)
     }
     if (h.metrics_errors)
         hv(w, &n, "metrics_errors", h.metrics_errors);
-    hv(w, &n, "live_table_blocks", ms_live_count());
+    /* the blocks of BLKS when it was written: the table is walked once */
+    hv(w, &n, "live_table_blocks", c->heap_blocks != UINT64_MAX ? c->heap_blocks : ms_live_count());
     hv(w, &n, "live_table_capacity", ms_opt.capacity);
     hv(w, &n, "live_table_bytes", ms_live_bytes_reserved());
     hv(w, &n, "stack_table_used", ms_stack_max_id());
@@ -592,7 +596,7 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
         rc = -ENOMEM;
         goto out;
     }
-    snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, ms_ticks(), ms_now_ns(), 0, {0}};
+    snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, UINT64_MAX, ms_ticks(), ms_now_ns(), 0, {0}};
     xfsz_guard xg;
     xfsz_block(&xg);
     rc = ms_sw_open(w, final, ms_sampler_cfg.interval ? MS_SNAP_F_SAMPLED : 0);
