@@ -258,20 +258,17 @@ extern ms_chunks ms_stack_shards[MS_STACK_SHARDS - 1] MS_INTERNAL; /* [shard-1]:
  * relaxed atomics by its thread id. Only one thread ever writes shard 0, so the sums stay
  * exact. Region stacks (mmap.c) keep the shards by thread id: their records are other
  * records. */
-void ms_stack_count_claim(void) MS_INTERNAL; /* sets ms_self.count_own to 1 or -1 */
+/* The owner's adds inline (one test of count_own); the claim and the other threads'
+ * shards out of line (stacks.c). */
+void ms_stack_count_heap_alloc_other(ms_stack_rec *r, uint64_t blocks, uint64_t bytes) MS_INTERNAL;
 static inline void ms_stack_count_heap_alloc(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
 {
-    if (MS_UNLIKELY(ms_self.count_own == 0))
-        ms_stack_count_claim();
-    if (MS_LIKELY(ms_self.count_own > 0)) {
-        ms_arch_add_own(&r->alloc_blocks, blocks);
-        ms_arch_add_own(&r->alloc_bytes, bytes);
+    if (MS_UNLIKELY(ms_self.count_own <= 0)) {
+        ms_stack_count_heap_alloc_other(r, blocks, bytes);
         return;
     }
-    unsigned sh = 1 + ms_self.tid % (MS_STACK_SHARDS - 1);
-    uint64_t *c = (uint64_t *)ms_chunks_at(&ms_stack_shards[sh - 1], r->id); /* mapped */
-    __atomic_fetch_add(&c[0], blocks, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&c[1], bytes, __ATOMIC_RELAXED);
+    ms_arch_add_own(&r->alloc_blocks, blocks);
+    ms_arch_add_own(&r->alloc_bytes, bytes);
 }
 /* 1 if the stack ever had an allocation counted (sum over shards). */
 int ms_stack_used(const ms_stack_rec *r) MS_INTERNAL;
@@ -303,8 +300,8 @@ typedef struct ms_pend_ent {
 } ms_pend_ent;
 typedef struct ms_pend {
     int64_t bytes;        /* the sum of the entries' bytes: this thread's unflushed share */
-    int64_t room;         /* flush when bytes reach this (see above) */
-    uint32_t events;
+    uint64_t band;        /* room + MS_PEND_FLUSH_BYTES - 1 (ms_pend_due) */
+    uint32_t events_left; /* changes until the periodic flush */
     uint32_t flush_due;   /* a deferred flush (ms_control_note_id) */
     uint64_t last_ptr;    /* the block this thread allocated last (temporaries) */
     uint32_t ndirty;
@@ -323,6 +320,15 @@ void ms_control_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t 
 static inline unsigned ms_pend_way(uint32_t sid)
 {
     return (sid * 0x9E3779B1u) >> 24;
+}
+
+/* A change that brought the thread's pending bytes to b is the one to flush at: the
+ * MS_PEND_FLUSH_EVENTS-th since the last flush, b at `room` or at -MS_PEND_FLUSH_BYTES.
+ * One unsigned compare for both bounds: band is room + MS_PEND_FLUSH_BYTES - 1 (room >= 0;
+ * a new table's band of 0 flushes at its first change, which sets both). */
+static inline int ms_pend_due(ms_pend *p, int64_t b)
+{
+    return --p->events_left == 0 || (uint64_t)(b + MS_PEND_FLUSH_BYTES - 1) >= p->band;
 }
 
 static inline ms_pend *ms_pend_self(void)
@@ -354,8 +360,7 @@ static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t block
             e->temps += temps;
             int64_t b = p->bytes + bytes;
             p->bytes = b;
-            if (MS_UNLIKELY(++p->events >= MS_PEND_FLUSH_EVENTS || b >= p->room ||
-                            b <= -MS_PEND_FLUSH_BYTES)) {
+            if (MS_UNLIKELY(ms_pend_due(p, b))) {
                 if (defer)
                     p->flush_due = 1;
                 else

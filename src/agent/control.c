@@ -283,7 +283,7 @@ void ms_pend_flush(ms_pend *p)
         }
     int64_t bytes = p->bytes;
     p->bytes = 0;
-    p->events = 0;
+    p->events_left = MS_PEND_FLUSH_EVENTS;
     p->flush_due = 0;
     if (bytes)
         ctl_apply_total(bytes);
@@ -300,7 +300,7 @@ void ms_pend_flush(ms_pend *p)
     uint64_t room = limit > total ? limit - total : 0;
     if (room > (uint64_t)INT64_MAX / 2)
         room = (uint64_t)INT64_MAX / 2;
-    p->room = (int64_t)(room + grain) + 1;
+    p->band = room + grain + 1 + MS_PEND_FLUSH_BYTES - 1;
 }
 
 /* ms_control_note_id (agent.h) when its inline part cannot apply the change. */
@@ -327,7 +327,7 @@ void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t 
     e->blocks += blocks;
     e->temps += temps;
     p->bytes += bytes;
-    if (++p->events >= MS_PEND_FLUSH_EVENTS || p->bytes >= p->room || p->bytes <= -MS_PEND_FLUSH_BYTES) {
+    if (ms_pend_due(p, p->bytes)) {
         if (defer)
             p->flush_due = 1;
         else

@@ -88,13 +88,29 @@ int ms_stacks_init(uint64_t capacity)
 
 /* The first thread that asks owns shard 0 of the heap stacks (agent.h); every other
  * thread adds to shards 1.., which exist for every stack interned (intern_new_locked). */
-void ms_stack_count_claim(void)
+/* Sets ms_self.count_own to 1 (this thread owns shard 0) or -1. */
+static void count_claim(void)
 {
     static int taken;
     int free_ = 0;
     int won = __atomic_compare_exchange_n(&taken, &free_, 1, 0, __ATOMIC_RELAXED,
                                           __ATOMIC_RELAXED);
     ms_self.count_own = won ? 1 : -1;
+}
+
+void ms_stack_count_heap_alloc_other(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
+{
+    if (ms_self.count_own == 0)
+        count_claim();
+    if (ms_self.count_own > 0) {
+        ms_arch_add_own(&r->alloc_blocks, blocks);
+        ms_arch_add_own(&r->alloc_bytes, bytes);
+        return;
+    }
+    unsigned sh = 1 + ms_self.tid % (MS_STACK_SHARDS - 1);
+    uint64_t *c = (uint64_t *)ms_chunks_at(&ms_stack_shards[sh - 1], r->id); /* mapped */
+    __atomic_fetch_add(&c[0], blocks, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c[1], bytes, __ATOMIC_RELAXED);
 }
 
 /* Room for depth pcs in one mapped chunk: their offset, or UINT64_MAX (arena full, or a
