@@ -810,13 +810,11 @@ WC_INLINE int wc_words_hold(const wc_ent *e, uintptr_t sp0)
 WC_INLINE wc_ent *wc_find(cfi_thread *me, uintptr_t pc0, uintptr_t sp0, uintptr_t bp0, unsigned gen)
 {
     unsigned s = wc_setno(pc0, sp0);
-    const wc_tag *tag = me->wct[s];
-    for (unsigned w = 0; w < MS_WC_WAYS; w++) {
-        if (tag[w].pc0 != pc0 || tag[w].sp0 != sp0)
+    const wc_tag *tag = me->wct[s], *end = tag + MS_WC_WAYS;
+    for (wc_ent *e = me->wc[s]; tag != end; tag++, e++) {
+        if (tag->pc0 != pc0 || tag->sp0 != sp0 || e->gen != gen || (e->needbp && e->bp0 != bp0))
             continue;
-        wc_ent *e = &me->wc[s][w];
-        if (e->gen != gen || (e->needbp && e->bp0 != bp0))
-            continue;
+        __asm__("" : "+r"(e)); /* in a register: not recomputed from the set and way */
         if (wc_words_hold(e, sp0)) {
             e->stamp = ++me->wc_clock;
             return e;
