@@ -750,7 +750,8 @@ typedef struct wc_ent {
     uint32_t gen;          /* rule generation (0: empty) */
     uint32_t sid;          /* heap stack id (0: not known yet) */
     uint32_t stamp;
-    uint16_t np, depth;    /* pairs of words to check (the first word repeated if odd); frames */
+    uint16_t depth;        /* frames of the stack */
+    uint8_t np;            /* pairs of words to check (the first word repeated if odd) */
     uint8_t needbp;        /* bp0 must match */
     wc_grp g[MS_WC_WORDS / MS_WC_GROUP];
 } wc_ent;
@@ -788,18 +789,18 @@ static inline wc_v2 wc_pair(const wc_ent *e, unsigned k, uintptr_t sp0)
  * looked at almost always match. */
 WC_INLINE int wc_words_hold(const wc_ent *e, uintptr_t sp0)
 {
-    wc_v2 d = {0, 0};
+    wc_v2 d = wc_pair(e, 0, sp0); /* every kept walk has a word */
 #define WC_PAIR(n)                                                                        \
     case (n) + 1:                                                                          \
         d |= wc_pair(e, (n), sp0);                                                         \
         __attribute__((fallthrough))
-    switch (e->np & 31) { /* every value a case: no range check */
-    case 21 ... 31: /* never kept */
+    switch (e->np) { /* every value of the byte has a case */
+    case 21 ... 255: /* never kept */
     WC_PAIR(19); WC_PAIR(18); WC_PAIR(17); WC_PAIR(16); WC_PAIR(15);
     WC_PAIR(14); WC_PAIR(13); WC_PAIR(12); WC_PAIR(11); WC_PAIR(10);
     WC_PAIR(9); WC_PAIR(8); WC_PAIR(7); WC_PAIR(6); WC_PAIR(5);
-    WC_PAIR(4); WC_PAIR(3); WC_PAIR(2); WC_PAIR(1); WC_PAIR(0);
-    case 0: break;
+    WC_PAIR(4); WC_PAIR(3); WC_PAIR(2); WC_PAIR(1);
+    case 0: case 1: break;
     }
 #undef WC_PAIR
     _Static_assert(MS_WC_WORDS == 40, "one case per pair of words");
@@ -814,7 +815,6 @@ WC_INLINE wc_ent *wc_find(cfi_thread *me, uintptr_t pc0, uintptr_t sp0, uintptr_
     for (wc_ent *e = me->wc[s]; tag != end; tag++, e++) {
         if (tag->pc0 != pc0 || tag->sp0 != sp0 || e->gen != gen || (e->needbp && e->bp0 != bp0))
             continue;
-        __asm__("" : "+r"(e)); /* in a register: not recomputed from the set and way */
         if (wc_words_hold(e, sp0)) {
             e->stamp = ++me->wc_clock;
             return e;
@@ -873,7 +873,7 @@ static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
     me->wct[sn][way].sp0 = sp0;
     e->bp0 = t->s[start].bp;
     e->needbp = need[0];
-    e->np = (uint16_t)(nw / 2);
+    e->np = (uint8_t)(nw / 2);
     e->depth = (uint16_t)depth;
     e->sid = 0;
     for (unsigned i = 0; i < nw; i++) {
