@@ -811,16 +811,18 @@ WC_INLINE int wc_words_hold(const wc_ent *e, uintptr_t sp0)
 WC_INLINE wc_ent *wc_find(cfi_thread *me, uintptr_t pc0, uintptr_t sp0, uintptr_t bp0, unsigned gen)
 {
     unsigned s = wc_setno(pc0, sp0);
-    const wc_tag *tag = me->wct[s], *end = tag + MS_WC_WAYS;
-    for (wc_ent *e = me->wc[s]; tag != end; tag++, e++) {
-        if (tag->pc0 != pc0 || tag->sp0 != sp0 || e->gen != gen || (e->needbp && e->bp0 != bp0))
-            continue;
-        if (wc_words_hold(e, sp0)) {
+    const wc_tag *tag = me->wct[s];
+    /* a set's tags fill one aligned cache line: its end is the next line's start */
+    _Static_assert(sizeof me->wct[0] == 64, "a set's tags in one line");
+    for (wc_ent *e = me->wc[s];; e++) {
+        if (tag->pc0 == pc0 && tag->sp0 == sp0 && e->gen == gen && (!e->needbp || e->bp0 == bp0) &&
+            wc_words_hold(e, sp0)) {
             e->stamp = ++me->wc_clock;
             return e;
         }
+        if (!((uintptr_t)++tag & 63))
+            return NULL;
     }
-    return NULL;
 }
 
 /* Keeps the complete walk in trace t (its first step is the walk's first state);
@@ -1051,9 +1053,10 @@ static inline int leave_agent_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintp
 
 /* ms_cfi_cached_id when the recording call's caller was called by the agent itself: its
  * frames are left as a walk leaves them, then the look-up. */
-static MS_NOINLINE uint32_t cached_id_deeper(cfi_thread *me, uintptr_t fp, unsigned max)
+static MS_NOINLINE uint32_t cached_id_deeper(cfi_thread *me, unsigned max)
 {
     uintptr_t hi = ms_self.stack_hi, lo = (uintptr_t)__builtin_frame_address(0), pc, sp, bp;
+    uintptr_t fp = ms_self.walk_fp;
     if (lo >= hi || lo < ms_self.stack_lo || fp <= lo ||
         !leave_agent_fp(fp, lo, hi, ms_self_lo, ms_self_hi, &pc, &sp, &bp) || pc < 4096)
         return 0;
@@ -1075,7 +1078,7 @@ uint32_t ms_cfi_cached_id(unsigned max)
     uintptr_t pc = ms_arch_strip_pc(fr[1]);
     wc_ent *e = wc_find(me, pc, (uintptr_t)fr + 16, fr[0], __atomic_load_n(&ms_gen, __ATOMIC_RELAXED));
     if (MS_UNLIKELY(!e))
-        return pc >= ms_self_lo && pc < ms_self_hi ? cached_id_deeper(me, (uintptr_t)fr, max) : 0;
+        return pc >= ms_self_lo && pc < ms_self_hi ? cached_id_deeper(me, max) : 0;
     return e->depth <= max ? e->sid : 0;
 }
 
