@@ -147,7 +147,11 @@ static inline __attribute__((always_inline)) void *ms_alloc_recorded(size_t n, i
     } else {
         ms_record_prepare_at(&rp, n, fp);
     }
-    char *r = zero ? ms_real.calloc(1, ms_real_size(n)) : ms_real.malloc(ms_real_size(n));
+    /* the real size computed here, not kept in a register across the walk (GCC hoists it) */
+    size_t rs = n;
+    __asm__ volatile("" : "+r"(rs) : : "memory");
+    rs = ms_real_size(rs);
+    char *r = zero ? ms_real.calloc(1, rs) : ms_real.malloc(rs);
     void *p = NULL;
     if (MS_LIKELY(r != NULL)) {
         p = ms_record_commit_at(r + MS_HDR_SIZE, n, 0, &rp);
