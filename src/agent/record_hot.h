@@ -123,10 +123,9 @@ static MS_ALWAYS_INLINE void ms_forget_heap_at(void *p)
      * and later hand out a block (without header: from an agent thread or a re-entered
      * call) at the same address; a stale valid check would then make free() pass a
      * wrong pointer to the allocator. */
-    h->check = 0;
+    h->check = 0; /* (the index needs no wiping: no header without its check is read) */
     if (!idx)
         return;
-    h->index = 0;
     uint64_t meta = h->meta;
     ms_forget_entry_at(p, idx, meta & MS_HDR_SIZE_MASK, (uint32_t)(meta >> MS_HDR_SIZE_BITS));
 }
