@@ -737,12 +737,12 @@ typedef struct wc_tag {
     uintptr_t pc0, sp0;
 } wc_tag;
 typedef uint64_t wc_v2 __attribute__((vector_size(16)));
-/* Four words: where they are (bytes above the first sp: every word a kept walk depends
- * on lies between it and the stack's top) and the values read, the pairs of values
- * aligned for one vector operation. 48 bytes where (address, value) pairs took 64: a
+/* Four words: where they are (bytes from the first sp: every word a kept walk depends
+ * on lies between it and the stack's top, but for the first bp, below) and the values
+ * read, the pairs of values aligned for one vector operation. 48 bytes where (address, value) pairs took 64: a
  * hit reads fewer cache lines. */
 typedef struct wc_grp {
-    uint32_t off[MS_WC_GROUP];
+    int32_t off[MS_WC_GROUP];
     wc_v2 val[MS_WC_GROUP / 2];
 } wc_grp;
 typedef struct wc_ent {
@@ -752,7 +752,7 @@ typedef struct wc_ent {
     uint32_t stamp;
     uint16_t depth;        /* frames of the stack */
     uint8_t np;            /* pairs of words to check (the first word repeated if odd) */
-    uint8_t needbp;        /* bp0 must match */
+    uint8_t needbp;        /* bp0 must match (where it is not one of the words) */
     wc_grp g[MS_WC_WORDS / MS_WC_GROUP];
 } wc_ent;
 _Static_assert(sizeof(wc_ent) == 512, "a way is 8 cache lines");
@@ -780,7 +780,8 @@ static inline wc_v2 wc_pair(const wc_ent *e, unsigned k, uintptr_t sp0)
 {
     const wc_grp *g = &e->g[k / 2];
     unsigned i = (k & 1) * 2;
-    wc_v2 w = {*(const uint64_t *)(sp0 + g->off[i]), *(const uint64_t *)(sp0 + g->off[i + 1])};
+    wc_v2 w = {*(const uint64_t *)(sp0 + (intptr_t)g->off[i]),
+               *(const uint64_t *)(sp0 + (intptr_t)g->off[i + 1])};
     return w ^ g->val[k & 1];
 }
 
@@ -815,7 +816,8 @@ WC_INLINE wc_ent *wc_find(cfi_thread *me, uintptr_t pc0, uintptr_t sp0, uintptr_
     /* a set's tags fill one aligned cache line: its end is the next line's start */
     _Static_assert(sizeof me->wct[0] == 64, "a set's tags in one line");
     for (wc_ent *e = me->wc[s];; e++) {
-        if (tag->pc0 == pc0 && tag->sp0 == sp0 && e->gen == gen && (!e->needbp || e->bp0 == bp0) &&
+        if (tag->pc0 == pc0 && tag->sp0 == sp0 && e->gen == gen &&
+            (MS_ARCH_AGENT_FP_CFA || !e->needbp || e->bp0 == bp0) &&
             wc_words_hold(e, sp0)) {
             e->stamp = ++me->wc_clock;
             return e;
@@ -840,9 +842,17 @@ static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
         need[m - start] = (uint8_t)nd;
     }
     uintptr_t sp0 = t->s[start].sp;
-    uint32_t off[MS_WC_WORDS];
+    int32_t off[MS_WC_WORDS];
     uint64_t val[MS_WC_WORDS];
-    unsigned nw = 0;
+    unsigned nw = 0, needbp = nd; /* need[0] */
+    if (needbp && MS_ARCH_AGENT_FP_CFA) {
+        /* Walks leave the agent by frame records: the first bp is the word the last
+         * agent frame's record holds, 16 bytes below the first sp (live at every
+         * look-up). Checked as one of the words: no test of its own on each hit. */
+        off[nw] = -16;
+        val[nw++] = t->s[start].bp;
+        needbp = 0;
+    }
     for (uint32_t m = start; m < end; m++) {
         const cfi_step *st = &t->s[m];
         uintptr_t a[3] = {st->raslot, st->dslot, 0}, v[3] = {st->rawra, st->cfa, st->bpval};
@@ -851,9 +861,9 @@ static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
         for (unsigned x = 0; x < 3; x++) {
             if (!a[x])
                 continue;
-            if (nw == MS_WC_WORDS || a[x] < sp0 || a[x] - sp0 > UINT32_MAX)
+            if (nw == MS_WC_WORDS || a[x] < sp0 || a[x] - sp0 > INT32_MAX)
                 return NULL;
-            off[nw] = (uint32_t)(a[x] - sp0);
+            off[nw] = (int32_t)(a[x] - sp0);
             val[nw] = v[x];
             nw++;
         }
@@ -874,7 +884,7 @@ static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
     me->wct[sn][way].pc0 = t->s[start].pc;
     me->wct[sn][way].sp0 = sp0;
     e->bp0 = t->s[start].bp;
-    e->needbp = need[0];
+    e->needbp = (uint8_t)needbp;
     e->np = (uint8_t)(nw / 2);
     e->depth = (uint16_t)depth;
     e->sid = 0;
