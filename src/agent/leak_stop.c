@@ -88,8 +88,29 @@ int ms_lk_stop_install(int sig)
     return 0;
 }
 
-/* 1 when thread tid blocks sig (SigBlk of /proc/self/task/TID/status): it will not
- * answer, so waiting for it would only lengthen the pause. */
+/* The 64-bit hex mask after `key` ("\nSigBlk:") in a status text, or 0. */
+static uint64_t status_mask(const char *buf, long r, const char *key)
+{
+    size_t kl = strlen(key);
+    for (long i = 0; i + (long)kl < r; i++) {
+        if (memcmp(buf + i, key, kl) != 0)
+            continue;
+        const char *p = buf + i + kl;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        uint64_t mask = 0;
+        for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+            mask = (mask << 4) | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+        return mask;
+    }
+    return 0;
+}
+
+/* 1 when thread tid blocks sig with our signal still pending for it (SigBlk and SigPnd of
+ * /proc/self/task/TID/status): it will not answer, so waiting for it would only lengthen
+ * the pause. Blocked alone is not enough: a thread that has just entered the stop
+ * handler has every signal blocked (the handler's mask) before it marks itself stopped,
+ * and the signal it took is no longer pending. */
 static int sig_blocked(uint32_t tid, int sig)
 {
     char path[64] = "/proc/self/task/";
@@ -109,21 +130,11 @@ static int sig_blocked(uint32_t tid, int sig)
     char buf[2048];
     long r = syscall(SYS_read, (int)fd, buf, sizeof buf - 1);
     syscall(SYS_close, (int)fd);
-    if (r <= 0)
+    if (r <= 0 || sig < 1 || sig > 64)
         return 0;
     buf[r] = 0;
-    for (long i = 0; i + 8 < r; i++) {
-        if (memcmp(buf + i, "\nSigBlk:", 8) != 0)
-            continue;
-        const char *p = buf + i + 8;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        uint64_t mask = 0;
-        for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
-            mask = (mask << 4) | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
-        return sig >= 1 && sig <= 64 && (mask >> (sig - 1)) & 1;
-    }
-    return 0;
+    uint64_t bit = 1ull << (sig - 1);
+    return (status_mask(buf, r, "\nSigBlk:") & bit) && (status_mask(buf, r, "\nSigPnd:") & bit);
 }
 
 /* Threads that have not answered yet: gone (exited), or blocking the signal. */
@@ -134,7 +145,9 @@ static void check_unanswered(ms_lk_world *w, pid_t pid, int sig)
             continue;
         if (syscall(SYS_tgkill, pid, w->t[i].tid, 0) != 0) {
             __atomic_store_n(&w->t[i].state, MS_LKT_GONE, __ATOMIC_RELEASE);
-        } else if (sig_blocked(w->t[i].tid, sig)) {
+        } else if (sig_blocked(w->t[i].tid, sig) && ++w->t[i].blocked_seen >= 3) {
+            /* three checks (2 ms or more apart): a thread still leaving the handler of
+             * the previous stop has every signal blocked too, for a moment */
             uint32_t expect = MS_LKT_SIGNALLED;
             __atomic_compare_exchange_n(&w->t[i].state, &expect, MS_LKT_TIMEOUT, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);

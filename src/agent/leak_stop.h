@@ -23,6 +23,7 @@ enum {
 typedef struct ms_lk_thread {
     uint32_t tid;
     uint32_t state; /* MS_LKT_* (atomic) */
+    uint32_t blocked_seen; /* checks that found the signal blocked and pending for it */
     uint64_t sp;
     uint64_t tp;    /* thread pointer (fs base, tpidr_el0) */
     uint64_t regs[MS_LK_NREGS];
