@@ -625,7 +625,8 @@ void ms_record_heap(void *p, size_t size, unsigned align_log2) MS_INTERNAL;
  * accounts, takes the live index), then commit with the block (stores only, returns p),
  * or abort when the allocation failed. */
 typedef struct ms_rec_prep {
-    uint64_t weight; /* 0: sampled mode, not taken (an untracked header) */
+    uint64_t weight; /* 0: sampled mode, not taken (an untracked header); with idx 0 and
+                      * weight non-zero the block was dropped (no room, too large) */
     uint64_t ticks;
     uint32_t sid, idx; /* idx 0: not tracked */
     uint32_t tid;

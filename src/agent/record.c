@@ -132,7 +132,6 @@ void ms_record_drop(uint32_t idx)
 {
     if (idx)
         ms_live_put_index(idx);
-    MS_HEALTH_INC(dropped_blocks);
 }
 
 void ms_record_abort(const ms_rec_prep *rp, size_t size)
@@ -149,6 +148,8 @@ void ms_record_commit_entry(const void *p, size_t size, const ms_rec_prep *rp)
 {
     if (rp->idx)
         ms_record_commit_entry_at(p, size, rp);
+    else if (rp->weight) /* dropped */
+        MS_HEALTH_INC(dropped_blocks);
 }
 
 void *ms_record_commit(void *p, size_t size, unsigned align_log2, const ms_rec_prep *rp)

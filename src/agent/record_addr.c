@@ -13,8 +13,11 @@ void *ms_record_commit_addr(void *p, size_t size, const ms_rec_prep *rp)
         ms_record_abort(rp, size);
         return NULL;
     }
-    if (!rp->idx)
-        return p; /* not sampled, or no room: a plain block */
+    if (!rp->idx) { /* not sampled, or dropped (no room): a plain block */
+        if (rp->weight)
+            MS_HEALTH_INC(dropped_blocks);
+        return p;
+    }
     if (MS_UNLIKELY(ms_addr_insert(p, rp->idx) != 0)) {
         /* the table cannot grow: the block stays plain, as if the live table were full */
         ms_record_abort(rp, size);

@@ -16,8 +16,9 @@
 
 /* Sampled mode's preparation: the sampler's weight, then as below (record.c). */
 void ms_record_prepare_sampled(ms_rec_prep *rp, size_t size, uintptr_t walk_fp) MS_INTERNAL;
-/* No live entry for this block (table full, stack id or size too large): idx goes back,
- * the drop is counted. */
+/* No live entry for this block (table full, stack id or size too large): idx goes back.
+ * The drop is counted by the commit, not here: a request the allocator then refuses (a
+ * program asking for 2^41 bytes to see it fail) dropped nothing. */
 void ms_record_drop(uint32_t idx) MS_INTERNAL;
 /* Modes whose stacks count their frees (record.c). */
 void ms_forget_counted(uint32_t idx, uint64_t size, uint32_t sid) MS_INTERNAL;
@@ -36,6 +37,7 @@ static MS_ALWAYS_INLINE void ms_record_prepare_weighed(ms_rec_prep *rp, size_t s
     uint32_t idx = ms_live_take_index();
     if (MS_UNLIKELY(idx == 0 || sid > MS_HDR_MAX_STACK || size > MS_HDR_SIZE_MASK)) {
         ms_record_drop(idx);
+        rp->weight |= 1; /* with idx 0: dropped, counted once the block exists */
         rp->sid = 0;
         rp->idx = 0;
         return;
@@ -82,6 +84,8 @@ static MS_ALWAYS_INLINE void *ms_record_commit_at(void *p, size_t size, unsigned
 {
     ms_hdr *h = ms_hdr_of(p);
     if (MS_UNLIKELY(!rp->idx)) {
+        if (rp->weight) /* dropped (not a sampled-out block) */
+            MS_HEALTH_INC(dropped_blocks);
         h->index = 0;
         h->meta = ms_hdr_mark(p);
         h->check = ms_hdr_check(p, align_log2);
