@@ -29,6 +29,7 @@ secs() { echo "$2 - $1" | bc; }
 # --- the generator, against the build's libraries ----------------------------------
 cc -O2 -I"$SRC/include" -I"$SRC/src" "$SRC/bench/fleet-gen.c" "$BUILD/src/analysis/libms_analysis.a" \
   "$BUILD/src/core/libms_core.a" -ldw -lelf -lz -lzstd -lstdc++ -lm -o "$WORK/fleet-gen"
+cc -O2 -o "$WORK/cputime" "$SRC/bench/cputime.c"
 
 # --- one real program's snapshot --------------------------------------------------
 python3 - "$WORK/w.sql" <<'PYEOF'
@@ -88,11 +89,11 @@ q() { curl -sf --data-binary "$1" "$URL/"; }
 
 # --- ingest ---------------------------------------------------------------------------
 t0=$(now)
-"$MEMSIGHT" push -q "$URL" "$WORK"/fleet/*
+"$WORK/cputime" "$WORK/push.txt" "$MEMSIGHT" push -q "$URL" "$WORK"/fleet/*
 t1=$(now)
 ROWS=$(q "SELECT count() FROM memsight_stacks")
 T=$(secs "$t0" "$t1")
-echo "push: $FILES snapshots, $ROWS rows in $T s: $(echo "$FILES / $T" | bc) snapshots/s, $(echo "$ROWS / $T" | bc) rows/s, $(echo "$FILE_BYTES / $T / 1048576" | bc) MiB/s of snapshot files"
+echo "push: $FILES snapshots, $ROWS rows in $T s: $(echo "$FILES / $T" | bc) snapshots/s, $(echo "$ROWS / $T" | bc) rows/s, $(echo "$FILE_BYTES / $T / 1048576" | bc) MiB/s of snapshot files, peak RSS $(($(cut -d' ' -f4 "$WORK/push.txt") / 1024)) MiB"
 t0=$(now)
 "$MEMSIGHT" push -q "$URL" "$WORK"/fleet/*
 t1=$(now)
