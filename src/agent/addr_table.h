@@ -18,7 +18,7 @@ extern int ms_addr_mode MS_INTERNAL;
 
 /* 2^MS_ADDR_FILTER_BITS one-byte counters of the live recorded blocks whose address
  * maps there (saturating: a counter that reached 255 stays). A block's counter is its
- * 16-byte granule within a 4 MiB window, the window's number mixed in by XOR: blocks
+ * 16-byte granule within a 4 MiB window plus the window's number: blocks
  * close in memory share the filter's cache lines (one line per KiB of heap), so a
  * program freeing its blocks in any local order finds them in the L1 cache (a
  * scattering hash made this load the plain free's main cost: a cache miss per call).
@@ -30,11 +30,17 @@ extern int ms_addr_mode MS_INTERNAL;
  * (at most 256 KiB): free() finds it at a fixed offset, without loading a pointer. */
 extern uint8_t ms_addr_filter[1u << MS_ADDR_FILTER_BITS] MS_INTERNAL;
 
+/* The granule (address bits 4..21) plus the window (bits 22..39), modulo 2^18, as the
+ * top bits of one product: p * (2^42 + 2^24) holds granule << 46 and window << 46 and,
+ * below bit 46, less than 2^46 for a 16-byte aligned p (no carry); bits 40 and up (a
+ * pointer tag among them) fall off. One multiplication and a shift where shifts, xor and
+ * mask took five instructions on free's path; the constant hidden from GCC, which would
+ * rebuild the product from shifts. */
 static inline uint32_t ms_addr_hash(const void *p)
 {
-    uint64_t k = ms_ptr_key(p);
-    return (uint32_t)((k >> 4) ^ (k >> (4 + MS_ADDR_FILTER_BITS))) &
-           ((1u << MS_ADDR_FILTER_BITS) - 1);
+    uint64_t m = (1ull << (46 - 4)) + (1ull << (46 - 22));
+    __asm__("" : "+r"(m));
+    return (uint32_t)(((uint64_t)(uintptr_t)p * m) >> (64 - MS_ADDR_FILTER_BITS));
 }
 
 /* 0 when p is certainly not a recorded block: the check free() makes for every block. */

@@ -1,7 +1,8 @@
 /* Unit tests of the address table of recorded blocks (addr_table.c) on its own: every
  * kept block found again with its live index after any order of removals (keys that
  * share a first slot included), plain addresses never found, the filter's "maybe" for
- * every kept block, and a steady number of blocks kept without new mappings. */
+ * every kept block, its locality within a window, and a steady number of blocks kept
+ * without new mappings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,11 +137,34 @@ static void test_steady_churn(void **state)
         assert_false(ms_addr_maybe(addr((next() & 0x00007ffffffffff0ull) | 0x10)));
 }
 
+/* The filter's locality: within one 4 MiB window every 16-byte granule has a counter of
+ * its own (a heap within one window never sends a plain free to the table), blocks a
+ * granule apart are neighbours in the filter, and a block in another window lands
+ * elsewhere than the same offset here. */
+static void test_filter_window(void **state)
+{
+    (void)state;
+    setup_once();
+    const uint64_t win = 0x7f3a12c00000ull; /* a 4 MiB window's start */
+    const uint64_t k = win + 0x234560ull;
+    assert_int_equal(ms_addr_insert(addr(k), 9), 0);
+    uint64_t same = 0;
+    for (uint64_t g = win; g < win + (4ull << 20); g += 16)
+        same += g != k && ms_addr_maybe(addr(g));
+    assert_int_equal(same, 0);
+    assert_int_equal(ms_addr_hash(addr(k + 16)), (ms_addr_hash(addr(k)) + 1) & ((1u << 18) - 1));
+    assert_false(ms_addr_maybe(addr(k + (4ull << 20))));
+    assert_false(ms_addr_maybe(addr(k + (1ull << 32))));
+    assert_int_equal(ms_addr_remove(addr(k)), 9);
+    assert_false(ms_addr_maybe(addr(k)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_colliding_keys),
         cmocka_unit_test(test_steady_churn),
+        cmocka_unit_test(test_filter_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
