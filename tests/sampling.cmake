@@ -6,7 +6,7 @@ ms_unit_test(sampling_sampler SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_sample
 target_include_directories(sampling_sampler PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 
 # Ground-truth programs (plain -O2, no frame pointers: the default unwinder must cope).
-foreach(p sm_mix sm_peak sm_serve sm_forks sm_fork_walks sm_scale sm_api sm_single sm_noheader)
+foreach(p sm_mix sm_peak sm_serve sm_forks sm_fork_walks sm_scale sm_api sm_single sm_noheader sm_boot)
   ms_test_program(${p} SOURCES ${CMAKE_CURRENT_LIST_DIR}/programs/${p}.c FLAGS -O2 -g
     LIBS Threads::Threads dl)
 endforeach()
@@ -28,6 +28,13 @@ target_link_libraries(slow_walk PRIVATE dl)
 set_target_properties(slow_walk PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MS_TEST_BIN}/programs)
 add_dependencies(sm_fork_walks slow_walk)
 ms_integration_test(sampling_fork_walks ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_fork_walks.py)
+# Blocks of the agent's bootstrap arena freed in every mode: a shim preloaded before the
+# agent allocates while the agent starts
+add_library(boot_shim SHARED ${CMAKE_CURRENT_LIST_DIR}/programs/boot_shim.c)
+target_link_libraries(boot_shim PRIVATE dl)
+set_target_properties(boot_shim PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MS_TEST_BIN}/programs)
+add_dependencies(sm_boot boot_shim)
+ms_integration_test(sampling_boot ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_boot.py)
 # The address table of recorded blocks on its own
 ms_unit_test(sampling_addr_table SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_addr_table.c
   ${PROJECT_SOURCE_DIR}/src/agent/addr_table.c)

@@ -146,6 +146,11 @@ static void filter_add(const void *p, int d)
     }
 }
 
+void ms_addr_hold(const void *p)
+{
+    filter_add(p, 1);
+}
+
 int ms_addr_insert(const void *p, uint32_t idx)
 {
     uint64_t key = ms_ptr_key(p), hash = key_hash(key);

@@ -18,13 +18,14 @@ extern int ms_addr_mode MS_INTERNAL;
 
 /* 2^MS_ADDR_FILTER_BITS one-byte counters of the live recorded blocks whose address
  * maps there (saturating: a counter that reached 255 stays). A block's counter is its
- * 16-byte granule within a 4 MiB window plus the window's number: blocks
- * close in memory share the filter's cache lines (one line per KiB of heap), so a
- * program freeing its blocks in any local order finds them in the L1 cache (a
- * scattering hash made this load the plain free's main cost: a cache miss per call).
- * With N recorded live blocks a plain block's free looks in the table with probability
- * about N / 2^18 (a heap within one window: never); 2^16 counters sent 2% of python3's
- * plain frees at sample=4096 to the table, each a cache miss or two there. */
+ * 16-byte granule within a 4 MiB window plus the window's number: blocks close in memory
+ * share the filter's cache lines (one line per KiB of heap), so a program freeing its
+ * blocks in any local order finds them in the L1 cache (a scattering hash made this load
+ * the plain free's main cost: a cache miss per call). With N recorded live blocks a plain
+ * block's free looks in the table with probability about N / 2^18 (a heap within one
+ * window: never); 2^16 counters sent 2% of python3's plain frees at sample=4096 to the
+ * table, each a cache miss or two there. The bootstrap arena's blocks are held here too
+ * (ms_addr_hold): free() finds them behind a "maybe", not by a range compare of its own. */
 #define MS_ADDR_FILTER_BITS 18
 /* In the agent's bss, its pages touched only in these modes and only where the heap is
  * (at most 256 KiB): free() finds it at a fixed offset, without loading a pointer. */
@@ -48,6 +49,9 @@ static inline int ms_addr_maybe(const void *p)
 {
     return ms_addr_filter[ms_addr_hash(p)] != 0;
 }
+
+/* A bootstrap-arena block (never freed): its counter raised for good. */
+void ms_addr_hold(const void *p) MS_INTERNAL;
 
 /* Turns the mode on (after the real allocator's functions are resolved: free() reaches
  * them through the filter without asking whether the agent is ready). 0. */

@@ -74,6 +74,9 @@ enum { MS_STATE_NONE = 0, MS_STATE_INITING = 1, MS_STATE_READY = 2, MS_STATE_DIS
 extern int ms_state MS_INTERNAL;
 /* Initialises on first use; safe from any thread, idempotent. Returns 1 when ready. */
 int ms_init(void) MS_INTERNAL;
+/* Once the agent is ready: points malloc, free, calloc and realloc at the variants made
+ * for its configuration (alloc.c). */
+void ms_alloc_entries_pick(void) MS_INTERNAL;
 /* main() is entered: closes the descriptor `memsight run --watch` waits on (init.c). */
 void ms_signal_ready(void) MS_INTERNAL;
 uint64_t ms_now_ns(void) MS_INTERNAL;   /* CLOCK_REALTIME */

@@ -20,6 +20,9 @@
 #include "agent/sampler.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
+/* The agent is built without sibling calls (its frames must stay for the walk); the
+ * entry points, which unwind nothing, take them so that most calls end in a jump. */
+#define MS_SIBCALLS __attribute__((optimize("optimize-sibling-calls")))
 
 /* What the real allocator is asked for a recorded block of n bytes: the header, and at
  * least 9 bytes of block. With 8 or fewer, glibc's next chunk would begin exactly at the
@@ -75,9 +78,12 @@ static MS_NOINLINE void *ms_aligned_passthrough(size_t align, size_t n)
     return ms_boot_alloc(n, align);
 }
 
-/* A block the filter may know (ms_addr_mode): forgotten if recorded, then freed. */
+/* A block the filter may know (ms_addr_mode): forgotten if recorded, then freed. The
+ * bootstrap arena's blocks, held in the filter, are never freed. */
 static MS_NOINLINE void ms_free_addr(void *p)
 {
+    if (ms_boot_owns(p))
+        return;
     ms_enter();
     ms_forget_addr(p, NULL);
     ms_real.free(p);
@@ -207,30 +213,30 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
     return ms_malloc_other(n);
 }
 
-/* Sampled mode: a block the sampler's countdown passes over is a plain block, no header.
- * The countdown's fast share is non-zero only once the agent is ready, sampling, and the
- * real malloc is the C library's (which calls nothing interposed), so that one compare
- * decides, and the C library's malloc is reached by a jump (no frame, no flag). */
-static inline void *ms_malloc_unguarded(size_t n)
+/* guard=RATE: this allocation's turn came (guard.c); not guarded, it goes on as any
+ * allocation the countdown did not pass. */
+static MS_NOINLINE void *ms_malloc_guarded(size_t n)
 {
-    if (MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
+    void *p = ms_guard_alloc(n, 16);
+    return p ? p : ms_malloc_slow(n);
+}
+
+/* malloc's variants (see "Entries" below): with guard pages, the thread's guard countdown
+ * first; in sampled modes, a block the sampler's countdown passes over is a plain block
+ * of the C library's malloc, reached by a jump (no frame, no flag). Full mode without
+ * guard pages enters ms_malloc_slow directly. */
+static inline __attribute__((always_inline)) void *ms_malloc_body(size_t n, int guard, int count)
+{
+    if (guard && ms_guard_tick())
+        return ms_malloc_guarded(n);
+    if (count && MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
         return ms_real.malloc(n);
     return ms_malloc_slow(n);
 }
 
-/* guard=RATE: this allocation's turn came (guard.c); not guarded, it goes on as usual. */
-static MS_NOINLINE void *ms_malloc_guarded(size_t n)
-{
-    void *p = ms_guard_alloc(n, 16);
-    return p ? p : ms_malloc_unguarded(n);
-}
-
-MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *malloc(size_t n)
-{
-    if (ms_guard_tick())
-        return ms_malloc_guarded(n);
-    return ms_malloc_unguarded(n);
-}
+static MS_NOINLINE MS_SIBCALLS void *ms_malloc_sampled(size_t n) { return ms_malloc_body(n, 0, 1); }
+static MS_NOINLINE MS_SIBCALLS void *ms_malloc_sampled_guard(size_t n) { return ms_malloc_body(n, 1, 1); }
+static MS_NOINLINE MS_SIBCALLS void *ms_malloc_full_guard(size_t n) { return ms_malloc_body(n, 1, 0); }
 
 /* A block whose header check matched: confirmed (sampled mode), then forgotten (inline:
  * one frame for the whole free). */
@@ -247,20 +253,17 @@ static MS_NOINLINE void ms_free_checked(void *p)
     ms_leave();
 }
 
-/* Every path ends in a tail call, so the plain-block path (most blocks in sampled mode)
- * costs no stack frame: the checks, then a jump into the real free. (The agent is built
- * without sibling calls; free unwinds nothing, so it may take them.) Inside the agent
- * (re-entrancy flag raised) a free does the same as outside, so the flag is not read.
- * In sampled mode the check is one load from the address filter. */
-MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void free(void *p)
+/* free's variants. Every path ends in a tail call, so the plain-block path costs no
+ * stack frame: the checks, then a jump into the real free. Inside the agent (re-entrancy
+ * flag raised) a free does the same as outside, so the flag is not read.
+ * Before the agent is ready (and should it not start): every case decided here. */
+static MS_NOINLINE MS_SIBCALLS void ms_free_any_mode(void *p)
 {
     /* first: the 16 bytes below a guarded block may be a guard page */
     if (ms_guard_owns(p)) {
         ms_guard_free(p);
         return;
     }
-    /* sampled mode: set only once the real functions are resolved, so the agent's state
-     * need not be read; the bootstrap arena's blocks are never in the filter */
     if (ms_addr_mode && MS_LIKELY(!ms_boot_owns(p))) {
         if (MS_LIKELY(!ms_addr_maybe(p))) {
             ms_real.free(p); /* free(NULL) included */
@@ -281,6 +284,39 @@ MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void free(void *p)
     }
     ms_free_checked(p);
 }
+
+/* Once ready. Sampled and min_size modes (addr): the filter's one load decides for
+ * almost every block; the bootstrap arena's blocks are behind its "maybe" too. Full mode:
+ * the arena's range, then the header check. With guard pages the pool's range comes
+ * first: a pointer in the pool (a live, freed or bad one) is never the real free's, and
+ * the 16 bytes below it may be a guard page. */
+static inline __attribute__((always_inline)) void ms_free_body(void *p, int addr, int guard)
+{
+    if (guard && ms_guard_owns(p)) {
+        ms_guard_free(p);
+        return;
+    }
+    if (addr) {
+        if (MS_LIKELY(!ms_addr_maybe(p))) {
+            ms_real.free(p); /* free(NULL) included */
+            return;
+        }
+        ms_free_addr(p);
+        return;
+    }
+    if (MS_UNLIKELY(ms_boot_owns(p)))
+        return;
+    if (MS_LIKELY(!ms_hdr_check_matches(p))) {
+        ms_real.free(p); /* free(NULL) included: the real free ignores it */
+        return;
+    }
+    ms_free_checked(p);
+}
+
+static MS_NOINLINE MS_SIBCALLS void ms_free_sampled(void *p) { ms_free_body(p, 1, 0); }
+static MS_NOINLINE MS_SIBCALLS void ms_free_sampled_guard(void *p) { ms_free_body(p, 1, 1); }
+static MS_NOINLINE MS_SIBCALLS void ms_free_full(void *p) { ms_free_body(p, 0, 0); }
+static MS_NOINLINE MS_SIBCALLS void ms_free_full_guard(void *p) { ms_free_body(p, 0, 1); }
 
 static MS_NOINLINE void *ms_calloc_plain(size_t a, size_t b)
 {
@@ -321,24 +357,30 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
     return ms_calloc_recorded(n);
 }
 
-/* As malloc: an unsampled block jumps into the C library's calloc. */
 static MS_NOINLINE void *ms_calloc_guarded(size_t a, size_t b, size_t n)
 {
     void *p = ms_guard_alloc(n, 16); /* zeroed */
     return p ? p : ms_calloc_slow(a, b);
 }
 
-MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *calloc(size_t a, size_t b)
+/* calloc's variants, as malloc's: an unsampled block jumps into the C library's calloc;
+ * full mode without guard pages enters ms_calloc_slow directly. */
+static inline __attribute__((always_inline)) void *ms_calloc_body(size_t a, size_t b, int guard,
+                                                                   int count)
 {
     size_t n;
     if (MS_UNLIKELY(__builtin_mul_overflow(a, b, &n)))
         return ms_calloc_slow(a, b);
-    if (ms_guard_tick())
+    if (guard && ms_guard_tick())
         return ms_calloc_guarded(a, b, n);
-    if (MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
+    if (count && MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
         return ms_real.calloc(a, b);
     return ms_calloc_slow(a, b);
 }
+
+static MS_NOINLINE MS_SIBCALLS void *ms_calloc_sampled(size_t a, size_t b) { return ms_calloc_body(a, b, 0, 1); }
+static MS_NOINLINE MS_SIBCALLS void *ms_calloc_sampled_guard(size_t a, size_t b) { return ms_calloc_body(a, b, 1, 1); }
+static MS_NOINLINE MS_SIBCALLS void *ms_calloc_full_guard(size_t a, size_t b) { return ms_calloc_body(a, b, 1, 0); }
 
 /* Moves old's bytes (up to n) into the new block p and frees old. */
 static void *ms_realloc_move(void *old, size_t n, void *p)
@@ -453,23 +495,93 @@ static void *ms_realloc_impl(void *old, size_t n)
     return p;
 }
 
-/* Sampled mode, a plain block that stays plain: a jump into the C library's realloc.
- * A picked size is decided once (the sampler keeps it for the copy's malloc). */
-MS_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *realloc(void *old, size_t n)
+/* realloc's variants. With guard pages, the countdown's turn (realloc(NULL, n) is
+ * malloc's turn, realloc(p, 0) is free). In sampled modes, a plain block that stays
+ * plain (not in the filter, its new size passed over by the countdown) is a jump into
+ * the C library's realloc; a picked size is decided once (the sampler keeps it for the
+ * copy's malloc). Everything else, and full mode, in ms_realloc_impl. */
+static inline __attribute__((always_inline)) void *ms_realloc_body(void *old, size_t n, int guard,
+                                                                    int count)
 {
-    /* realloc(NULL, n) is malloc's turn, realloc(p, 0) is free */
-    if (old && n && ms_guard_tick()) {
+    if (guard && old && n && ms_guard_tick()) {
         void *p = ms_realloc_guarded(old, n);
         if (p)
             return p;
     }
-    /* a non-zero fast share means ready and sampling; the header test comes first: a
-     * block with a header takes the general path, which counts the size itself */
-    if (MS_LIKELY(ms_sampler_tls.remaining != 0) && old && n && !ms_boot_owns(old) &&
-        !ms_guard_owns(old) && (ms_addr_mode ? !ms_addr_maybe(old) : !ms_hdr_check_matches(old)) &&
-        ms_sampler_fast(&ms_sampler_tls, n))
+    if (count && MS_LIKELY(old != NULL) && MS_LIKELY(n != 0) && (!guard || !ms_guard_owns(old)) &&
+        MS_LIKELY(!ms_addr_maybe(old)) && MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
         return ms_real.realloc(old, n);
     return ms_realloc_impl(old, n);
+}
+
+static MS_NOINLINE MS_SIBCALLS void *ms_realloc_sampled(void *old, size_t n) { return ms_realloc_body(old, n, 0, 1); }
+static MS_NOINLINE MS_SIBCALLS void *ms_realloc_sampled_guard(void *old, size_t n) { return ms_realloc_body(old, n, 1, 1); }
+static MS_NOINLINE MS_SIBCALLS void *ms_realloc_full_guard(void *old, size_t n) { return ms_realloc_body(old, n, 1, 0); }
+
+/* ===========================================================================
+ * Entries: each exported function of the hot four jumps through one pointer to the
+ * variant made for the configuration (sampled or full, guard pages or not), so that no
+ * call pays for a check of a feature that is off. Until the agent is ready (and for
+ * good should it not start) they hold the variants that decide everything at each call.
+ * Both are right at any moment once it is ready: a thread may still be inside the old
+ * one. Picked once: what they depend on (the address mode, guard pages, whether the
+ * countdown may pass blocks to the C library) does not change afterwards; detach,
+ * re-attach and a forked child change the sampler's settings, which the variants read.
+ * ========================================================================= */
+typedef struct ms_entry_fns {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+} ms_entry_fns;
+
+/* A cache line of its own: read by every call of every thread, written once. */
+static union {
+    ms_entry_fns f;
+    char line[64];
+} ms_entry __attribute__((aligned(64))) = {
+    {ms_malloc_slow, ms_free_any_mode, ms_calloc_slow, ms_realloc_impl}};
+
+void ms_alloc_entries_pick(void)
+{
+    int guard = ms_opt.guard != 0 || __atomic_load_n(&ms_guard_span, __ATOMIC_ACQUIRE) != 0;
+    int addr = __atomic_load_n(&ms_addr_mode, __ATOMIC_ACQUIRE) != 0;
+    /* the countdown passes blocks to the real functions without the re-entrancy flag:
+     * only when they are the C library's (fast_max 0 otherwise) */
+    int count = addr && ms_sampler_cfg.fast_max != 0;
+    ms_entry_fns e;
+    e.malloc = count ? (guard ? ms_malloc_sampled_guard : ms_malloc_sampled)
+                     : (guard ? ms_malloc_full_guard : ms_malloc_slow);
+    e.calloc = count ? (guard ? ms_calloc_sampled_guard : ms_calloc_sampled)
+                     : (guard ? ms_calloc_full_guard : ms_calloc_slow);
+    e.realloc = count ? (guard ? ms_realloc_sampled_guard : ms_realloc_sampled)
+                      : (guard ? ms_realloc_full_guard : ms_realloc_impl);
+    e.free = addr ? (guard ? ms_free_sampled_guard : ms_free_sampled)
+                  : (guard ? ms_free_full_guard : ms_free_full);
+    __atomic_store_n(&ms_entry.f.malloc, e.malloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&ms_entry.f.free, e.free, __ATOMIC_RELEASE);
+    __atomic_store_n(&ms_entry.f.calloc, e.calloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&ms_entry.f.realloc, e.realloc, __ATOMIC_RELEASE);
+}
+
+MS_EXPORT MS_SIBCALLS void *malloc(size_t n)
+{
+    return __atomic_load_n(&ms_entry.f.malloc, __ATOMIC_RELAXED)(n);
+}
+
+MS_EXPORT MS_SIBCALLS void free(void *p)
+{
+    __atomic_load_n(&ms_entry.f.free, __ATOMIC_RELAXED)(p);
+}
+
+MS_EXPORT MS_SIBCALLS void *calloc(size_t a, size_t b)
+{
+    return __atomic_load_n(&ms_entry.f.calloc, __ATOMIC_RELAXED)(a, b);
+}
+
+MS_EXPORT MS_SIBCALLS void *realloc(void *old, size_t n)
+{
+    return __atomic_load_n(&ms_entry.f.realloc, __ATOMIC_RELAXED)(old, n);
 }
 
 MS_EXPORT void *reallocarray(void *old, size_t a, size_t b)

@@ -144,7 +144,8 @@ uint64_t ms_ticks_to_ns(uint64_t t)
 
 /* ===========================================================================
  * Bootstrap arena: dlsym may call calloc/malloc before we know the real functions.
- * Blocks carry a 16-byte header with their size; free() of them is a no-op.
+ * Blocks carry a 16-byte header with their size; free() of them is a no-op. Each is held
+ * in the address filter, where free() in the address modes finds it behind a "maybe".
  * ========================================================================= */
 int ms_real_malloc_is_libc;
 unsigned char ms_boot_arena[MS_BOOT_SIZE] __attribute__((aligned(64)));
@@ -163,6 +164,7 @@ void *ms_boot_alloc(size_t n, size_t align)
         if (__atomic_compare_exchange_n(&ms_boot_used, &old, start + n, 0, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED)) {
             memcpy(ms_boot_arena + start - 16, &n, sizeof n);
+            ms_addr_hold(ms_boot_arena + start); /* free() in the address modes */
             return ms_boot_arena + start;
         }
     }
@@ -405,6 +407,8 @@ static int ms_init_slow(void)
     }
     ms_leave();
     __atomic_store_n(&ms_state, ok ? MS_STATE_READY : MS_STATE_DISABLED, __ATOMIC_RELEASE);
+    if (ok)
+        ms_alloc_entries_pick();
     return ok;
 }
 

@@ -9,7 +9,9 @@ Usage: guard_check.py CASE
       names it, and `memsight report` of the guard snapshot gives kind, offset and the
       allocation / free / access stacks by function name
   own_handler_uaf   the same with the program's own SIGSEGV handler installed
-  uaf_read_sampled overflow_sampled   the same with sample=4096
+  uaf_read_sampled overflow_sampled double_free_sampled invalid_free_sampled
+  realloc_uaf_sampled   the same with sample=4096 (free and realloc in sampled mode
+      must still send pool pointers to the pool before the address filter)
   chain    faults outside the pool go to the program's handler, or fatal_snapshot's
   leaks    lk_tree, lk_cycle, lk_interior with guard=1: the leak scan's ground truth
   churn    gd_churn (40000 allocations) with guard=1 and a pool of 8: same output as
