@@ -133,16 +133,25 @@ void ms_sampler_seed_state(ms_sampler_state *st, uint64_t seed)
     st->rng = ms_sampler_splitmix64(&s);
     if (st->rng == 0)
         st->rng = 0x853C49E6748FEA9BULL;
-    st->remaining = 0;
+    st->fast = 0;
     st->extra = 0;
 }
 
-/* Sets the countdown: the fast path's share up to fast_max, the rest kept aside. */
+/* Sets the countdown c >= 1: the fast path's share up to fast_max (kept as share - 1:
+ * sampler.h), the rest aside. */
 static void set_countdown(ms_sampler_state *st, uint64_t c)
 {
     uint64_t r = c < ms_sampler_cfg.fast_max ? c : ms_sampler_cfg.fast_max;
-    st->remaining = r;
+    if (r == 0)
+        r = 1; /* no fast path: 0 lets only blocks of 0 bytes pass */
+    st->fast = r - 1;
     st->extra = c - r;
+}
+
+/* The countdown of a seeded state. */
+static uint64_t countdown(const ms_sampler_state *st)
+{
+    return st->fast + 1 + st->extra;
 }
 
 uint64_t ms_sampler_next_distance(ms_sampler_state *st)
@@ -184,7 +193,7 @@ static void init_thread_state(ms_sampler_state *st)
 /* The next use seeds the state again. */
 static void forget_state(ms_sampler_state *st)
 {
-    st->remaining = 0;
+    st->fast = 0;
     st->extra = 0;
     st->rng = 0;
     st->pending_w = 0;
@@ -234,11 +243,10 @@ uint64_t ms_sampler_weigh_slow(ms_sampler_state *st, uint64_t size)
     if (&ms_ctl_need_start && ms_control_start_slow &&
         __builtin_expect(__atomic_load_n(&ms_ctl_need_start, __ATOMIC_RELAXED) != 0, 0))
         ms_control_start_slow();
-    if (size < ms_sampler_cfg.min_size)
-        return 0;
+    int small = size < ms_sampler_cfg.min_size;
     if (ms_sampler_cfg.interval == 0 || size >= ms_sampler_cfg.threshold)
-        return size; /* full mode, or certain enough to be hit: real size */
-    uint64_t c = st->remaining + st->extra;
+        return small ? 0 : size; /* full or min_size mode, or certain enough to be hit */
+    uint64_t c = countdown(st);
     if (st->rng == 0) {
         init_thread_state(st);
         c = ms_sampler_next_distance(st);
@@ -250,6 +258,8 @@ uint64_t ms_sampler_weigh_slow(ms_sampler_state *st, uint64_t size)
         c = ms_sampler_next_distance(st);
     }
     set_countdown(st, c - left);
+    if (small) /* its bytes counted down like any: a sample in it is dropped */
+        return 0;
     if (n > MS_SAMPLER_MAX_SAMPLES) /* needs size > ~1000 intervals: above threshold */
         n = MS_SAMPLER_MAX_SAMPLES;
     return n * ms_sampler_cfg.interval;
@@ -269,12 +279,12 @@ int ms_sampler_pick_slow(ms_sampler_state *st, uint64_t size)
     st->pending_w = w;
     st->pending_size = size;
     /* park the fast path's budget until the decision is taken */
-    st->extra += st->remaining;
-    st->remaining = 0;
+    st->extra += st->fast;
+    st->fast = 0;
     return 1;
 }
 
 void ms_sampler_unpark(ms_sampler_state *st)
 {
-    set_countdown(st, st->remaining + st->extra);
+    set_countdown(st, countdown(st));
 }

@@ -27,13 +27,15 @@ typedef struct ms_sampler_config {
     int enabled;        /* interval > 0 or min_size > 0 */
 } ms_sampler_config;
 
-/* The countdown to the next sampled byte is split in two so that the fast path is one
- * compare: `remaining` is what allocations may take without a decision, at most
- * cfg.fast_max (so no block at or above the threshold passes), and 0 whenever every call
- * must decide in the slow path (state not seeded, a decision pending, fast path off);
- * the rest of the countdown waits in `extra`. Countdown = remaining + extra. */
+/* The countdown c to the next sampled byte (a block of n bytes is plain when n < c) is
+ * split in two so that the fast path is one subtraction: `fast` is what allocations may
+ * take without a decision minus one (a block passes when n <= fast, and fast + 1 is at
+ * most cfg.fast_max, so no block at or above the threshold passes), and 0 whenever every
+ * call of one byte or more must decide in the slow path (state not seeded, a decision
+ * pending, fast path off; a block of 0 bytes never holds a sample and passes); the rest
+ * of the countdown waits in `extra`. Once seeded, countdown = fast + 1 + extra. */
 typedef struct ms_sampler_state {
-    uint64_t remaining; /* bytes the fast path may count down; 0 = take the slow path */
+    uint64_t fast;      /* bytes the fast path may count down, minus one (see above) */
     uint64_t extra;     /* the rest of the countdown */
     uint64_t rng;       /* xorshift64* state, never 0 once seeded; 0 = not seeded yet */
     uint64_t epoch;     /* process epoch the state was seeded in (reseeded after fork) */
@@ -57,15 +59,19 @@ int ms_sampler_pick_slow(ms_sampler_state *st, uint64_t size);
 void ms_sampler_unpark(ms_sampler_state *st);
 
 /* The fast path: 1 (and the countdown taken) if a block of `size` bytes is plain without
- * any further decision. A block below min_size counts nothing. */
+ * any further decision. Blocks below min_size count down like any (a sample that falls
+ * in one is dropped in the slow path): no compare of its own here. The subtraction is
+ * stored before its borrow is tested (GCC then makes it one subtraction from the
+ * thread-local word and a jump); a block that does not pass puts the word back. */
 static inline int ms_sampler_fast(ms_sampler_state *st, uint64_t size)
 {
-    uint64_t r = st->remaining;
-    if (MS_SAMPLER_LIKELY(size < r)) {
-        if (MS_SAMPLER_LIKELY(size >= ms_sampler_cfg.min_size))
-            st->remaining = r - size;
+    if (MS_SAMPLER_LIKELY(!__builtin_sub_overflow(st->fast, size, &st->fast)))
         return 1;
-    }
+    st->fast += size;
+    /* a signal handler's allocation between the two stores could leave a wrapped word
+     * (every later call would pass): the share is then given up to the slow path */
+    if (__builtin_expect(st->fast >= ms_sampler_cfg.fast_max, 0))
+        st->fast = 0;
     return 0;
 }
 

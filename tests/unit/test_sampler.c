@@ -201,18 +201,54 @@ static void test_min_size_and_full(void **state)
     assert_int_equal(ms_sampler_weigh(1023), 0);
     assert_int_equal(ms_sampler_weigh(1024), 1024);
     assert_int_equal(ms_sampler_weigh(1 << 20), 1 << 20);
-    /* sampling plus min_size: small blocks neither recorded nor counted down */
+    /* sampling plus min_size: small blocks never recorded, but their bytes count down
+     * like any (a sample that falls in one is dropped): the fast path has no compare of
+     * its own for min_size */
     ms_sampler_configure(4096, 512, 1, 3);
     (void)ms_sampler_weigh(600); /* seeds this thread's countdown */
-    uint64_t before = ms_sampler_tls.remaining;
-    assert_true(before > 0);
-    for (int i = 0; i < 1000; i++)
+    uint64_t before = ms_sampler_tls.fast;
+    assert_true(before > 0 && before < 4096 * 5);
+    uint64_t small = 0;
+    while (small + 100 <= before) { /* passed over by the fast path, counted down */
         assert_int_equal(ms_sampler_weigh(100), 0);
-    assert_int_equal(ms_sampler_tls.remaining, before);
+        small += 100;
+    }
+    assert_int_equal(ms_sampler_tls.fast, before - small);
+    for (int i = 0; i < 1000; i++) /* past samples too: never recorded */
+        assert_int_equal(ms_sampler_weigh(100), 0);
+    assert_true(ms_sampler_tls.fast < 4096 * 5);
     /* nothing configured: not enabled (the agent records everything itself) */
     ms_sampler_configure(0, 0, 0, 0);
     assert_false(ms_sampler_cfg.enabled);
     assert_int_equal(ms_sampler_weigh(5), 5);
+}
+
+/* The fast path's share is kept as share - 1 (a block passes when size <= fast): a
+ * block that ends one byte before the next sampled byte is plain, the next byte is the
+ * sample, and a block that reaches it is recorded. */
+static void test_countdown_exact(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+        ms_sampler_configure(4096, 0, 1, seed);
+        (void)ms_sampler_weigh(1); /* seeds this thread's countdown */
+        ms_sampler_state saved = ms_sampler_tls;
+        uint64_t c = saved.fast + 1 + saved.extra; /* the next sampled byte */
+        assert_true(saved.fast < ms_sampler_cfg.fast_max);
+        if (c >= ms_sampler_cfg.threshold)
+            continue; /* such blocks are recorded at their real size */
+        checked++;
+        if (c > 1)
+            assert_int_equal(ms_sampler_weigh(c - 1), 0);
+        assert_int_equal(ms_sampler_weigh(1), 4096);
+        ms_sampler_tls = saved;
+        assert_true(ms_sampler_weigh(c) >= 4096);
+        ms_sampler_tls = saved;
+        assert_int_equal(ms_sampler_weigh(0), 0); /* no bytes, no sample */
+        assert_int_equal(ms_sampler_tls.fast, saved.fast);
+    }
+    assert_true(checked > 300);
 }
 
 static void test_count_estimate(void **state)
@@ -235,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_multiple_samples_per_block),
         cmocka_unit_test(test_seed_reproducible),
         cmocka_unit_test(test_min_size_and_full),
+        cmocka_unit_test(test_countdown_exact),
         cmocka_unit_test(test_count_estimate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
