@@ -6,7 +6,7 @@ set -eu
 PKGS_BUILD="build-essential cmake pkg-config clang libunwind-dev libdw-dev libelf-dev zlib1g-dev libzstd-dev"
 PKGS_TEST="libcmocka-dev libclang-rt-dev python3 python3-networkx valgrind sqlite3 xz-utils git procps"
 PKGS_PEERS="openjdk-17-jdk-headless golang-go chromium heaptrack liblsan0 linux-perf hprof-conv"
-PKGS_SUITES="libpython3.11-testsuite"
+PKGS_SUITES="libpython3.11-testsuite tcl-dev"
 PKGS_CROSS="qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross musl-tools"
 # From Debian's arm64 multiarch archive (the arm64 architecture is added when missing),
 # for the AArch64 tree run under qemu-user (tests/platforms.cmake): CPython, libunwind
