@@ -382,16 +382,12 @@ static MS_NOINLINE MS_SIBCALLS void *ms_calloc_sampled(size_t a, size_t b) { ret
 static MS_NOINLINE MS_SIBCALLS void *ms_calloc_sampled_guard(size_t a, size_t b) { return ms_calloc_body(a, b, 1, 1); }
 static MS_NOINLINE MS_SIBCALLS void *ms_calloc_full_guard(size_t a, size_t b) { return ms_calloc_body(a, b, 1, 0); }
 
-/* Moves old's bytes (up to n) into the new block p and frees old. */
+/* Moves old's bytes (up to n) into the new block p and frees old: every byte
+ * malloc_usable_size gave the program, not only the size it asked for (SQLite writes up
+ * to the usable size and expects realloc to keep it, as the C library's does). */
 static void *ms_realloc_move(void *old, size_t n, void *p)
 {
     size_t have = ms_usable(old);
-    if (!ms_guard_owns(old) && ms_state == MS_STATE_READY && !ms_addr_mode && ms_hdr_valid(old) &&
-        ms_hdr_of(old)->index) {
-        size_t asked = (size_t)(ms_hdr_of(old)->meta & MS_HDR_SIZE_MASK);
-        if (asked < have)
-            have = asked;
-    }
     memcpy(p, old, have < n ? have : n);
     free(old);
     return p;

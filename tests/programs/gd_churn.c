@@ -1,6 +1,8 @@
 /* Guard pages: a correct program with tens of thousands of allocations of every kind
  * (malloc, calloc, realloc growing and shrinking, memalign, posix_memalign, aligned
- * blocks and small ones, some kept, some freed), its data checked and summed. Under
+ * blocks and small ones, some kept, some freed), its data checked and summed. It writes
+ * every byte malloc_usable_size says a block has (as SQLite does) and expects realloc
+ * to keep them all, up to the new size. Under
  * guard=1 with a small pool most blocks find the pool full and must simply come from
  * the normal allocator: the output must be the same as without the agent. */
 #define _GNU_SOURCE
@@ -25,7 +27,8 @@ static uint64_t next(void)
 int main(void)
 {
     unsigned char *keep[KEEP] = {0};
-    size_t size[KEEP] = {0};
+    size_t size[KEEP] = {0}; /* malloc_usable_size: what the program may use */
+    size_t asked[KEEP] = {0}; /* summed: the usable sizes differ under the agent */
     uint64_t sum = 0, bad = 0;
     for (int r = 0; r < ROUNDS; r++) {
         unsigned k = (unsigned)(next() % KEEP);
@@ -33,10 +36,11 @@ int main(void)
             for (size_t i = 0; i < size[k]; i++)
                 if (keep[k][i] != (unsigned char)(size[k] + i))
                     bad++;
-            sum += size[k];
+            sum += asked[k];
             if (next() % 3 == 0) {
                 size_t n = (size_t)(next() % 6000);
-                unsigned char *q = realloc(keep[k], n ? n : 1);
+                n = n ? n : 1;
+                unsigned char *q = realloc(keep[k], n);
                 if (!q)
                     return 1;
                 size_t keepn = n < size[k] ? n : size[k];
@@ -44,7 +48,10 @@ int main(void)
                     if (q[i] != (unsigned char)(size[k] + i))
                         bad++;
                 keep[k] = q;
-                size[k] = n ? n : 1;
+                asked[k] = n;
+                size[k] = malloc_usable_size(q);
+                if (size[k] < n)
+                    bad++;
                 for (size_t i = 0; i < size[k]; i++)
                     q[i] = (unsigned char)(size[k] + i);
                 continue;
@@ -72,12 +79,14 @@ int main(void)
         }
         if (!p)
             return 1;
-        if (malloc_usable_size(p) < n)
+        size_t u = malloc_usable_size(p);
+        if (u < n)
             bad++;
-        for (size_t i = 0; i < n; i++)
-            p[i] = (unsigned char)(n + i);
+        for (size_t i = 0; i < u; i++)
+            p[i] = (unsigned char)(u + i);
         keep[k] = p;
-        size[k] = n;
+        asked[k] = n;
+        size[k] = u;
     }
     for (unsigned k = 0; k < KEEP; k++)
         free(keep[k]);
