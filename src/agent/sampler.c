@@ -10,7 +10,10 @@
 
 ms_sampler_config ms_sampler_cfg;
 extern int ms_real_malloc_is_libc __attribute__((weak, visibility("hidden")));
-__thread ms_sampler_state ms_sampler_tls __attribute__((tls_model("initial-exec")));
+/* Closed until seeded: the initial image every thread's copy starts from (a zeroed
+ * state would be an open share of 2^64 bytes) */
+__thread ms_sampler_state ms_sampler_tls
+    __attribute__((tls_model("initial-exec"))) = {.neg = MS_SAMPLER_CLOSED};
 
 static _Atomic uint64_t thread_ordinal;
 static _Atomic uint64_t process_epoch = 1;
@@ -133,25 +136,25 @@ void ms_sampler_seed_state(ms_sampler_state *st, uint64_t seed)
     st->rng = ms_sampler_splitmix64(&s);
     if (st->rng == 0)
         st->rng = 0x853C49E6748FEA9BULL;
-    st->fast = 0;
+    st->neg = MS_SAMPLER_CLOSED;
     st->extra = 0;
 }
 
-/* Sets the countdown c >= 1: the fast path's share up to fast_max (kept as share - 1:
+/* Sets the countdown c >= 1: the fast path's share up to fast_max (kept negated:
  * sampler.h), the rest aside. */
 static void set_countdown(ms_sampler_state *st, uint64_t c)
 {
     uint64_t r = c < ms_sampler_cfg.fast_max ? c : ms_sampler_cfg.fast_max;
     if (r == 0)
-        r = 1; /* no fast path: 0 lets only blocks of 0 bytes pass */
-    st->fast = r - 1;
+        r = 1; /* no fast path: a share of 1 lets only blocks of 0 bytes pass */
+    st->neg = -r;
     st->extra = c - r;
 }
 
 /* The countdown of a seeded state. */
 static uint64_t countdown(const ms_sampler_state *st)
 {
-    return st->fast + 1 + st->extra;
+    return ms_sampler_share(st) + st->extra;
 }
 
 uint64_t ms_sampler_next_distance(ms_sampler_state *st)
@@ -193,7 +196,7 @@ static void init_thread_state(ms_sampler_state *st)
 /* The next use seeds the state again. */
 static void forget_state(ms_sampler_state *st)
 {
-    st->fast = 0;
+    st->neg = MS_SAMPLER_CLOSED;
     st->extra = 0;
     st->rng = 0;
     st->pending_w = 0;
@@ -279,8 +282,8 @@ int ms_sampler_pick_slow(ms_sampler_state *st, uint64_t size)
     st->pending_w = w;
     st->pending_size = size;
     /* park the fast path's budget until the decision is taken */
-    st->extra += st->fast;
-    st->fast = 0;
+    st->extra += ms_sampler_share(st) - 1;
+    st->neg = MS_SAMPLER_CLOSED;
     return 1;
 }
 

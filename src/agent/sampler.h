@@ -28,20 +28,29 @@ typedef struct ms_sampler_config {
 } ms_sampler_config;
 
 /* The countdown c to the next sampled byte (a block of n bytes is plain when n < c) is
- * split in two so that the fast path is one subtraction: `fast` is what allocations may
- * take without a decision minus one (a block passes when n <= fast, and fast + 1 is at
- * most cfg.fast_max, so no block at or above the threshold passes), and 0 whenever every
- * call of one byte or more must decide in the slow path (state not seeded, a decision
- * pending, fast path off; a block of 0 bytes never holds a sample and passes); the rest
- * of the countdown waits in `extra`. Once seeded, countdown = fast + 1 + extra. */
+ * split in two so that the fast path is one addition: the fast path's share (at most
+ * cfg.fast_max, so no block at or above the threshold passes) is kept negated in `neg`,
+ * and a block passes when neg + n does not carry (n < share: x86 adds to thread-local
+ * memory and jumps on the carry, two instructions); the rest of the countdown waits in
+ * `extra`. Closed (state not seeded, a decision pending, fast path off: every call of
+ * one byte or more decides in the slow path; a block of 0 bytes never holds a sample
+ * and passes) is a share of 1, neg = UINT64_MAX, which is also the initial value of
+ * every thread's state. Once seeded, countdown = share + extra. */
 typedef struct ms_sampler_state {
-    uint64_t fast;      /* bytes the fast path may count down, minus one (see above) */
+    uint64_t neg;       /* minus the bytes the fast path may take + 1 (see above) */
     uint64_t extra;     /* the rest of the countdown */
     uint64_t rng;       /* xorshift64* state, never 0 once seeded; 0 = not seeded yet */
     uint64_t epoch;     /* process epoch the state was seeded in (reseeded after fork) */
     uint64_t pending_w; /* weight decided by ms_sampler_pick, not yet recorded */
     uint64_t pending_size;
 } ms_sampler_state;
+#define MS_SAMPLER_CLOSED UINT64_MAX
+
+/* The fast path's share: blocks smaller than this pass. */
+static inline uint64_t ms_sampler_share(const ms_sampler_state *st)
+{
+    return -st->neg;
+}
 
 extern ms_sampler_config ms_sampler_cfg;
 extern __thread ms_sampler_state ms_sampler_tls __attribute__((tls_model("initial-exec")));
@@ -60,18 +69,22 @@ void ms_sampler_unpark(ms_sampler_state *st);
 
 /* The fast path: 1 (and the countdown taken) if a block of `size` bytes is plain without
  * any further decision. Blocks below min_size count down like any (a sample that falls
- * in one is dropped in the slow path): no compare of its own here. The subtraction is
- * stored before its borrow is tested (GCC then makes it one subtraction from the
- * thread-local word and a jump); a block that does not pass puts the word back. */
+ * in one is dropped in the slow path): no compare of its own here. The sum is stored
+ * before its carry is tested (GCC then makes it one addition to the thread-local word
+ * and a jump); a block that does not pass takes it back in the cold path. */
 static inline int ms_sampler_fast(ms_sampler_state *st, uint64_t size)
 {
-    if (MS_SAMPLER_LIKELY(!__builtin_sub_overflow(st->fast, size, &st->fast)))
+    if (MS_SAMPLER_LIKELY(!__builtin_add_overflow(st->neg, size, &st->neg)))
         return 1;
-    st->fast += size;
-    /* a signal handler's allocation between the two stores could leave a wrapped word
-     * (every later call would pass): the share is then given up to the slow path */
-    if (__builtin_expect(st->fast >= ms_sampler_cfg.fast_max, 0))
-        st->fast = 0;
+    /* read back from memory: the sum need not live in a register on the fast path */
+    __asm__ volatile("" : : : "memory");
+    st->neg -= size;
+    /* a signal handler's allocation between the two stores could leave a share larger
+     * than fast_max (every later call would pass): the share is then given up to the
+     * slow path */
+    uint64_t share = ms_sampler_share(st);
+    if (__builtin_expect(share - 1 >= ms_sampler_cfg.fast_max && share != 1, 0))
+        st->neg = MS_SAMPLER_CLOSED;
     return 0;
 }
 

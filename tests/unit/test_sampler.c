@@ -2,6 +2,7 @@
  * samples, unbiased weights per block size, the 99% threshold, seeds and min_size.
  * Statistical checks use fixed seeds and tolerances of several standard deviations. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -206,25 +207,25 @@ static void test_min_size_and_full(void **state)
      * its own for min_size */
     ms_sampler_configure(4096, 512, 1, 3);
     (void)ms_sampler_weigh(600); /* seeds this thread's countdown */
-    uint64_t before = ms_sampler_tls.fast;
-    assert_true(before > 0 && before < 4096 * 5);
+    uint64_t before = ms_sampler_share(&ms_sampler_tls);
+    assert_true(before > 1 && before <= ms_sampler_cfg.fast_max);
     uint64_t small = 0;
-    while (small + 100 <= before) { /* passed over by the fast path, counted down */
+    while (small + 100 < before) { /* passed over by the fast path, counted down */
         assert_int_equal(ms_sampler_weigh(100), 0);
         small += 100;
     }
-    assert_int_equal(ms_sampler_tls.fast, before - small);
+    assert_int_equal(ms_sampler_share(&ms_sampler_tls), before - small);
     for (int i = 0; i < 1000; i++) /* past samples too: never recorded */
         assert_int_equal(ms_sampler_weigh(100), 0);
-    assert_true(ms_sampler_tls.fast < 4096 * 5);
+    assert_true(ms_sampler_share(&ms_sampler_tls) <= ms_sampler_cfg.fast_max);
     /* nothing configured: not enabled (the agent records everything itself) */
     ms_sampler_configure(0, 0, 0, 0);
     assert_false(ms_sampler_cfg.enabled);
     assert_int_equal(ms_sampler_weigh(5), 5);
 }
 
-/* The fast path's share is kept as share - 1 (a block passes when size <= fast): a
- * block that ends one byte before the next sampled byte is plain, the next byte is the
+/* The fast path's share is kept negated (a block passes when neg + size does not carry):
+ * a block that ends one byte before the next sampled byte is plain, the next byte is the
  * sample, and a block that reaches it is recorded. */
 static void test_countdown_exact(void **state)
 {
@@ -234,8 +235,9 @@ static void test_countdown_exact(void **state)
         ms_sampler_configure(4096, 0, 1, seed);
         (void)ms_sampler_weigh(1); /* seeds this thread's countdown */
         ms_sampler_state saved = ms_sampler_tls;
-        uint64_t c = saved.fast + 1 + saved.extra; /* the next sampled byte */
-        assert_true(saved.fast < ms_sampler_cfg.fast_max);
+        uint64_t c = ms_sampler_share(&saved) + saved.extra; /* the next sampled byte */
+        assert_true(ms_sampler_share(&saved) >= 1 &&
+                    ms_sampler_share(&saved) <= ms_sampler_cfg.fast_max);
         if (c >= ms_sampler_cfg.threshold)
             continue; /* such blocks are recorded at their real size */
         checked++;
@@ -246,9 +248,37 @@ static void test_countdown_exact(void **state)
         assert_true(ms_sampler_weigh(c) >= 4096);
         ms_sampler_tls = saved;
         assert_int_equal(ms_sampler_weigh(0), 0); /* no bytes, no sample */
-        assert_int_equal(ms_sampler_tls.fast, saved.fast);
+        assert_int_equal(ms_sampler_tls.neg, saved.neg);
     }
     assert_true(checked > 300);
+}
+
+/* A thread's state starts closed (the TLS image, not zeroes: zero would be a share of
+ * 2^64 bytes, every block plain for good): its first block of a byte or more decides. */
+static void *fresh_thread(void *arg)
+{
+    uint64_t *out = arg;
+    out[0] = ms_sampler_tls.neg;
+    out[1] = (uint64_t)ms_sampler_fast(&ms_sampler_tls, 0);
+    out[2] = (uint64_t)ms_sampler_fast(&ms_sampler_tls, 1);
+    out[3] = ms_sampler_weigh(100);
+    out[4] = ms_sampler_tls.rng != 0;
+    return NULL;
+}
+
+static void test_new_thread_closed(void **state)
+{
+    (void)state;
+    ms_sampler_configure(64, 0, 1, 11);
+    uint64_t out[5] = {0};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fresh_thread, out), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(out[0] == MS_SAMPLER_CLOSED);
+    assert_int_equal(out[1], 1); /* 0 bytes: nothing to sample */
+    assert_int_equal(out[2], 0); /* 1 byte: the slow path seeds */
+    assert_int_equal(out[4], 1);
+    (void)out[3];
 }
 
 static void test_count_estimate(void **state)
@@ -272,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_seed_reproducible),
         cmocka_unit_test(test_min_size_and_full),
         cmocka_unit_test(test_countdown_exact),
+        cmocka_unit_test(test_new_thread_closed),
         cmocka_unit_test(test_count_estimate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
