@@ -21,31 +21,10 @@ SRC_DIR=${SRC_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memsight-sqlite-suite}
 MEMSIGHT=$(cd "$BUILD" && pwd)/bin/memsight
 [ -x "$MEMSIGHT" ] || { echo "no $MEMSIGHT (build first)" >&2; exit 2; }
 [ -f /usr/lib/tcl8.6/tclConfig.sh ] || { echo "tcl-dev is not installed" >&2; exit 2; }
-SQ_VERSION=$(dpkg-query -W -f '${source:Version}' "libsqlite3-0:$(dpkg --print-architecture)" 2>/dev/null)
-[ -n "$SQ_VERSION" ] || { echo "libsqlite3-0 is not installed: no version to fetch" >&2; exit 2; }
+. "$(dirname "$0")/suite-common.sh"
 
-# --- the source and testfixture, once ----------------------------------------------
-mkdir -p "$SRC_DIR"
-TREE=$(ls -d "$SRC_DIR"/sqlite3-*/ 2>/dev/null | head -1)
-TREE=${TREE%/}
-FIXTURE=$TREE/bld/testfixture
-if [ ! -x "$FIXTURE" ]; then
-    APT="-o Dir::Etc::SourceList=$SRC_DIR/sources.list -o Dir::Etc::SourceParts=/dev/null"
-    APT="$APT -o Dir::State::Lists=$SRC_DIR/lists -o Dir::Cache=$SRC_DIR/cache"
-    mkdir -p "$SRC_DIR/lists/partial" "$SRC_DIR/cache"
-    CODENAME=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-    echo "deb-src http://deb.debian.org/debian $CODENAME main" > "$SRC_DIR/sources.list"
-    echo "fetching sqlite3 $SQ_VERSION's source into $SRC_DIR"
-    # shellcheck disable=SC2086
-    (cd "$SRC_DIR" && apt-get $APT update > apt.log 2>&1 &&
-        { apt-get $APT source --download-only "sqlite3=$SQ_VERSION" >> apt.log 2>&1 ||
-          apt-get $APT source --download-only sqlite3 >> apt.log 2>&1; }) ||
-        { echo "could not fetch the source (see $SRC_DIR/apt.log)" >&2; exit 2; }
-    ORIG=$(ls "$SRC_DIR"/sqlite3_*.orig.tar.xz | head -1)
-    tar -xf "$ORIG" -C "$SRC_DIR" || exit 2
-    TREE=$(ls -d "$SRC_DIR"/sqlite3-*/ | head -1)
-    TREE=${TREE%/}
-    FIXTURE=$TREE/bld/testfixture
+suite_fetch sqlite3 libsqlite3-0
+if [ ! -x "$TREE/bld/testfixture" ]; then
     mkdir -p "$TREE/bld"
     echo "building testfixture (a few minutes)"
     (cd "$TREE/bld" && ../configure --with-tcl=/usr/lib/tcl8.6 > configure.log 2>&1 &&
@@ -53,51 +32,16 @@ if [ ! -x "$FIXTURE" ]; then
         { echo "could not build testfixture (see $TREE/bld/*.log)" >&2; exit 2; }
 fi
 
-OUT=$(mktemp -d "${TMPDIR:-/tmp}/memsight-sqlite-XXXXXX")
-# run NAME COMMAND...: every test file with COMMAND before testfixture; one log per file
-run() {
-    name=$1; shift
-    mkdir -p "$OUT/$name"
-    start=$(date +%s)
-    total=0 errors=0 status=0
-    for t in $TESTS; do
-        # testfixture takes its test files relative to the build directory
-        (cd "$TREE/bld" && env --default-signal=INT "$@" ./testfixture "../test/$t.test") \
-            > "$OUT/$name/$t.log" 2>&1 || status=$((status + 1))
-        line=$(grep -E '^[0-9]+ errors out of [0-9]+ tests' "$OUT/$name/$t.log" | tail -1)
-        if [ -z "$line" ]; then
-            # a file that stopped without its summary (testfixture refuses some as root)
-            echo "$t: no summary" >> "$OUT/$name.failed"
-        else
-            total=$((total + $(echo "$line" | cut -d' ' -f5)))
-            errors=$((errors + $(echo "$line" | cut -d' ' -f1)))
-        fi
-        sed -n "s/^! \([^ ]*\) .*/$t: \1/p" "$OUT/$name/$t.log" >> "$OUT/$name.failed"
-    done
-    touch "$OUT/$name.failed"
-    sort -u -o "$OUT/$name.failed" "$OUT/$name.failed"
-    printf '%-10s %5d s, %d tests, %d errors, %d file(s) with a non-zero status' "$name" \
-        $(($(date +%s) - start)) "$total" "$errors" "$status"
-    if [ "$name" != none ]; then
-        new=$(comm -13 "$OUT/none.failed" "$OUT/$name.failed")
-        [ -n "$new" ] && printf ', failing only with the agent:\n%s' "$new" ||
-            printf ', none failing beyond the run without the agent'
-    fi
-    printf '\n'
-    [ "$name" = none ] && [ -s "$OUT/none.failed" ] &&
-        printf '  without the agent: %s\n' "$(tr '\n' ' ' < "$OUT/none.failed")"
-    return 0
+# testfixture takes its test files relative to the build directory
+test_one() {
+    t=$1 log=$2; shift 2
+    (cd "$TREE/bld" && env --default-signal=INT "$@" ./testfixture "../test/$t.test") > "$log" 2>&1
 }
+# "0 errors out of 192 tests on ..."; none when a file stopped early (some refuse root)
+test_counts() {
+    sed -n 's/^\([0-9]*\) errors out of \([0-9]*\) tests.*/\2 \1/p' "$1" | tail -1
+}
+test_failed() { sed -n 's/^! \([^ ]*\) .*/\1/p' "$1"; }
 
-echo "$(basename "$TREE")'s tests: $TESTS; modes: $MODES (logs in $OUT)"
-run none env
-for mode in $MODES; do
-    case $mode in
-    full) run full "$MEMSIGHT" run -q -o "$OUT/full.snap" -- ;;
-    sampled) run sampled "$MEMSIGHT" run -q --sample 4096 -o "$OUT/sampled.snap" -- ;;
-    s512k) run s512k "$MEMSIGHT" run -q --sample 524288 -o "$OUT/s512k.snap" -- ;;
-    leak-exit) run leak-exit "$MEMSIGHT" run -q --leak-check=exit -o "$OUT/leak.snap" -- ;;
-    guard) run guard "$MEMSIGHT" run -q -O guard=200 -o "$OUT/guard.snap" -- ;;
-    *) echo "unknown mode $mode" >&2 ;;
-    esac
-done
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/memsight-sqlite-XXXXXX")
+suite_modes
