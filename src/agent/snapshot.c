@@ -602,6 +602,7 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
     rc = ms_sw_open(w, final, ms_sampler_cfg.interval ? MS_SNAP_F_SAMPLED : 0);
     if (rc != 0)
         goto out_unmap;
+    w->no_sync = !ms_opt.sync;
     read_mallinfo2(&c, reason); /* first: the moment of the block list */
     write_meta(&c, reason, seq);
     write_mods(&c);

@@ -33,6 +33,9 @@ const ms_option_def ms_option_table[] = {
      "keep the agent in programs started by exec", 0, 0},
     {"follow_fork", MS_OPT_BOOL, OFF(follow_fork), 8, "1", NULL,
      "forked children keep recording with a series of their own (0: they stop recording)", 0, 0},
+    {"sync", MS_OPT_BOOL, OFF(sync), 8, "1", NULL,
+     "fsync each snapshot file before it takes its name (0: left to the kernel's writeback; "
+     "a crash of the machine may then leave a file truncated)", 0, 0},
     {"exit_snapshot", MS_OPT_BOOL, OFF(exit_snapshot), 8, "1", NULL,
      "write a snapshot when the process exits", 0, 0},
     {"leak_check", MS_OPT_ENUM, OFF(leak_check), 8, "off", "off|exit|signal",

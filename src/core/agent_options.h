@@ -28,6 +28,7 @@ typedef struct ms_options {
     uint64_t blocks;         /* blocks=0|1: write every live block (BLKS) */
     uint64_t follow_exec;    /* follow_exec=0|1: keep the agent in exec'ed programs */
     uint64_t follow_fork;    /* follow_fork=0|1: forked children keep recording */
+    uint64_t sync;           /* sync=0|1: fsync each snapshot file before naming it */
     uint64_t exit_snapshot;  /* exit_snapshot=0|1: write a snapshot at exit */
     uint64_t thread_capacity;/* thread_capacity=N: threads in the registry */
     uint64_t pc_cache;       /* pc_cache=N: entries of the unwind-rule cache */

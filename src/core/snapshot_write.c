@@ -100,6 +100,7 @@ static void sw_reset(ms_snap_writer *w)
     w->dirfd = -1;
     w->owns_fd = 0;
     w->err = 0;
+    w->no_sync = 0;
     w->file_off = 0;
     w->buflen = 0;
     w->in_chunk = 0;
@@ -328,7 +329,7 @@ int ms_sw_finish(ms_snap_writer *w)
     ms_sw_begin(w, MS_CHUNK_END, MS_CHUNKF_REQUIRED);
     ms_sw_u32(w, n);
     ms_sw_end(w);
-    if (w->owns_fd && !w->err && fsync(w->fd) != 0 && errno != EINVAL)
+    if (w->owns_fd && !w->no_sync && !w->err && fsync(w->fd) != 0 && errno != EINVAL)
         sw_fail(w, errno);
     return w->err ? -w->err : 0;
 }

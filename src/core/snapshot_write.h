@@ -19,6 +19,7 @@ typedef struct ms_snap_writer {
     int dirfd;             /* directory of final_path; -1 when writing into a caller's fd */
     int owns_fd;           /* ms_sw_open created fd (closed and named by the writer) */
     int err;               /* first errno seen; once set, every call is a no-op */
+    int no_sync;           /* ms_sw_finish does not fsync (set after ms_sw_open) */
     uint64_t file_off;     /* offset of buf[0] in the file */
     size_t buflen;
     int in_chunk;
