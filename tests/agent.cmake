@@ -41,3 +41,8 @@ endforeach()
 # The allocation-free snapshot writer, read back through the tools' reader.
 ms_unit_test(agent_unit_snapshot_write SOURCES ${MS_AGENT_TESTS}/unit/test_snapshot_write.c LIBS ms_core)
 set_tests_properties(agent_unit_snapshot_write PROPERTIES LABELS agent)
+# The vDSO's clock_gettime, found by the agent's own ELF reading (vdso.c).
+ms_unit_test(agent_unit_vdso SOURCES ${MS_AGENT_TESTS}/unit/test_vdso.c
+  ${PROJECT_SOURCE_DIR}/src/agent/vdso.c ${PROJECT_SOURCE_DIR}/src/agent/elf_mod.c LIBS ${CMAKE_DL_LIBS})
+target_include_directories(agent_unit_vdso PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+set_tests_properties(agent_unit_vdso PROPERTIES LABELS agent)

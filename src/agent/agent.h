@@ -13,6 +13,7 @@
 #include "agent/arch/arch.h"
 #include "agent/chunks.h"
 #include "agent/control.h"
+#include "agent/vdso.h"
 #include "core/agent_options.h"
 #include "core/snapshot_write.h"
 #include "memsight/snapshot_format.h"
@@ -81,12 +82,13 @@ void ms_alloc_entries_pick(void) MS_INTERNAL;
 void ms_signal_ready(void) MS_INTERNAL;
 uint64_t ms_now_ns(void) MS_INTERNAL;   /* CLOCK_REALTIME */
 uint64_t ms_start_ns(void) MS_INTERNAL; /* CLOCK_REALTIME when the agent started */
-/* Blocks' timestamp: the coarse monotonic clock (the vDSO reads it without a system call;
- * jiffy resolution is enough for ages). Inline: the recording path stamps every block. */
+/* Blocks' timestamp: the coarse monotonic clock (the vDSO reads it without a system call,
+ * called directly: vdso.h; jiffy resolution is enough for ages). Inline: the recording
+ * path stamps every block. */
 static inline uint64_t ms_ticks(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    ms_clock_coarse_fn(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 uint64_t ms_ticks_to_ns(uint64_t t) MS_INTERNAL;

@@ -387,6 +387,7 @@ static int ms_init_slow(void)
     const uint64_t *rnd = (const uint64_t *)getauxval(AT_RANDOM);
     ms_hdr_secret = (rnd ? rnd[0] ^ rnd[1] : 0) ^ (uint64_t)(uintptr_t)&expected ^
                     ((uint64_t)getpid() << 32) ^ 0x6d656d7369676874ull;
+    ms_vdso_init();
     ms_tick0 = ms_ticks();
     ms_ns0 = ms_now_ns();
     ms_read_options();

@@ -39,7 +39,8 @@
  *   MS_ARCH_CAPTURE(sp, regs)    the caller's sp and callee-saved registers
  *   MS_ARCH_CALLER_SP()          the caller's sp before its call into the current
  *                                function (that function's CFA)
- *   MS_ARCH_SYSCALL_INSN_LEN     bytes of the system-call instruction */
+ *   MS_ARCH_SYSCALL_INSN_LEN     bytes of the system-call instruction
+ *   MS_ARCH_VDSO_CLOCK_GETTIME   the vDSO's name of clock_gettime (vdso.c) */
 
 /* A stopped thread's registers, read from its signal context (arch_<cpu>.c). */
 void ms_arch_context_regs(const void *ucontext, uint64_t *sp, uint64_t regs[MS_ARCH_NREGS],

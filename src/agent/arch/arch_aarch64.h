@@ -23,6 +23,7 @@
 #define MS_ARCH_NCALLEE 11       /* x19-x29 */
 #define MS_ARCH_SYSCALL_INSN_LEN 4 /* svc #0: d4000001 */
 #define MS_ARCH_CALLER_SP() ((uint64_t)(uintptr_t)__builtin_dwarf_cfa())
+#define MS_ARCH_VDSO_CLOCK_GETTIME "__kernel_clock_gettime"
 
 static inline uintptr_t ms_arch_thread_pointer(void)
 {

@@ -19,6 +19,7 @@
 #define MS_ARCH_NCALLEE 6     /* rbx, rbp, r12-r15 */
 #define MS_ARCH_SYSCALL_INSN_LEN 2 /* syscall: 0f 05 */
 #define MS_ARCH_CALLER_SP() ((uint64_t)(uintptr_t)__builtin_dwarf_cfa())
+#define MS_ARCH_VDSO_CLOCK_GETTIME "__vdso_clock_gettime"
 
 static inline uintptr_t ms_arch_thread_pointer(void)
 {
