@@ -29,11 +29,12 @@ static MS_ALWAYS_INLINE void ms_record_prepare_weighed(ms_rec_prep *rp, size_t s
                                                        uint64_t weight, uintptr_t walk_fp)
 {
     rp->weight = weight;
-    ms_self.walk_fp = walk_fp;
-    uint32_t sid = ms_cfi_cached_id((unsigned)ms_opt.max_depth);
-    if (!sid)
+    uint32_t sid = ms_cfi_cached_id((unsigned)ms_opt.max_depth, walk_fp);
+    if (!sid) { /* a walk: it starts from the frame record ms_self.walk_fp names */
+        ms_self.walk_fp = walk_fp;
         sid = ms_current_stack(MS_KIND_HEAP);
-    ms_self.walk_fp = 0;
+        ms_self.walk_fp = 0;
+    }
     uint32_t idx = ms_live_take_index();
     if (MS_UNLIKELY(idx == 0 || sid > MS_HDR_MAX_STACK || size > MS_HDR_SIZE_MASK)) {
         ms_record_drop(idx);

@@ -1063,10 +1063,9 @@ static inline int leave_agent_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintp
 
 /* ms_cfi_cached_id when the recording call's caller was called by the agent itself: its
  * frames are left as a walk leaves them, then the look-up. */
-static MS_NOINLINE uint32_t cached_id_deeper(cfi_thread *me, unsigned max)
+static MS_NOINLINE uint32_t cached_id_deeper(cfi_thread *me, unsigned max, uintptr_t fp)
 {
     uintptr_t hi = ms_self.stack_hi, lo = (uintptr_t)__builtin_frame_address(0), pc, sp, bp;
-    uintptr_t fp = ms_self.walk_fp;
     if (lo >= hi || lo < ms_self.stack_lo || fp <= lo ||
         !leave_agent_fp(fp, lo, hi, ms_self_lo, ms_self_hi, &pc, &sp, &bp) || pc < 4096)
         return 0;
@@ -1074,21 +1073,25 @@ static MS_NOINLINE uint32_t cached_id_deeper(cfi_thread *me, unsigned max)
     return e && e->depth <= max ? e->sid : 0;
 }
 
-uint32_t ms_cfi_cached_id(unsigned max)
+uint32_t ms_cfi_cached_id(unsigned max, uintptr_t walk_fp)
 {
     cfi_thread *me = ms_self.cfi;
     /* the frame record of the recording call's caller: the agent's own, live above this
      * frame on this stack (a caller's frame is at a higher address), so read as it is */
-    const uintptr_t *fr = (const uintptr_t *)ms_self.walk_fp;
+    const uintptr_t *fr = (const uintptr_t *)walk_fp;
     if (!MS_ARCH_AGENT_FP_CFA || !me || (uintptr_t)fr <= (uintptr_t)__builtin_frame_address(0))
         return 0;
     /* Its return address is, nearly always, the program's: the walk's first state. No
      * way's first pc is ever in the agent (walks leave its frames first), so when this
      * one is, the look-up misses and the agent's frames are left first. */
-    uintptr_t pc = ms_arch_strip_pc(fr[1]);
-    wc_ent *e = wc_find(me, pc, (uintptr_t)fr + 16, fr[0], __atomic_load_n(&ms_gen, __ATOMIC_RELAXED));
-    if (MS_UNLIKELY(!e))
-        return pc >= ms_self_lo && pc < ms_self_hi ? cached_id_deeper(me, max) : 0;
+    uintptr_t pc = ms_arch_strip_pc(fr[1]), sp0 = (uintptr_t)fr + 16;
+    wc_ent *e = wc_find(me, pc, sp0, fr[0], __atomic_load_n(&ms_gen, __ATOMIC_RELAXED));
+    if (MS_UNLIKELY(!e)) {
+        /* the record's address again from the first sp, which the look-up keeps in a
+         * register anyway: one register fewer to keep (none callee-saved) */
+        __asm__("" : "+r"(sp0));
+        return pc >= ms_self_lo && pc < ms_self_hi ? cached_id_deeper(me, max, sp0 - 16) : 0;
+    }
     return e->depth <= max ? e->sid : 0;
 }
 

@@ -16,10 +16,11 @@ int ms_cfi_init(uint64_t cache_entries);
  * without walking); when it holds 0, pcs are complete and the caller stores the id. */
 int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_slot);
 /* The heap stack id the walk cache holds for the walk that would start from the frame
- * record ms_self.walk_fp names (0: none, walk): the look-up alone, without a walk's
- * set-up, for the recording path. 0 when this thread has no walker state (another
- * unwinder is in use) or the agent is not built with frame records. */
-uint32_t ms_cfi_cached_id(unsigned max);
+ * record walk_fp (a recording call's, as ms_self.walk_fp names it to a walk; 0: none,
+ * walk): the look-up alone, without a walk's set-up, for the recording path. 0 when this
+ * thread has no walker state (another unwinder is in use) or the agent is not built with
+ * frame records. */
+uint32_t ms_cfi_cached_id(unsigned max, uintptr_t walk_fp);
 /* Walks from a signal context's pc (the interrupted instruction), sp and bp, reading only
  * within [sp, hi); async-signal-safe. Returns the depth (the first pc is the exact pc). */
 int ms_cfi_unwind_from(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uint64_t *pcs,
