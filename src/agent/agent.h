@@ -298,8 +298,8 @@ int ms_stack_used(const ms_stack_rec *r) MS_INTERNAL;
 #define MS_PEND_FLUSH_BYTES (64 * 1024)
 #define MS_HIST_BUCKETS 65 /* 0 bytes, then [2^(b-1), 2^b) for b = 1..64 */
 typedef struct ms_pend_ent {
-    uint32_t sid;         /* 0: empty */
-    uint32_t dirty;       /* listed in ms_pend.dirty */
+    uint32_t sid;         /* 0: empty (a flush empties every way it lists) */
+    uint32_t dirty;       /* listed in ms_pend.dirty; always so when sid is not 0 */
     int64_t blocks, bytes;
     uint64_t temps;
 } ms_pend_ent;
@@ -359,7 +359,7 @@ static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t block
     ms_pend *p = (ms_pend *)ms_self.pend; /* none while nothing is tracked (ms_pend_new) */
     if (MS_LIKELY(p != NULL) && MS_LIKELY(!p->flush_due)) {
         ms_pend_ent *e = &p->ent[ms_pend_way(sid)];
-        if (MS_LIKELY(e->sid == sid) && MS_LIKELY(e->dirty)) {
+        if (MS_LIKELY(e->sid == sid)) { /* listed as dirty: a flush empties the way */
             e->bytes += bytes;
             e->blocks += blocks;
             e->temps += temps;

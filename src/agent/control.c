@@ -273,6 +273,9 @@ void ms_pend_flush(ms_pend *p)
     for (uint32_t i = 0; i < p->ndirty; i++) {
         ms_pend_ent *e = &p->ent[p->dirty[i]];
         pend_apply(e);
+        /* emptied: a way that holds a stack is listed (the note's inline part tests the
+         * stack alone); the stack's next change lists it again */
+        e->sid = 0;
         e->dirty = 0;
     }
     p->ndirty = 0;
