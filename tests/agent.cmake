@@ -26,6 +26,10 @@ endforeach()
 # thread adds to without atomics, beside the other threads' shards; the sums exact.
 ms_integration_test(agent_gt_threads_shared ${MS_AGENT_TESTS}/integration/agent_groundtruth.py gt_threads_o2 max_depth=1)
 set_tests_properties(agent_gt_threads_shared PROPERTIES LABELS agent)
+# Without a block list (blocks=0) the live counters per stack (frees derived from the
+# live table) come from a pass of their own: the same exact counts.
+ms_integration_test(agent_gt_heap_noblocks ${MS_AGENT_TESTS}/integration/agent_groundtruth.py gt_heap_o2 blocks=0)
+set_tests_properties(agent_gt_heap_noblocks PROPERTIES LABELS agent)
 
 # Real programs under `memsight run`: unchanged output and status, complete snapshots.
 foreach(p fork exec threads64 dlopen exit_thread ctor ucontext)

@@ -243,9 +243,22 @@ typedef struct ms_live_sum {
     uint64_t blocks, bytes;
 } ms_live_sum;
 ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len) MS_INTERNAL;
-/* A stack's counters now, its live ones from sums (of ms_stack_live_sums, or NULL) when
- * its frees are derived. */
-void ms_stack_counters_with(const ms_stack_rec *r, const ms_live_sum *sums, ms_snap_counters *c) MS_INTERNAL;
+/* The same array zeroed, for a caller that walks the live table itself and adds each
+ * entry with ms_stack_live_sum_add (a snapshot's block list: one pass for both). */
+ms_live_sum *ms_stack_live_sums_new(uint32_t max_id, size_t *len) MS_INTERNAL;
+static inline void ms_stack_live_sum_add(ms_live_sum *s, uint32_t max_id, uint32_t stack_id,
+                                         uint64_t size)
+{
+    if (stack_id <= max_id) {
+        s[stack_id].blocks++;
+        s[stack_id].bytes += size;
+    }
+}
+/* A stack's counters now, its live ones from sums (of ms_stack_live_sums up to max_id, or
+ * NULL) when its frees are derived. A stack above max_id (interned after the sums were
+ * taken) keeps the counters it has. */
+void ms_stack_counters_with(const ms_stack_rec *r, const ms_live_sum *sums, uint32_t max_id,
+                            ms_snap_counters *c) MS_INTERNAL;
 /* Live bytes and blocks of every kind, summed over the stacks as a snapshot sums them. */
 void ms_stack_live_totals(uint64_t bytes[MS_KIND_COUNT], uint64_t blocks[MS_KIND_COUNT]) MS_INTERNAL;
 

@@ -46,6 +46,11 @@ typedef struct snap_ctx {
     uint64_t now_ticks, now_ns;
     int have_mi;
     ms_mallinfo2 mi;
+    /* live blocks and bytes per heap stack up to sums_max, summed while BLKS is written
+     * (the live table read once for both chunks; NULL: STKS sums them itself) */
+    ms_live_sum *sums;
+    size_t sums_len;
+    uint32_t sums_max;
 } snap_ctx;
 
 int ms_snapshot_add_hook(ms_snapshot_extra_fn fn, void *arg)
@@ -255,8 +260,10 @@ static void write_stks(snap_ctx *c)
     uint64_t at = ms_sw_chunk_pos(w);
     ms_sw_u32(w, 0);
     uint32_t n = 0, max = ms_stack_max_id();
-    size_t sums_len = 0;
-    ms_live_sum *sums = ms_heap_frees_derived ? ms_stack_live_sums(max, &sums_len) : NULL;
+    if (ms_heap_frees_derived && !c->sums) { /* no BLKS: a pass of its own */
+        c->sums_max = max;
+        c->sums = ms_stack_live_sums(max, &c->sums_len);
+    }
     for (uint32_t id = 1; id <= max; id++) {
         ms_stack_rec *r = ms_stack_get(id);
         if (!r || (!ms_stack_used(r) && !r->thread_ref))
@@ -267,13 +274,14 @@ static void write_stks(snap_ctx *c)
         s.kind = r->kind;
         s.flags = r->flags;
         s.depth = r->depth;
-        ms_stack_counters_with(r, sums, &s.c);
+        ms_stack_counters_with(r, c->sums, c->sums_max, &s.c);
         ms_sw_bytes(w, &s, sizeof s);
         ms_sw_bytes(w, ms_stack_pcs(r), (size_t)r->depth * 8);
         n++;
     }
-    if (sums)
-        ms_sys_munmap(sums, sums_len);
+    if (c->sums)
+        ms_sys_munmap(c->sums, c->sums_len);
+    c->sums = NULL;
     ms_sw_patch_u32(w, at, n);
     ms_sw_end(w);
 }
@@ -292,6 +300,8 @@ static int write_block(const ms_live_entry *e, unsigned kind, void *arg)
     ms_sw_bytes(c->w, &b, sizeof b);
     c->count++;
     c->heap_blocks += kind == MS_KIND_HEAP;
+    if (c->sums && kind == MS_KIND_HEAP)
+        ms_stack_live_sum_add(c->sums, c->sums_max, e->stack_id, e->size);
     return 0;
 }
 
@@ -302,6 +312,10 @@ static void write_blks(snap_ctx *c)
     ms_sw_u64(c->w, 0);
     c->count = 0;
     c->heap_blocks = 0;
+    if (ms_heap_frees_derived) { /* STKS's live sums from this pass (it comes after) */
+        c->sums_max = ms_stack_max_id();
+        c->sums = ms_stack_live_sums_new(c->sums_max, &c->sums_len);
+    }
     ms_live_foreach(write_block, c, 0);
     ms_regions_foreach(write_block, c, 0);
     ms_sw_patch_u64(c->w, at, c->count);
@@ -596,7 +610,7 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
         rc = -ENOMEM;
         goto out;
     }
-    snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, UINT64_MAX, ms_ticks(), ms_now_ns(), 0, {0}};
+    snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, UINT64_MAX, ms_ticks(), ms_now_ns(), 0, {0}, NULL, 0, 0};
     xfsz_guard xg;
     xfsz_block(&xg);
     rc = ms_sw_open(w, final, ms_sampler_cfg.interval ? MS_SNAP_F_SAMPLED : 0);
@@ -606,9 +620,11 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
     read_mallinfo2(&c, reason); /* first: the moment of the block list */
     write_meta(&c, reason, seq);
     write_mods(&c);
-    write_stks(&c);
+    /* BLKS first: STKS takes its live sums from BLKS's pass over the live table (readers
+     * take chunks in any order); the stacks of every block listed are then in STKS */
     if (ms_opt.blocks)
         write_blks(&c);
+    write_stks(&c);
     write_thrd(&c);
     int nh = __atomic_load_n(&ms_nhooks, __ATOMIC_ACQUIRE);
     for (int i = 0; i < nh && i < MS_MAX_HOOKS; i++) {

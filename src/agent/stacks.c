@@ -323,10 +323,11 @@ void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
     c->live_bytes = c->alloc_bytes > c->free_bytes ? c->alloc_bytes - c->free_bytes : 0;
 }
 
-void ms_stack_counters_with(const ms_stack_rec *r, const ms_live_sum *sums, ms_snap_counters *c)
+void ms_stack_counters_with(const ms_stack_rec *r, const ms_live_sum *sums, uint32_t max_id,
+                            ms_snap_counters *c)
 {
     ms_stack_counters(r, c);
-    if (sums && r->kind == MS_KIND_HEAP) { /* frees were not counted one by one */
+    if (sums && r->kind == MS_KIND_HEAP && r->id <= max_id) { /* frees not counted one by one */
         uint64_t id = r->id;
         c->live_blocks = sums[id].blocks;
         c->live_bytes = sums[id].bytes;
@@ -347,7 +348,7 @@ void ms_stack_live_totals(uint64_t bytes[MS_KIND_COUNT], uint64_t blocks[MS_KIND
         if (!r || r->kind >= MS_KIND_COUNT || !ms_stack_used(r))
             continue;
         ms_snap_counters c;
-        ms_stack_counters_with(r, sums, &c);
+        ms_stack_counters_with(r, sums, max, &c);
         bytes[r->kind] += c.live_bytes;
         blocks[r->kind] += c.live_blocks;
     }
@@ -368,17 +369,20 @@ typedef struct sums_ctx {
 static int sums_add(const ms_live_entry *e, unsigned kind, void *arg)
 {
     sums_ctx *c = arg;
-    if (kind == MS_KIND_HEAP && e->stack_id <= c->max) {
-        c->s[e->stack_id].blocks++;
-        c->s[e->stack_id].bytes += e->size;
-    }
+    if (kind == MS_KIND_HEAP)
+        ms_stack_live_sum_add(c->s, c->max, e->stack_id, e->size);
     return 0;
+}
+
+ms_live_sum *ms_stack_live_sums_new(uint32_t max_id, size_t *len)
+{
+    *len = ((size_t)(max_id + 1) * sizeof(ms_live_sum) + 4095) & ~(size_t)4095;
+    return ms_sys_mmap(*len);
 }
 
 ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len)
 {
-    *len = ((size_t)(max_id + 1) * sizeof(ms_live_sum) + 4095) & ~(size_t)4095;
-    ms_live_sum *s = ms_sys_mmap(*len);
+    ms_live_sum *s = ms_stack_live_sums_new(max_id, len);
     if (!s)
         return NULL;
     sums_ctx c = {s, max_id};
