@@ -311,24 +311,39 @@ int ms_stack_used(const ms_stack_rec *r) MS_INTERNAL;
 #define MS_PEND_FLUSH_BYTES (64 * 1024)
 #define MS_HIST_BUCKETS 65 /* 0 bytes, then [2^(b-1), 2^b) for b = 1..64 */
 typedef struct ms_pend_ent {
-    uint32_t sid;         /* 0: empty (a flush empties every way it lists) */
-    uint32_t dirty;       /* listed in ms_pend.dirty; always so when sid is not 0 */
-    int64_t blocks, bytes;
-    uint64_t temps;
-} ms_pend_ent;
+    uint32_t sid;          /* 0: empty; else listed in ms_pend.dirty (a flush empties the
+                            * ways it lists, a way is listed when it is filled) */
+    /* at most one per change each: a flush comes within MS_PEND_FLUSH_EVENTS + 1 */
+    uint16_t temps;
+    uint16_t alloc_blocks; /* heap blocks allocated from the stack (one block a change) */
+    int64_t blocks, bytes; /* the stack's live change */
+    uint64_t alloc_bytes;  /* their bytes */
+} ms_pend_ent;             /* 32 bytes: the way's address is a shift */
+/* The heap blocks' allocation counters are kept here instead of in the stack's record
+ * (one per-thread record per call): a flush adds them to the record's shard, and readers
+ * of the counters add what is still here (ms_pend_unflushed). */
+_Static_assert(MS_PEND_FLUSH_EVENTS + 1 <= UINT16_MAX, "a way's 16-bit counts overflow");
 typedef struct ms_pend {
     int64_t bytes;        /* the sum of the entries' bytes: this thread's unflushed share */
     uint64_t band;        /* room + MS_PEND_FLUSH_BYTES - 1 (ms_pend_due) */
     uint32_t events_left; /* changes until the periodic flush */
     uint32_t flush_due;   /* a deferred flush (ms_control_note_id) */
     uint64_t last_ptr;    /* the block this thread allocated last (temporaries) */
+    struct ms_pend *next; /* every table ever made, for the counters' readers */
+    uint32_t in_use;      /* a thread's; 0: given back at its exit, for the next thread */
     uint32_t ndirty;
     uint16_t dirty[MS_PEND_WAYS]; /* entries changed since the last flush */
-    ms_pend_ent ent[MS_PEND_WAYS];
+    ms_pend_ent ent[MS_PEND_WAYS] __attribute__((aligned(64))); /* a way in one line */
     uint64_t hist[MS_HIST_BUCKETS];
 } ms_pend;
 ms_pend *ms_pend_new(void) MS_INTERNAL;
 void ms_pend_flush(ms_pend *p) MS_INTERNAL;
+/* Heap allocations of stack sid still in the threads' tables (added to *blocks, *bytes):
+ * with the record's shards, the stack's allocation counters. Tables are read without a
+ * lock (never unmapped: a table is given back at thread exit and reused): exact once the
+ * threads are quiet, as the shards are; while a thread flushes, a read may count its
+ * stack's changes in both places or in neither for a moment. */
+void ms_pend_unflushed(uint32_t sid, uint64_t *blocks, uint64_t *bytes) MS_INTERNAL;
 void ms_pend_thread_exit(void) MS_INTERNAL;
 /* Applies a change to the shared slot of stack sid and to the total at once (a thread
  * without a table: exiting, or out of memory). */
@@ -357,17 +372,19 @@ static inline ms_pend *ms_pend_self(void)
     return p;
 }
 
-/* The note's rarer parts (no table yet, a flush due, the way held by another stack or not
- * yet listed as dirty): out of line, so that the inline part keeps nothing live across a
- * call and its callers' frames stay small. */
+/* The note's rarer parts (no table yet, a flush due, the way held by another stack or
+ * empty): out of line, so that the inline part keeps nothing live across a call and its
+ * callers' frames stay small. */
 void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps,
-                          int defer) MS_INTERNAL;
+                          int defer, int counted) MS_INTERNAL;
 
 /* defer: an allocation noted before its block is in the live table (ms_record_prepare):
  * a flush it makes due waits for the thread's next change (or snapshot, or exit), so that
- * a byte trigger's snapshot sees the block, and the commit calls nothing. */
+ * a byte trigger's snapshot sees the block, and the commit calls nothing.
+ * counted: one heap block's allocation (blocks 1), whose stack counters the note keeps;
+ * without a table they go to the stack's record at once. */
 static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps,
-                                      int defer)
+                                      int defer, int counted)
 {
     ms_pend *p = (ms_pend *)ms_self.pend; /* none while nothing is tracked (ms_pend_new) */
     if (MS_LIKELY(p != NULL) && MS_LIKELY(!p->flush_due)) {
@@ -375,7 +392,11 @@ static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t block
         if (MS_LIKELY(e->sid == sid)) { /* listed as dirty: a flush empties the way */
             e->bytes += bytes;
             e->blocks += blocks;
-            e->temps += temps;
+            e->temps += (uint16_t)temps;
+            if (counted) {
+                e->alloc_blocks++;
+                e->alloc_bytes += (uint64_t)bytes;
+            }
             int64_t b = p->bytes + bytes;
             p->bytes = b;
             if (MS_UNLIKELY(ms_pend_due(p, b))) {
@@ -387,12 +408,12 @@ static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t block
             return;
         }
     }
-    ms_control_note_slow(sid, bytes, blocks, temps, defer);
+    ms_control_note_slow(sid, bytes, blocks, temps, defer, counted);
 }
 
 static inline void ms_control_note(const ms_stack_rec *r, int64_t bytes, int64_t blocks)
 {
-    ms_control_note_id(r->id, bytes, blocks, 0, bytes > 0);
+    ms_control_note_id(r->id, bytes, blocks, 0, bytes > 0, 0);
 }
 
 /* blocks > 1: a sampled record standing for several blocks. ms_control_note keeps the

@@ -243,12 +243,49 @@ void ms_control_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t 
 /* Allocation sizes (full mode), summed from the threads' tables when they flush. */
 static uint64_t ctl_hist[MS_HIST_BUCKETS];
 
+/* Every table ever made, newest first (pushed, never removed: readers walk it without a
+ * lock). A table is given back at its thread's exit and taken by a later thread. */
+static ms_pend *pend_all;
+
 ms_pend *ms_pend_new(void)
 {
     if (ms_self.exit_done || !ms_ctl_track)
         return NULL;
-    ms_self.pend = ms_sys_mmap(sizeof(ms_pend));
-    return ms_self.pend;
+    ms_pend *p;
+    for (p = __atomic_load_n(&pend_all, __ATOMIC_ACQUIRE); p; p = p->next) {
+        uint32_t free_ = 0; /* flushed at its thread's exit: every way empty */
+        if (__atomic_load_n(&p->in_use, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&p->in_use, &free_, 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            p->last_ptr = 0;
+            p->band = 0; /* as a new table: its first change flushes and sets it */
+            break;
+        }
+    }
+    if (!p) {
+        p = ms_sys_mmap(sizeof(ms_pend));
+        if (!p)
+            return NULL;
+        p->in_use = 1;
+        p->next = __atomic_load_n(&pend_all, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&pend_all, &p->next, p, 1, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED))
+            ;
+    }
+    ms_self.pend = p;
+    return p;
+}
+
+void ms_pend_unflushed(uint32_t sid, uint64_t *blocks, uint64_t *bytes)
+{
+    unsigned way = ms_pend_way(sid);
+    for (ms_pend *p = __atomic_load_n(&pend_all, __ATOMIC_ACQUIRE); p; p = p->next) {
+        ms_pend_ent *e = &p->ent[way];
+        if (__atomic_load_n(&e->sid, __ATOMIC_RELAXED) == sid) {
+            *blocks += __atomic_load_n(&e->alloc_blocks, __ATOMIC_RELAXED);
+            *bytes += __atomic_load_n(&e->alloc_bytes, __ATOMIC_RELAXED);
+        }
+    }
 }
 
 static void pend_apply(ms_pend_ent *e)
@@ -257,14 +294,24 @@ static void pend_apply(ms_pend_ent *e)
         ms_control_apply(e->sid, e->bytes, e->blocks, e->temps);
     e->bytes = e->blocks = 0;
     e->temps = 0;
+    if (e->alloc_blocks || e->alloc_bytes) { /* on the table's own thread: its shard */
+        ms_stack_count_heap_alloc(ms_stack_known(e->sid), e->alloc_blocks, e->alloc_bytes);
+        e->alloc_blocks = 0;
+        e->alloc_bytes = 0;
+    }
 }
 
-/* Entry e (the way of sid) holds another stack: hand its changes to the shared slot. The
- * thread's pending total keeps them until the next flush (the slots may lead the total
- * by at most that much). */
-static void pend_evict(ms_pend_ent *e, uint32_t sid)
+/* Entry e (the way of sid) holds another stack, or none: hand its changes to the shared
+ * slot and the stack's record. The thread's pending total keeps them until the next flush
+ * (the slots may lead the total by at most that much). An empty way is listed for the
+ * next flush. */
+static void pend_take(ms_pend *p, unsigned way, uint32_t sid)
 {
-    pend_apply(e);
+    ms_pend_ent *e = &p->ent[way];
+    if (e->sid)
+        pend_apply(e);
+    else
+        p->dirty[p->ndirty++] = (uint16_t)way;
     e->sid = sid;
 }
 
@@ -276,7 +323,6 @@ void ms_pend_flush(ms_pend *p)
         /* emptied: a way that holds a stack is listed (the note's inline part tests the
          * stack alone); the stack's next change lists it again */
         e->sid = 0;
-        e->dirty = 0;
     }
     p->ndirty = 0;
     for (unsigned b = 0; b < MS_HIST_BUCKETS; b++)
@@ -307,13 +353,15 @@ void ms_pend_flush(ms_pend *p)
 }
 
 /* ms_control_note_id (agent.h) when its inline part cannot apply the change. */
-void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps, int defer)
+void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps, int defer,
+                          int counted)
 {
-    if (!ms_ctl_track)
-        return;
-    ms_pend *p = ms_pend_self();
-    if (MS_UNLIKELY(!p)) {
-        ms_control_apply_now(sid, bytes, blocks, temps);
+    ms_pend *p = ms_ctl_track ? ms_pend_self() : NULL;
+    if (MS_UNLIKELY(!p)) { /* nothing tracked, or no table: the record at once */
+        if (counted)
+            ms_stack_count_heap_alloc(ms_stack_known(sid), (uint64_t)blocks, (uint64_t)bytes);
+        if (ms_ctl_track)
+            ms_control_apply_now(sid, bytes, blocks, temps);
         return;
     }
     if (p->flush_due)
@@ -321,14 +369,14 @@ void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t 
     unsigned way = ms_pend_way(sid);
     ms_pend_ent *e = &p->ent[way];
     if (e->sid != sid)
-        pend_evict(e, sid);
-    if (!e->dirty) {
-        e->dirty = 1;
-        p->dirty[p->ndirty++] = (uint16_t)way;
-    }
+        pend_take(p, way, sid);
     e->bytes += bytes;
     e->blocks += blocks;
-    e->temps += temps;
+    e->temps += (uint16_t)temps;
+    if (counted) {
+        e->alloc_blocks++;
+        e->alloc_bytes += (uint64_t)bytes;
+    }
     p->bytes += bytes;
     if (ms_pend_due(p, p->bytes)) {
         if (defer)
@@ -352,7 +400,8 @@ void ms_pend_thread_exit(void)
         return;
     ms_pend_flush(p);
     ms_self.pend = NULL;
-    ms_sys_munmap(p, sizeof(ms_pend));
+    /* kept mapped (a reader of the counters may be walking it) and given back */
+    __atomic_store_n(&p->in_use, 0, __ATOMIC_RELEASE);
 }
 
 uint64_t ms_control_live_total(void)

@@ -308,10 +308,15 @@ int ms_stack_used(const ms_stack_rec *r)
 
 void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
 {
+    /* what the threads' tables still hold (agent.h), read before the shards that their
+     * flushes add to */
+    uint64_t tb = 0, ty = 0;
+    if (r->kind == MS_KIND_HEAP)
+        ms_pend_unflushed(r->id, &tb, &ty);
     c->free_blocks = __atomic_load_n(&r->free_blocks, __ATOMIC_RELAXED);
     c->free_bytes = __atomic_load_n(&r->free_bytes, __ATOMIC_RELAXED);
-    c->alloc_blocks = __atomic_load_n(&r->alloc_blocks, __ATOMIC_RELAXED);
-    c->alloc_bytes = __atomic_load_n(&r->alloc_bytes, __ATOMIC_RELAXED);
+    c->alloc_blocks = tb + __atomic_load_n(&r->alloc_blocks, __ATOMIC_RELAXED);
+    c->alloc_bytes = ty + __atomic_load_n(&r->alloc_bytes, __ATOMIC_RELAXED);
     for (unsigned s = 0; s < MS_STACK_SHARDS - 1; s++) {
         const uint64_t *p = ms_chunks_get(&ms_stack_shards[s], r->id);
         if (p) {

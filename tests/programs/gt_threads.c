@@ -2,8 +2,10 @@
  * keeps a known number of blocks, and the allocations are counted too: with max_depth=1
  * all five share one stack, whose counters the main thread adds to without atomics and
  * the others with), joined; one detached thread that exits; one thread still running
- * at exit. Thread stacks: joined and exited-detached ones are gone, the running one is
- * live with its requested size. */
+ * at exit, whose blocks were allocated after the others' were freed (so that its thread's
+ * table of pending changes still holds their allocation counts at exit: the snapshot
+ * must add them). Thread stacks: joined and exited-detached ones are gone, the running
+ * one is live with its requested size. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <pthread.h>
@@ -37,10 +39,18 @@ static void *worker(void *arg)
 }
 
 static volatile int sleeper_started;
+#define PARKED 100
+
+GT_NOINLINE void gt_parked_alloc(void)
+{
+    for (int i = 0; i < PARKED; i++)
+        gt_keep[6000 + i] = malloc(48);
+}
 
 static void *sleeper(void *arg)
 {
     (void)arg;
+    gt_parked_alloc();
     sleeper_started = 1;
     for (;;)
         pause();
@@ -116,6 +126,8 @@ int main(void)
     for (int i = 0; i < ITER; i++)
         bytes += 16 + (unsigned long)(i % 200);
     gt_expect_allocs("gt_worker_alloc", "heap", 5ul * (ITER + KEEP), 5 * (bytes + KEEP * 64ul));
+    gt_expect("gt_parked_alloc", "heap", PARKED, PARKED * 48);
+    gt_expect_allocs("gt_parked_alloc", "heap", PARKED, PARKED * 48);
     gt_expect("gt_spawn_workers", "stack", 0, 0);
     gt_expect("gt_spawn_detached", "stack", 0, 0);
     gt_expect("gt_spawn_sleeper", "stack", 1, 512 * 1024);
