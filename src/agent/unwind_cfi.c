@@ -832,7 +832,11 @@ WC_INLINE wc_ent *wc_find(cfi_thread *me, uintptr_t pc0, uintptr_t sp0, uintptr_
 static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
 {
     uint32_t start = t->start, end = t->start + t->n;
-    if (t->n == 0 || t->n > MS_CFI_SLOTS || depth > 0xffff)
+    /* Every step depends on its return address's word: a walk of more steps than a way
+     * holds words is refused here, before the loops below (deep start-up stacks, such as
+     * an interpreter's imports, would build their word lists only to be refused). */
+    _Static_assert(MS_WC_WORDS <= MS_CFI_SLOTS, "the step bound covers the trace's");
+    if (t->n == 0 || t->n > MS_WC_WORDS || depth > 0xffff)
         return NULL;
     uint8_t need[MS_CFI_SLOTS]; /* the bp before step m is read from step m on */
     unsigned nd = 0;
