@@ -827,6 +827,19 @@ WC_INLINE wc_ent *wc_find(cfi_thread *me, uintptr_t pc0, uintptr_t sp0, uintptr_
     }
 }
 
+/* Appends the word at a, which held v, to a way's list of nw words; 0 when the walk
+ * cannot be kept: the list full, or the word below the first sp (not the thread's live
+ * stack at a later call there) or more than 2 GiB above it. */
+static inline int wc_word(int32_t *off, uint64_t *val, unsigned *nw, uintptr_t sp0, uintptr_t a,
+                          uint64_t v)
+{
+    if (*nw == MS_WC_WORDS || a < sp0 || a - sp0 > INT32_MAX)
+        return 0;
+    off[*nw] = (int32_t)(a - sp0);
+    val[(*nw)++] = v;
+    return 1;
+}
+
 /* Keeps the complete walk in trace t (its first step is the walk's first state);
  * returns the entry, or NULL when the walk cannot be kept. */
 static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
@@ -857,20 +870,15 @@ static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
         val[nw++] = t->s[start].bp;
         needbp = 0;
     }
+    /* each step's words in the order the walk read them: its return address, a CFA
+     * read from the stack, a saved bp that a later rule reads */
     for (uint32_t m = start; m < end; m++) {
         const cfi_step *st = &t->s[m];
-        uintptr_t a[3] = {st->raslot, st->dslot, 0}, v[3] = {st->rawra, st->cfa, st->bpval};
-        if (st->bpslot && m + 1 < end && need[m + 1 - start])
-            a[2] = st->bpslot;
-        for (unsigned x = 0; x < 3; x++) {
-            if (!a[x])
-                continue;
-            if (nw == MS_WC_WORDS || a[x] < sp0 || a[x] - sp0 > INT32_MAX)
-                return NULL;
-            off[nw] = (int32_t)(a[x] - sp0);
-            val[nw] = v[x];
-            nw++;
-        }
+        if (!wc_word(off, val, &nw, sp0, st->raslot, st->rawra) ||
+            (st->dslot && !wc_word(off, val, &nw, sp0, st->dslot, st->cfa)) ||
+            (st->bpslot && m + 1 < end && need[m + 1 - start] &&
+             !wc_word(off, val, &nw, sp0, st->bpslot, st->bpval)))
+            return NULL;
     }
     _Static_assert((MS_WC_WORDS & 1) == 0, "words are checked in pairs");
     if (nw & 1) { /* even for the look-up's pairs: the first word once more */
@@ -892,9 +900,11 @@ static wc_ent *wc_keep(cfi_thread *me, const cfi_trace *t, unsigned depth)
     e->np = (uint8_t)(nw / 2);
     e->depth = (uint16_t)depth;
     e->sid = 0;
-    for (unsigned i = 0; i < nw; i++) {
-        e->g[i / MS_WC_GROUP].off[i % MS_WC_GROUP] = off[i];
-        e->g[i / MS_WC_GROUP].val[i % MS_WC_GROUP / 2][i % 2] = val[i];
+    for (unsigned i = 0; i < nw; i += 2) { /* a pair at a time: one vector store */
+        wc_grp *g = &e->g[i / MS_WC_GROUP];
+        g->off[i % MS_WC_GROUP] = off[i];
+        g->off[i % MS_WC_GROUP + 1] = off[i + 1];
+        g->val[i % MS_WC_GROUP / 2] = (wc_v2){val[i], val[i + 1]};
     }
     e->stamp = ++me->wc_clock;
     e->gen = t->gen;
