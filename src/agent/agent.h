@@ -484,7 +484,11 @@ void ms_live_fork_child(void) MS_INTERNAL;
  * bytes just below the program's pointer. For memalign-family blocks with alignment
  * A > 16 the real block starts A bytes below the pointer (align_log2 = log2 A).
  *   u32 index   live entry (0: not tracked, e.g. table full)
- *   u32 check   (hash of pointer and a per-process secret) & ~63 | align_log2
+ *   u32 check   (hash of pointer and a per-process secret) & ~63 | e, where e is 0 for
+ *               a 16-byte header and align_log2 - 4 (1..59) for an over-aligned block:
+ *               a valid check differs from the pointer's hash in its low bits only, by at
+ *               most 59 (one compare in free, where a field of align_log2 itself, with
+ *               1..4 invalid, took five instructions)
  *   u64 meta    size asked (low 40 bits) | stack id (high 24 bits)
  * A block without a valid check (allocated before init, by an agent thread, or by
  * another path) is passed to the real functions unchanged.
@@ -508,7 +512,8 @@ static inline void *ms_real_ptr(void *p) { return (void *)ms_arch_untag((uintptr
 static inline uint32_t ms_hdr_check(const void *p, unsigned align_log2)
 {
     uint64_t h = (ms_ptr_key(p) ^ ms_hdr_secret) * 0x9E3779B97F4A7C15ull;
-    return ((uint32_t)(h >> 32) & ~63u) | (align_log2 & 63u);
+    /* align_log2 is 0 or 5..63 (alignments above the header's 16 bytes) */
+    return ((uint32_t)(h >> 32) & ~63u) | (align_log2 ? (align_log2 - 4) & 63u : 0);
 }
 static inline ms_hdr *ms_hdr_of(const void *p)
 {
@@ -527,9 +532,7 @@ static inline int ms_hdr_check_matches(const void *p)
 {
     if (((uintptr_t)p & 15) != 0 || (uintptr_t)p < 4096)
         return 0;
-    const ms_hdr *h = ms_hdr_of(p);
-    unsigned a = h->check & 63u;
-    return (h->check & ~63u) == (ms_hdr_check(p, 0) & ~63u) && (a == 0 || a >= 5);
+    return (ms_hdr_of(p)->check ^ ms_hdr_check(p, 0)) <= 59u;
 }
 /* 1 if p carries a header written by the agent. */
 static inline int ms_hdr_valid(const void *p)
@@ -538,8 +541,8 @@ static inline int ms_hdr_valid(const void *p)
 }
 static inline void *ms_hdr_base(void *p)
 {
-    unsigned a = ms_hdr_of(p)->check & 63u;
-    return (char *)p - (a ? (1ull << a) : MS_HDR_SIZE);
+    unsigned e = ms_hdr_of(p)->check & 63u;
+    return (char *)p - (e ? (1ull << (e + 4)) : MS_HDR_SIZE);
 }
 
 /* ===========================================================================
