@@ -30,6 +30,10 @@ set_tests_properties(agent_gt_threads_shared PROPERTIES LABELS agent)
 # live table) come from a pass of their own: the same exact counts.
 ms_integration_test(agent_gt_heap_noblocks ${MS_AGENT_TESTS}/integration/agent_groundtruth.py gt_heap_o2 blocks=0)
 set_tests_properties(agent_gt_heap_noblocks PROPERTIES LABELS agent)
+# Without follow_exec a program started by exec runs without the agent, under whatever
+# name and path LD_PRELOAD gave it (a renamed copy included); with follow_exec=1 it stays.
+ms_integration_test(agent_exec_strip ${MS_AGENT_TESTS}/integration/agent_exec_strip.py)
+set_tests_properties(agent_exec_strip PROPERTIES LABELS agent)
 
 # Real programs under `memsight run`: unchanged output and status, complete snapshots.
 foreach(p fork exec threads64 dlopen exit_thread ctor ucontext)

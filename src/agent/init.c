@@ -223,6 +223,10 @@ static void ms_resolve(void)
                              ms_libc_is_libc_path(file);
 }
 
+/* The agent's own file as the dynamic loader opened it (its string, never freed while
+ * the agent is loaded): LD_PRELOAD may name a copy under another name. */
+static const char *ms_self_path;
+
 static int ms_find_self(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -235,10 +239,44 @@ static int ms_find_self(struct dl_phdr_info *info, size_t size, void *arg)
         if (me >= lo && me < hi) {
             ms_self_lo = lo;
             ms_self_hi = hi;
+            ms_self_path = info->dlpi_name;
             return 1;
         }
     }
     return 0;
+}
+
+static const char *ms_base_name(const char *p, size_t n)
+{
+    const char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '/')
+            b = p + i + 1;
+    return b;
+}
+
+/* Whether an LD_PRELOAD item of n bytes names the agent: any file called libmemsight.so,
+ * or the agent's own file under another name (a copy the user made): the same file for
+ * a path, the same name for a bare name (the loader searched the library path for it). */
+static int ms_preload_item_is_self(const char *tok, size_t n, const struct stat *self)
+{
+    const char *b = ms_base_name(tok, n);
+    size_t bn = n - (size_t)(b - tok);
+    if (bn == 14 && memcmp(b, "libmemsight.so", 14) == 0)
+        return 1;
+    if (!ms_self_path || !*ms_self_path)
+        return 0;
+    if (b == tok) {
+        const char *sb = ms_base_name(ms_self_path, strlen(ms_self_path));
+        return strlen(sb) == n && memcmp(sb, tok, n) == 0;
+    }
+    char path[4096];
+    struct stat st;
+    if (!self || n >= sizeof path)
+        return 0;
+    memcpy(path, tok, n);
+    path[n] = 0;
+    return stat(path, &st) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
 }
 
 /* Without follow_exec, remove our library from LD_PRELOAD in place (the string lives
@@ -248,6 +286,8 @@ static void ms_strip_preload(void)
 {
     if (!environ)
         return;
+    struct stat self;
+    int have_self = ms_self_path && *ms_self_path && stat(ms_self_path, &self) == 0;
     for (char **e = environ; *e; e++) {
         if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
             continue;
@@ -262,9 +302,7 @@ static void ms_strip_preload(void)
             size_t n = (size_t)(r - tok);
             if (!n)
                 continue;
-            int ours = n >= 14 && memcmp(tok + n - 14, "libmemsight.so", 14) == 0 &&
-                       (n == 14 || tok[n - 15] == '/');
-            if (ours)
+            if (ms_preload_item_is_self(tok, n, have_self ? &self : NULL))
                 continue;
             if (w != s)
                 *w++ = ':';
