@@ -241,10 +241,13 @@ void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c) MS_INTERNAL;
 extern int ms_heap_frees_derived MS_INTERNAL;
 typedef struct ms_live_sum {
     uint64_t blocks, bytes;
+    /* the stack's allocations still in the threads' tables (ms_pend_sums), read when
+     * the array was made: one pass over the tables, not one per stack */
+    uint64_t pend_blocks, pend_bytes;
 } ms_live_sum;
 ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len) MS_INTERNAL;
-/* The same array zeroed, for a caller that walks the live table itself and adds each
- * entry with ms_stack_live_sum_add (a snapshot's block list: one pass for both). */
+/* The same array with no live sums yet, for a caller that walks the live table itself and
+ * adds each entry with ms_stack_live_sum_add (a snapshot's block list: one pass for both). */
 ms_live_sum *ms_stack_live_sums_new(uint32_t max_id, size_t *len) MS_INTERNAL;
 static inline void ms_stack_live_sum_add(ms_live_sum *s, uint32_t max_id, uint32_t stack_id,
                                          uint64_t size)
@@ -344,6 +347,9 @@ void ms_pend_flush(ms_pend *p) MS_INTERNAL;
  * threads are quiet, as the shards are; while a thread flushes, a read may count its
  * stack's changes in both places or in neither for a moment. */
 void ms_pend_unflushed(uint32_t sid, uint64_t *blocks, uint64_t *bytes) MS_INTERNAL;
+/* The same for every stack at once: added to s[sid].pend_* for sid <= max_id. */
+struct ms_live_sum;
+void ms_pend_sums(struct ms_live_sum *s, uint32_t max_id) MS_INTERNAL;
 void ms_pend_thread_exit(void) MS_INTERNAL;
 /* Applies a change to the shared slot of stack sid and to the total at once (a thread
  * without a table: exiting, or out of memory). */

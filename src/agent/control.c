@@ -280,10 +280,28 @@ void ms_pend_unflushed(uint32_t sid, uint64_t *blocks, uint64_t *bytes)
 {
     unsigned way = ms_pend_way(sid);
     for (ms_pend *p = __atomic_load_n(&pend_all, __ATOMIC_ACQUIRE); p; p = p->next) {
+        if (!__atomic_load_n(&p->in_use, __ATOMIC_ACQUIRE))
+            continue; /* given back: flushed, every way empty */
         ms_pend_ent *e = &p->ent[way];
         if (__atomic_load_n(&e->sid, __ATOMIC_RELAXED) == sid) {
             *blocks += __atomic_load_n(&e->alloc_blocks, __ATOMIC_RELAXED);
             *bytes += __atomic_load_n(&e->alloc_bytes, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+void ms_pend_sums(ms_live_sum *s, uint32_t max_id)
+{
+    for (ms_pend *p = __atomic_load_n(&pend_all, __ATOMIC_ACQUIRE); p; p = p->next) {
+        if (!__atomic_load_n(&p->in_use, __ATOMIC_ACQUIRE))
+            continue; /* given back: flushed, every way empty */
+        for (unsigned w = 0; w < MS_PEND_WAYS; w++) {
+            ms_pend_ent *e = &p->ent[w];
+            uint32_t sid = __atomic_load_n(&e->sid, __ATOMIC_RELAXED);
+            if (sid && sid <= max_id) {
+                s[sid].pend_blocks += __atomic_load_n(&e->alloc_blocks, __ATOMIC_RELAXED);
+                s[sid].pend_bytes += __atomic_load_n(&e->alloc_bytes, __ATOMIC_RELAXED);
+            }
         }
     }
 }

@@ -266,15 +266,17 @@ static void write_stks(snap_ctx *c)
     }
     for (uint32_t id = 1; id <= max; id++) {
         ms_stack_rec *r = ms_stack_get(id);
-        if (!r || (!ms_stack_used(r) && !r->thread_ref))
-            continue; /* never used (lost a publication race or table full) */
+        if (!r)
+            continue;
         ms_snap_stack_rec s;
         memset(&s, 0, sizeof s);
+        ms_stack_counters_with(r, c->sums, c->sums_max, &s.c);
+        if (!s.c.alloc_blocks && !r->thread_ref)
+            continue; /* never used (lost a publication race or table full) */
         s.id = id;
         s.kind = r->kind;
         s.flags = r->flags;
         s.depth = r->depth;
-        ms_stack_counters_with(r, c->sums, c->sums_max, &s.c);
         ms_sw_bytes(w, &s, sizeof s);
         ms_sw_bytes(w, ms_stack_pcs(r), (size_t)r->depth * 8);
         n++;

@@ -306,13 +306,10 @@ int ms_stack_used(const ms_stack_rec *r)
     return c.alloc_blocks != 0;
 }
 
-void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
+/* The counters, with tb/ty allocations still in the threads' tables, read before the
+ * shards that their flushes add to. */
+static void counters_plus(const ms_stack_rec *r, uint64_t tb, uint64_t ty, ms_snap_counters *c)
 {
-    /* what the threads' tables still hold (agent.h), read before the shards that their
-     * flushes add to */
-    uint64_t tb = 0, ty = 0;
-    if (r->kind == MS_KIND_HEAP)
-        ms_pend_unflushed(r->id, &tb, &ty);
     c->free_blocks = __atomic_load_n(&r->free_blocks, __ATOMIC_RELAXED);
     c->free_bytes = __atomic_load_n(&r->free_bytes, __ATOMIC_RELAXED);
     c->alloc_blocks = tb + __atomic_load_n(&r->alloc_blocks, __ATOMIC_RELAXED);
@@ -328,17 +325,27 @@ void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
     c->live_bytes = c->alloc_bytes > c->free_bytes ? c->alloc_bytes - c->free_bytes : 0;
 }
 
+void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
+{
+    uint64_t tb = 0, ty = 0; /* what the threads' tables still hold (agent.h) */
+    if (r->kind == MS_KIND_HEAP)
+        ms_pend_unflushed(r->id, &tb, &ty);
+    counters_plus(r, tb, ty, c);
+}
+
 void ms_stack_counters_with(const ms_stack_rec *r, const ms_live_sum *sums, uint32_t max_id,
                             ms_snap_counters *c)
 {
-    ms_stack_counters(r, c);
-    if (sums && r->kind == MS_KIND_HEAP && r->id <= max_id) { /* frees not counted one by one */
-        uint64_t id = r->id;
-        c->live_blocks = sums[id].blocks;
-        c->live_bytes = sums[id].bytes;
-        c->free_blocks = c->alloc_blocks > c->live_blocks ? c->alloc_blocks - c->live_blocks : 0;
-        c->free_bytes = c->alloc_bytes > c->live_bytes ? c->alloc_bytes - c->live_bytes : 0;
+    if (!sums || r->kind != MS_KIND_HEAP || r->id > max_id) {
+        ms_stack_counters(r, c);
+        return;
     }
+    uint64_t id = r->id; /* frees not counted one by one: derived from the live sums */
+    counters_plus(r, sums[id].pend_blocks, sums[id].pend_bytes, c);
+    c->live_blocks = sums[id].blocks;
+    c->live_bytes = sums[id].bytes;
+    c->free_blocks = c->alloc_blocks > c->live_blocks ? c->alloc_blocks - c->live_blocks : 0;
+    c->free_bytes = c->alloc_bytes > c->live_bytes ? c->alloc_bytes - c->live_bytes : 0;
 }
 
 void ms_stack_live_totals(uint64_t bytes[MS_KIND_COUNT], uint64_t blocks[MS_KIND_COUNT])
@@ -350,10 +357,12 @@ void ms_stack_live_totals(uint64_t bytes[MS_KIND_COUNT], uint64_t blocks[MS_KIND
     ms_live_sum *sums = ms_heap_frees_derived ? ms_stack_live_sums(max, &sums_len) : NULL;
     for (uint32_t id = 1; id <= max; id++) {
         ms_stack_rec *r = ms_stack_get(id);
-        if (!r || r->kind >= MS_KIND_COUNT || !ms_stack_used(r))
+        if (!r || r->kind >= MS_KIND_COUNT)
             continue;
         ms_snap_counters c;
         ms_stack_counters_with(r, sums, max, &c);
+        if (!c.alloc_blocks) /* never used */
+            continue;
         bytes[r->kind] += c.live_bytes;
         blocks[r->kind] += c.live_blocks;
     }
@@ -382,7 +391,10 @@ static int sums_add(const ms_live_entry *e, unsigned kind, void *arg)
 ms_live_sum *ms_stack_live_sums_new(uint32_t max_id, size_t *len)
 {
     *len = ((size_t)(max_id + 1) * sizeof(ms_live_sum) + 4095) & ~(size_t)4095;
-    return ms_sys_mmap(*len);
+    ms_live_sum *s = ms_sys_mmap(*len);
+    if (s) /* before any shard is read (ms_stack_counters_with) */
+        ms_pend_sums(s, max_id);
+    return s;
 }
 
 ms_live_sum *ms_stack_live_sums(uint32_t max_id, size_t *len)
