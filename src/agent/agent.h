@@ -37,6 +37,11 @@ void ms_option_unavailable(const char *what) MS_INTERNAL;
 
 /* ===========================================================================
  * Per-thread state (initial-exec TLS: no allocation, no lock on first access).
+ * The leak scan roots every thread's whole static TLS, the agent's own variables
+ * included (leak_scan.c, root_tls): no field here may hold a pointer to a program's
+ * block (say, the last one allocated), or that block and all it points to would never
+ * be reported lost. Such values live in the agent's mapped memory (the pending-change
+ * table's last_ptr), which is never a root.
  * ========================================================================= */
 struct ms_thread_slot;
 #define MS_IDX_CACHE 256
