@@ -461,9 +461,11 @@ static inline void ms_stack_account_free(ms_stack_rec *r, uint64_t bytes)
 /* ===========================================================================
  * Live heap blocks (live.c): a dense array of entries; each tracked block's header
  * (below) names its entry, so allocation and free write one entry and never search.
+ * Whether an entry is in use is a byte of its own, in a dense array beside the entries
+ * (live_hot.h): a free writes that byte only, not the entry's cold line.
  * ========================================================================= */
 typedef struct ms_live_entry {
-    uint64_t addr;       /* the program's pointer; 0 = free entry */
+    uint64_t addr;       /* the program's pointer (kept after the block is freed) */
     uint64_t size;       /* bytes asked for */
     uint64_t ticks;      /* ms_ticks() at allocation; ms_ticks_to_ns() converts */
     uint32_t stack_id;

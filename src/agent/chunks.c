@@ -5,8 +5,14 @@
 
 int ms_chunks_init(ms_chunks *c, uint64_t capacity, unsigned shift, size_t elem)
 {
+    return ms_chunks_init_tail(c, capacity, shift, elem, 0);
+}
+
+int ms_chunks_init_tail(ms_chunks *c, uint64_t capacity, unsigned shift, size_t elem, size_t tail)
+{
     c->shift = shift;
     c->elem = elem;
+    c->tail = tail;
     c->nchunks = (capacity + (1ull << shift) - 1) >> shift;
     if (c->nchunks == 0)
         c->nchunks = 1;
@@ -33,7 +39,7 @@ int ms_chunks_ensure(ms_chunks *c, uint64_t i)
         return -1;
     if (__atomic_load_n(&c->dir[k], __ATOMIC_ACQUIRE))
         return 0;
-    size_t bytes = ((size_t)c->elem << c->shift);
+    size_t bytes = ((size_t)c->elem << c->shift) + c->tail;
     void *p = ms_sys_mmap(bytes);
     if (!p) { /* counted once per chunk that could not be mapped, not per attempt */
         if (__atomic_exchange_n(&c->failed_at, k + 1, __ATOMIC_RELAXED) != k + 1)
@@ -52,5 +58,5 @@ uint64_t ms_chunks_mapped(const ms_chunks *c)
     uint64_t n = 0;
     for (uint64_t k = 0; k < c->nchunks; k++)
         n += __atomic_load_n(&c->dir[k], __ATOMIC_RELAXED) != 0;
-    return n * ((uint64_t)c->elem << c->shift);
+    return n * (((uint64_t)c->elem << c->shift) + c->tail);
 }

@@ -14,12 +14,18 @@ typedef struct ms_chunks {
     uint64_t nchunks;
     unsigned shift;    /* 1 << shift elements per chunk */
     size_t elem;       /* bytes per element */
+    size_t tail;       /* bytes after each chunk's elements, for its user (0: none) */
     uint64_t failed_at; /* 1 + the last chunk that could not be mapped */
 } ms_chunks;
 
 /* A directory for `capacity` elements; 0 or -1 (no memory). */
 int ms_chunks_init(ms_chunks *c, uint64_t capacity, unsigned shift, size_t elem)
     __attribute__((visibility("hidden")));
+/* The same, each chunk mapped with `tail` more bytes after its elements (zeroed, like
+ * them): per-element data its user keeps apart from the elements, found from the chunk
+ * pointer the element's look-up already loaded. */
+int ms_chunks_init_tail(ms_chunks *c, uint64_t capacity, unsigned shift, size_t elem,
+                        size_t tail) __attribute__((visibility("hidden")));
 /* Maps the chunk holding element i if it is not yet: 0, or -1 when it cannot be mapped
  * (counted once per chunk in the health counter table_grow_failures) or i is beyond the capacity. */
 int ms_chunks_ensure(ms_chunks *c, uint64_t i) __attribute__((visibility("hidden")));
@@ -47,7 +53,7 @@ static inline void *ms_chunks_at(const ms_chunks *c, uint64_t i)
     ((type *)__atomic_load_n(&(c)->dir[(uint64_t)(i) >> (shift)], __ATOMIC_ACQUIRE) +     \
      ((uint64_t)(i) & ((1ull << (shift)) - 1)))
 
-/* Bytes of the chunks mapped so far. */
+/* Bytes of the chunks mapped so far (their tails included). */
 uint64_t ms_chunks_mapped(const ms_chunks *c) __attribute__((visibility("hidden")));
 
 #endif

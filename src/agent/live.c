@@ -1,7 +1,8 @@
 /* Live heap blocks: a dense preallocated (mmap) array of 32-byte entries indexed by a
- * number that the block's own 16-byte header carries (see agent.h). Allocation and
- * free never search: they write one entry, so the hot path takes no cache miss on the
- * table (a hash keyed by address missed on nearly every call). Free indices are cached
+ * number that the block's own 16-byte header carries (see agent.h), and an in-use byte
+ * per entry in each chunk's tail (live_hot.h). Allocation and free never search:
+ * allocation writes one entry and its byte, free the byte alone (a hash keyed by
+ * address missed on nearly every call). Free indices are cached
  * per thread and exchanged with a global pool in batches, so no global lock is taken
  * per call. Runs inside the target: mmap memory only; no lock is held across fork. */
 #define _GNU_SOURCE
@@ -53,7 +54,8 @@ int ms_live_init(uint64_t capacity)
     ms_entries_cap = (uint32_t)capacity + 1;
     ms_pool_cap = 4096;
     ms_pool = ms_sys_mmap(ms_pool_cap * sizeof(uint32_t));
-    return ms_chunks_init(&ms_live_entries, ms_entries_cap, MS_LIVE_CHUNK_SHIFT, sizeof(ms_live_entry)) == 0 &&
+    return ms_chunks_init_tail(&ms_live_entries, ms_entries_cap, MS_LIVE_CHUNK_SHIFT,
+                               sizeof(ms_live_entry), MS_LIVE_CHUNK_ENTRIES) == 0 &&
                    ms_pool
                ? 0
                : -1;
@@ -152,54 +154,95 @@ void ms_live_thread_exit(void)
     }
 }
 
-int ms_live_get(uint32_t idx, ms_live_entry *out)
+/* Entry i and its in-use byte, NULL when i's chunk is not mapped (any i may be asked). */
+static const ms_live_entry *entry_at(uint32_t i, const uint8_t **mark)
 {
-    const ms_live_entry *e = idx ? ms_chunks_get(&ms_live_entries, idx) : NULL;
-    if (!e || idx >= ms_entries_cap) /* any index: headers are checked through here */
+    const char *chunk = ms_chunks_get(&ms_live_entries, i);
+    if (!chunk || i >= ms_entries_cap)
+        return NULL;
+    chunk -= MS_LIVE_SLOT(i) * sizeof(ms_live_entry);
+    *mark = (const uint8_t *)chunk + MS_LIVE_MARKS_OFFSET + MS_LIVE_SLOT(i);
+    return (const ms_live_entry *)chunk + MS_LIVE_SLOT(i);
+}
+
+/* Entry i into *out when it is in use. The copy is not atomic: a block freed and its
+ * entry taken again meanwhile may give a mix of both (as any unlocked reader may). */
+static int entry_copy(uint32_t i, ms_live_entry *out)
+{
+    const uint8_t *mark;
+    const ms_live_entry *e = entry_at(i, &mark);
+    if (!e || !__atomic_load_n(mark, __ATOMIC_ACQUIRE))
         return 0;
     *out = *e;
     return out->addr != 0;
 }
 
-uint64_t ms_live_count(void)
+int ms_live_get(uint32_t idx, ms_live_entry *out)
+{
+    return idx && entry_copy(idx, out); /* any index: headers are checked through here */
+}
+
+static uint32_t live_hwm(void)
 {
     uint32_t hwm = __atomic_load_n(&ms_hwm, __ATOMIC_RELAXED);
-    if (hwm > ms_entries_cap)
-        hwm = ms_entries_cap;
+    return hwm > ms_entries_cap ? ms_entries_cap : hwm;
+}
+
+/* The chunk whose first index is c0, below the high-water mark hwm: its entries, its
+ * in-use bytes and how many of them are used (0 when not mapped). The readers below go
+ * chunk by chunk: the bytes are read in a row, the entries only where in use. */
+static uint32_t chunk_view(uint32_t c0, uint32_t hwm, const ms_live_entry **e,
+                           const uint8_t **mark)
+{
+    const char *chunk = ms_chunks_get(&ms_live_entries, c0);
+    if (!chunk)
+        return 0;
+    *e = (const ms_live_entry *)chunk;
+    *mark = (const uint8_t *)chunk + MS_LIVE_MARKS_OFFSET;
+    return hwm - c0 < MS_LIVE_CHUNK_ENTRIES ? hwm - c0 : MS_LIVE_CHUNK_ENTRIES;
+}
+
+uint64_t ms_live_count(void)
+{
     uint64_t n = 0; /* exact but O(high-water mark): for snapshots, not the hot path */
-    for (uint32_t i = 1; i < hwm; i++) {
-        const ms_live_entry *e = ms_chunks_get(&ms_live_entries, i);
-        n += e && __atomic_load_n(&e->addr, __ATOMIC_RELAXED) != 0;
+    uint32_t hwm = live_hwm();
+    for (uint32_t c0 = 0; c0 < hwm; c0 += MS_LIVE_CHUNK_ENTRIES) {
+        const ms_live_entry *e;
+        const uint8_t *mark;
+        uint32_t used = chunk_view(c0, hwm, &e, &mark);
+        for (uint32_t i = 0; i < used; i++) /* index 0 is never in use */
+            n += __atomic_load_n(&mark[i], __ATOMIC_RELAXED) != 0;
     }
     return n;
 }
 
 uint64_t ms_live_bytes_reserved(void)
 {
-    uint32_t hwm = __atomic_load_n(&ms_hwm, __ATOMIC_RELAXED);
-    if (hwm > ms_entries_cap)
-        hwm = ms_entries_cap;
-    /* touched pages of the entry array and of the pool */
+    uint32_t hwm = live_hwm();
+    /* touched pages of the entry array, of the in-use bytes and of the pool */
     return ((uint64_t)hwm * sizeof(ms_live_entry) + 4095) / 4096 * 4096 +
+           ((uint64_t)hwm + 4095) / 4096 * 4096 +
            ((uint64_t)ms_pool_n * 4 + 4095) / 4096 * 4096;
 }
 
 int ms_live_foreach(ms_live_fn fn, void *arg, unsigned flags)
 {
-    (void)flags; /* entries are read without a lock; a racing free shows as 0 */
-    uint32_t hwm = __atomic_load_n(&ms_hwm, __ATOMIC_RELAXED);
-    if (hwm > ms_entries_cap)
-        hwm = ms_entries_cap;
-    for (uint32_t i = 1; i < hwm; i++) {
-        const ms_live_entry *p = ms_chunks_get(&ms_live_entries, i);
-        if (!p || !__atomic_load_n(&p->addr, __ATOMIC_ACQUIRE))
-            continue;
-        ms_live_entry e = *p;
-        if (!e.addr)
-            continue;
-        int stop = fn(&e, MS_KIND_HEAP, arg);
-        if (stop)
-            return stop;
+    (void)flags; /* entries are read without a lock; a racing free may or may not show */
+    uint32_t hwm = live_hwm();
+    for (uint32_t c0 = 0; c0 < hwm; c0 += MS_LIVE_CHUNK_ENTRIES) {
+        const ms_live_entry *e;
+        const uint8_t *mark;
+        uint32_t used = chunk_view(c0, hwm, &e, &mark);
+        for (uint32_t i = 0; i < used; i++) {
+            if (!__atomic_load_n(&mark[i], __ATOMIC_ACQUIRE))
+                continue;
+            ms_live_entry copy = e[i]; /* not atomic: see entry_copy */
+            if (!copy.addr)
+                continue;
+            int stop = fn(&copy, MS_KIND_HEAP, arg);
+            if (stop)
+                return stop;
+        }
     }
     return 0;
 }

@@ -11,8 +11,21 @@ extern ms_chunks ms_live_entries MS_INTERNAL;
 /* Entries are mapped 64K at a time (2 MiB) as the high-water mark reaches them, so the
  * table takes address space in proportion to use, not to `capacity`. */
 #define MS_LIVE_CHUNK_SHIFT 16
-/* Entry idx of a mapped chunk (an index taken from the caches always is). */
-#define MS_LIVE_AT(idx) MS_CHUNKS_AT(&ms_live_entries, idx, MS_LIVE_CHUNK_SHIFT, ms_live_entry)
+#define MS_LIVE_CHUNK_ENTRIES (1u << MS_LIVE_CHUNK_SHIFT)
+/* Each chunk's tail: one byte per entry, 1 while the entry holds a live block. A free
+ * clears that byte instead of the entry's address: the entry was written when its block
+ * was allocated, often long before, and its line has left the cache; the bytes of a
+ * program's live blocks take 32 times less room and mostly stay (on bench-counted's
+ * python3 churn this removed 0.18 last-level misses per call). */
+#define MS_LIVE_MARKS_OFFSET ((uint64_t)MS_LIVE_CHUNK_ENTRIES * sizeof(ms_live_entry))
+/* The chunk holding idx (mapped: an index taken from the caches always is). */
+#define MS_LIVE_CHUNK(idx)                                                              \
+    ((char *)__atomic_load_n(&ms_live_entries.dir[(uint64_t)(idx) >> MS_LIVE_CHUNK_SHIFT], \
+                             __ATOMIC_ACQUIRE))
+#define MS_LIVE_SLOT(idx) ((uint64_t)(idx) & (MS_LIVE_CHUNK_ENTRIES - 1))
+/* Entry idx, and its in-use byte. */
+#define MS_LIVE_AT(idx) ((ms_live_entry *)MS_LIVE_CHUNK(idx) + MS_LIVE_SLOT(idx))
+#define MS_LIVE_MARK(idx) ((uint8_t *)MS_LIVE_CHUNK(idx) + MS_LIVE_MARKS_OFFSET + MS_LIVE_SLOT(idx))
 /* The thread's cache is empty: a batch from the pool or fresh indices (0: table full). */
 uint32_t ms_live_refill(void) MS_INTERNAL;
 /* The thread's cache is full: a batch goes back to the pool, then idx into the cache
@@ -40,22 +53,24 @@ static inline void ms_live_put_index(uint32_t idx)
     ms_live_spill_put(idx);
 }
 
-/* The address is published last (release): a reader that sees it sees the rest. */
+/* The in-use byte is set last (release): a reader that sees it sees the entry. */
 static inline void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uint64_t ticks,
                                  uint32_t stack_id, uint32_t tid)
 {
-    ms_live_entry *d = MS_LIVE_AT(idx);
+    char *chunk = MS_LIVE_CHUNK(idx);
+    ms_live_entry *d = (ms_live_entry *)chunk + MS_LIVE_SLOT(idx);
+    d->addr = addr;
     d->size = size;
     d->ticks = ticks;
     d->stack_id = stack_id;
     d->tid = tid;
-    __atomic_store_n(&d->addr, addr, __ATOMIC_RELEASE);
+    __atomic_store_n((uint8_t *)chunk + MS_LIVE_MARKS_OFFSET + MS_LIVE_SLOT(idx), 1,
+                     __ATOMIC_RELEASE);
 }
 
 static inline void ms_live_clear(uint32_t idx)
 {
-    ms_live_entry *d = MS_LIVE_AT(idx);
-    __atomic_store_n(&d->addr, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(MS_LIVE_MARK(idx), 0, __ATOMIC_RELEASE);
 }
 
 #endif
