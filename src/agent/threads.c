@@ -25,6 +25,25 @@
 static ms_thread_slot *ms_slots;
 static uint32_t ms_nslots;
 static uint32_t ms_slot_hint;
+/* One past the highest slot ever taken: the walks over the registry stop there. The
+ * registry holds `capacity` slots of a cache line each (4096 by default): a program of
+ * a few threads had every snapshot and thread report read them all, 4096 cache misses
+ * a walk. Only grows (a slot freed below it stays in the walk's range). */
+static uint32_t ms_slot_top;
+
+static uint32_t slots_used_range(void)
+{
+    uint32_t top = __atomic_load_n(&ms_slot_top, __ATOMIC_ACQUIRE);
+    return top < ms_nslots ? top : ms_nslots;
+}
+
+static void slot_top_raise(uint32_t top)
+{
+    uint32_t cur = __atomic_load_n(&ms_slot_top, __ATOMIC_RELAXED);
+    while (cur < top && !__atomic_compare_exchange_n(&ms_slot_top, &cur, top, 1,
+                                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        ;
+}
 static ms_thread_slot *ms_main_slot;
 
 /* Program threads alive that the agent saw start (the initialising thread, then every
@@ -62,8 +81,10 @@ static ms_thread_slot *slot_alloc(void)
     for (uint32_t k = 0; k < ms_nslots; k++) {
         uint32_t i = (start + k) % ms_nslots;
         uint32_t zero = 0;
-        if (__atomic_load_n(&ms_slots[i].state, __ATOMIC_RELAXED) == 0 &&
-            __atomic_compare_exchange_n(&ms_slots[i].state, &zero, MS_THR_USED, 0,
+        if (__atomic_load_n(&ms_slots[i].state, __ATOMIC_RELAXED) != 0)
+            continue;
+        slot_top_raise(i + 1); /* the walks' range covers the slot before it is taken */
+        if (__atomic_compare_exchange_n(&ms_slots[i].state, &zero, MS_THR_USED, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             __atomic_store_n(&ms_slot_hint, i + 1, __ATOMIC_RELAXED);
             ms_thread_slot *s = &ms_slots[i];
@@ -92,7 +113,7 @@ static void slot_release(ms_thread_slot *s)
 
 static ms_thread_slot *slot_find(pthread_t h)
 {
-    for (uint32_t i = 0; i < ms_nslots; i++) {
+    for (uint32_t i = 0, top = slots_used_range(); i < top; i++) {
         uint32_t st = __atomic_load_n(&ms_slots[i].state, __ATOMIC_ACQUIRE);
         if ((st & MS_THR_USED) && !(st & MS_THR_MAIN) && ms_slots[i].handle == h)
             return &ms_slots[i];
@@ -164,7 +185,7 @@ void ms_thread_bounds(void)
 
 int ms_threads_foreach(ms_thread_fn fn, void *arg)
 {
-    for (uint32_t i = 0; i < ms_nslots; i++) {
+    for (uint32_t i = 0, top = slots_used_range(); i < top; i++) {
         uint32_t st = __atomic_load_n(&ms_slots[i].state, __ATOMIC_ACQUIRE);
         if (!(st & MS_THR_USED) || (st & MS_THR_EXITED) || !(st & MS_THR_STARTED))
             continue;
@@ -177,7 +198,7 @@ int ms_threads_foreach(ms_thread_fn fn, void *arg)
 
 int ms_threads_foreach_used(ms_thread_fn fn, void *arg)
 {
-    for (uint32_t i = 0; i < ms_nslots; i++) {
+    for (uint32_t i = 0, top = slots_used_range(); i < top; i++) {
         uint32_t st = __atomic_load_n(&ms_slots[i].state, __ATOMIC_ACQUIRE);
         if (!(st & MS_THR_USED))
             continue;
@@ -194,7 +215,7 @@ void ms_threads_fork_child(void)
      * stacks of those threads stay mapped in the child (the kernel copies them), so
      * their records stay too. */
     ms_thread_slot *me = ms_self.slot;
-    for (uint32_t i = 0; i < ms_nslots; i++) {
+    for (uint32_t i = 0, top = slots_used_range(); i < top; i++) {
         if (&ms_slots[i] == me)
             continue;
         uint32_t st = __atomic_load_n(&ms_slots[i].state, __ATOMIC_RELAXED);
