@@ -213,6 +213,39 @@ static MS_NOINLINE __attribute__((optimize("optimize-sibling-calls"))) void *ms_
     return ms_malloc_other(n);
 }
 
+/* Sampled modes: a block of n bytes the sampler weighed at w > 0, recorded without a
+ * header (ms_addr_mode). Entered by a jump from malloc's variant: the walk leaves the
+ * agent from this frame's record, whose return address is the program's. */
+static MS_NOINLINE void *ms_malloc_addr_weighed(size_t n, uint64_t w)
+{
+    ms_enter();
+    ms_rec_prep rp;
+    ms_record_prepare_weighed(&rp, n, w, (uintptr_t)__builtin_frame_address(0));
+    void *r = ms_record_commit_addr(ms_real.malloc(n), n, &rp);
+    ms_leave();
+    return r;
+}
+
+/* The sampled variant's countdown did not pass the block: one decision here (the
+ * sampler's weight), then a jump into the C library's malloc or into the recording.
+ * Before, this went through full mode's ms_malloc_slow, ms_malloc_other, the sampler's
+ * pick (its decision parked, then taken back by the recording) and an out-of-line
+ * preparation: about 180 instructions per sampled block on the malloc/free loop. What
+ * this does not decide (not ready, inside the agent, a decision pending from realloc,
+ * sampling off since) goes the general way, which asks the countdown again. */
+static MS_NOINLINE MS_SIBCALLS void *ms_malloc_sampled_slow(size_t n)
+{
+    ms_sampler_state *st = &ms_sampler_tls;
+    if (MS_UNLIKELY(!ms_fast_ok()) || MS_UNLIKELY(n > SIZE_MAX - 64) ||
+        MS_UNLIKELY(st->pending_w != 0) || MS_UNLIKELY(ms_sampler_cfg.interval == 0) ||
+        MS_UNLIKELY(!ms_addr_mode))
+        return ms_malloc_slow(n);
+    uint64_t w = ms_sampler_weigh_slow(st, n);
+    if (!w)
+        return ms_real.malloc(n); /* the C library's (the variant's condition) */
+    return ms_malloc_addr_weighed(n, w);
+}
+
 /* guard=RATE: this allocation's turn came (guard.c); not guarded, it goes on as any
  * allocation the countdown did not pass. */
 static MS_NOINLINE void *ms_malloc_guarded(size_t n)
@@ -231,6 +264,8 @@ static inline __attribute__((always_inline)) void *ms_malloc_body(size_t n, int 
         return ms_malloc_guarded(n);
     if (count && MS_LIKELY(ms_sampler_fast(&ms_sampler_tls, n)))
         return ms_real.malloc(n);
+    if (count)
+        return ms_malloc_sampled_slow(n);
     return ms_malloc_slow(n);
 }
 
@@ -528,6 +563,7 @@ typedef struct ms_entry_fns {
     void (*free)(void *);
     void *(*calloc)(size_t, size_t);
     void *(*realloc)(void *, size_t);
+    void (*free_maybe)(void *); /* free of a pointer the filter may know */
 } ms_entry_fns;
 
 /* A cache line of its own: read by every call of every thread, written once. */
@@ -535,7 +571,7 @@ static union {
     ms_entry_fns f;
     char line[64];
 } ms_entry __attribute__((aligned(64))) = {
-    {ms_malloc_slow, ms_free_any_mode, ms_calloc_slow, ms_realloc_impl}};
+    {ms_malloc_slow, ms_free_any_mode, ms_calloc_slow, ms_realloc_impl, ms_free_any_mode}};
 
 void ms_alloc_entries_pick(void)
 {
@@ -553,10 +589,12 @@ void ms_alloc_entries_pick(void)
                       : (guard ? ms_realloc_full_guard : ms_realloc_impl);
     e.free = addr ? (guard ? ms_free_sampled_guard : ms_real.free)
                   : (guard ? ms_free_full_guard : ms_free_full);
+    e.free_maybe = addr && !guard ? ms_free_addr : ms_free_any_mode;
     __atomic_store_n(&ms_entry.f.malloc, e.malloc, __ATOMIC_RELEASE);
     __atomic_store_n(&ms_entry.f.free, e.free, __ATOMIC_RELEASE);
     __atomic_store_n(&ms_entry.f.calloc, e.calloc, __ATOMIC_RELEASE);
     __atomic_store_n(&ms_entry.f.realloc, e.realloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&ms_entry.f.free_maybe, e.free_maybe, __ATOMIC_RELEASE);
 }
 
 MS_EXPORT MS_SIBCALLS void *malloc(size_t n)
@@ -570,7 +608,7 @@ MS_EXPORT MS_SIBCALLS void free(void *p)
         __atomic_load_n(&ms_entry.f.free, __ATOMIC_RELAXED)(p);
         return;
     }
-    ms_free_any_mode(p);
+    __atomic_load_n(&ms_entry.f.free_maybe, __ATOMIC_RELAXED)(p);
 }
 
 MS_EXPORT MS_SIBCALLS void *calloc(size_t a, size_t b)
