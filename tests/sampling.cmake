@@ -37,5 +37,5 @@ add_dependencies(sm_boot boot_shim)
 ms_integration_test(sampling_boot ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_boot.py)
 # The address table of recorded blocks on its own
 ms_unit_test(sampling_addr_table SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_addr_table.c
-  ${PROJECT_SOURCE_DIR}/src/agent/addr_table.c)
+  ${PROJECT_SOURCE_DIR}/src/agent/addr_table.c LIBS pthread)
 target_include_directories(sampling_addr_table PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)

@@ -40,11 +40,19 @@ int ms_addr_init(void)
     return 0;
 }
 
-static void lock(shard *h)
+/* Takes the lock another thread held (or holds). */
+static MS_NOINLINE void lock_wait(shard *h)
 {
-    while (__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE))
+    do
         while (__atomic_load_n(&h->lock, __ATOMIC_RELAXED))
             sched_yield();
+    while (__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE));
+}
+
+static inline void lock(shard *h)
+{
+    if (MS_UNLIKELY(__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE)))
+        lock_wait(h);
 }
 
 static void unlock(shard *h)
@@ -78,14 +86,10 @@ static slot *find(shard *h, uint64_t key, uint64_t hash)
     return NULL;
 }
 
-/* Room for one more key: at most half the slots hold keys (frees of plain blocks the
- * filter lets through probe to an empty slot: short runs keep them cheap); else a new
- * mapping of four slots per live key (at least MIN_CAP). 0, or -ENOMEM (the old slots
- * stay). */
-static int make_room(shard *h)
+/* A new mapping of four slots per live key (at least MIN_CAP), the keys rehashed into
+ * it. 0, or -ENOMEM (the old slots stay). */
+static MS_NOINLINE int grow(shard *h)
 {
-    if (h->cap && (uint64_t)(h->live + 1) * 2 <= (uint64_t)h->cap)
-        return 0;
     uint64_t cap = MIN_CAP;
     while (cap < (uint64_t)(h->live + 1) * 4)
         cap *= 2;
@@ -111,6 +115,20 @@ static int make_room(shard *h)
     h->s = ns;
     h->cap = (uint32_t)cap;
     return 0;
+}
+
+/* Room for one more key: at most half the slots hold keys (frees of plain blocks the
+ * filter lets through probe to an empty slot: short runs keep them cheap); else the
+ * shard grows. */
+static inline int room(const shard *h)
+{
+    return MS_LIKELY(h->cap != 0) && (uint64_t)(h->live + 1) * 2 <= (uint64_t)h->cap;
+}
+
+/* 0, or -ENOMEM when the shard has no room and cannot grow. */
+static int make_room(shard *h)
+{
+    return room(h) ? 0 : grow(h);
 }
 
 /* Empties slot i and shifts back the keys after it that probed past it, so that every
@@ -151,32 +169,22 @@ void ms_addr_hold(const void *p)
     filter_add(p, 1);
 }
 
-int ms_addr_insert(const void *p, uint32_t idx)
+/* Under h's lock, with room for one more key: p -> idx. */
+static inline void put_locked(shard *h, const void *p, uint64_t key, uint64_t hash, uint32_t idx)
 {
-    uint64_t key = ms_ptr_key(p), hash = key_hash(key);
-    shard *h = shard_of(hash);
-    lock(h);
-    int rc = make_room(h);
-    if (rc == 0) {
-        uint32_t m = h->cap - 1, i = (uint32_t)hash & m;
-        while (h->s[i].key != EMPTY && h->s[i].key != key)
-            i = (i + 1) & m;
-        if (h->s[i].key != key) {
-            h->live++;
-            filter_add(p, 1); /* before free() can see the block: it is not returned yet */
-        }
-        h->s[i].key = key;
-        h->s[i].idx = idx;
+    uint32_t m = h->cap - 1, i = (uint32_t)hash & m;
+    while (h->s[i].key != EMPTY && h->s[i].key != key)
+        i = (i + 1) & m;
+    if (h->s[i].key != key) {
+        h->live++;
+        filter_add(p, 1); /* before free() can see the block: it is not returned yet */
     }
-    unlock(h);
-    return rc;
+    h->s[i].key = key;
+    h->s[i].idx = idx;
 }
 
-uint32_t ms_addr_remove(const void *p)
+static inline uint32_t remove_locked(shard *h, const void *p, uint64_t key, uint64_t hash)
 {
-    uint64_t key = ms_ptr_key(p), hash = key_hash(key);
-    shard *h = shard_of(hash);
-    lock(h);
     slot *s = find(h, key, hash);
     uint32_t idx = 0;
     if (s) {
@@ -185,6 +193,56 @@ uint32_t ms_addr_remove(const void *p)
         h->live--;
         filter_add(p, -1);
     }
+    return idx;
+}
+
+/* Insert and remove call nothing on their way when the lock is free and the shard has
+ * room: the waits and the growth are these functions, entered by a jump, so that the
+ * common path saves no registers (inline, their calls cost five saved and restored on
+ * every call). */
+#define MS_SIBCALLS __attribute__((optimize("optimize-sibling-calls")))
+
+static MS_NOINLINE int insert_slow(shard *h, const void *p, uint32_t idx, int locked)
+{
+    uint64_t key = ms_ptr_key(p), hash = key_hash(key);
+    if (!locked)
+        lock_wait(h);
+    int rc = make_room(h);
+    if (rc == 0)
+        put_locked(h, p, key, hash, idx);
+    unlock(h);
+    return rc;
+}
+
+MS_SIBCALLS int ms_addr_insert(const void *p, uint32_t idx)
+{
+    uint64_t key = ms_ptr_key(p), hash = key_hash(key);
+    shard *h = shard_of(hash);
+    if (MS_UNLIKELY(__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE)))
+        return insert_slow(h, p, idx, 0);
+    if (MS_UNLIKELY(!room(h)))
+        return insert_slow(h, p, idx, 1);
+    put_locked(h, p, key, hash, idx);
+    unlock(h);
+    return 0;
+}
+
+static MS_NOINLINE uint32_t remove_slow(shard *h, const void *p)
+{
+    uint64_t key = ms_ptr_key(p), hash = key_hash(key);
+    lock_wait(h);
+    uint32_t idx = remove_locked(h, p, key, hash);
+    unlock(h);
+    return idx;
+}
+
+MS_SIBCALLS uint32_t ms_addr_remove(const void *p)
+{
+    uint64_t key = ms_ptr_key(p), hash = key_hash(key);
+    shard *h = shard_of(hash);
+    if (MS_UNLIKELY(__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE)))
+        return remove_slow(h, p);
+    uint32_t idx = remove_locked(h, p, key, hash);
     unlock(h);
     return idx;
 }

@@ -1,8 +1,10 @@
 /* Unit tests of the address table of recorded blocks (addr_table.c) on its own: every
  * kept block found again with its live index after any order of removals (keys that
  * share a first slot included), plain addresses never found, the filter's "maybe" for
- * every kept block, its locality within a window, and a steady number of blocks kept
- * without new mappings. */
+ * every kept block, its locality within a window, a steady number of blocks kept
+ * without new mappings, and threads sharing the shards (their locks waited for, shards
+ * grown while others wait). */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,12 +161,63 @@ static void test_filter_window(void **state)
     assert_false(ms_addr_maybe(addr(k)));
 }
 
+/* Threads churn blocks of their own in shards they all share, each against its own
+ * model, and also hold many at once (the shards grow while other threads wait for their
+ * locks): every block is found again with its index, no thread sees another's, and the
+ * table and the filter end empty. */
+enum { CHURNERS = 4, CHURN_LIVE = 512 };
+
+static void *churn_thread(void *arg)
+{
+    uintptr_t t = (uintptr_t)arg;
+    uint64_t r = 0x9E3779B97F4A7C15ull * (t + 1), live[CHURN_LIVE] = {0};
+    uint32_t idx[CHURN_LIVE] = {0};
+    uintptr_t bad = 0;
+    for (uint32_t i = 1; i <= 400000; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t x = r ^ (r >> 29);
+        unsigned s = (unsigned)(x % CHURN_LIVE);
+        if (live[s]) {
+            bad += ms_addr_remove(addr(live[s])) != idx[s];
+            live[s] = 0;
+        } else {
+            /* the thread's number in bits 4..5: no two threads share a key */
+            live[s] = ((x << 6) & 0x00007fffffffffc0ull) | 0x100000000ull | (t << 4);
+            idx[s] = i * CHURNERS + (uint32_t)t;
+            bad += ms_addr_insert(addr(live[s]), idx[s]) != 0;
+            bad += !ms_addr_maybe(addr(live[s]));
+        }
+    }
+    for (unsigned s = 0; s < CHURN_LIVE; s++)
+        if (live[s])
+            bad += ms_addr_remove(addr(live[s])) != idx[s];
+    return (void *)bad;
+}
+
+static void test_threads_share_shards(void **state)
+{
+    (void)state;
+    setup_once();
+    pthread_t th[CHURNERS];
+    for (uintptr_t t = 0; t < CHURNERS; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, churn_thread, (void *)t), 0);
+    for (int t = 0; t < CHURNERS; t++) {
+        void *bad = (void *)1;
+        assert_int_equal(pthread_join(th[t], &bad), 0);
+        assert_int_equal((uintptr_t)bad, 0);
+    }
+    assert_int_equal(ms_addr_count(), 0);
+    for (int i = 0; i < 1000; i++)
+        assert_false(ms_addr_maybe(addr((next() & 0x00007ffffffffff0ull) | 0x10)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_colliding_keys),
         cmocka_unit_test(test_steady_churn),
         cmocka_unit_test(test_filter_window),
+        cmocka_unit_test(test_threads_share_shards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
