@@ -16,6 +16,7 @@
 #include "agent/addr_table.h"
 #include "agent/agent.h"
 #include "agent/guard.h"
+#include "agent/record_addr_hot.h"
 #include "agent/record_hot.h"
 #include "agent/sampler.h"
 
@@ -85,7 +86,7 @@ static MS_NOINLINE void ms_free_addr(void *p)
     if (ms_boot_owns(p))
         return;
     ms_enter();
-    ms_forget_addr(p, NULL);
+    ms_forget_addr_at(p, NULL);
     ms_real.free(p);
     ms_leave();
 }
@@ -221,7 +222,7 @@ static MS_NOINLINE void *ms_malloc_addr_weighed(size_t n, uint64_t w)
     ms_enter();
     ms_rec_prep rp;
     ms_record_prepare_weighed(&rp, n, w, (uintptr_t)__builtin_frame_address(0));
-    void *r = ms_record_commit_addr(ms_real.malloc(n), n, &rp);
+    void *r = ms_record_commit_addr_at(ms_real.malloc(n), n, &rp);
     ms_leave();
     return r;
 }

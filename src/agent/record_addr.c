@@ -3,52 +3,14 @@
  * out: these modes run no leak scan, which is what the header path's store-only commit
  * protects (no copy of the address left in the agent's dead frames).
  * Runs inside the target with the re-entrancy flag raised: no malloc. */
-#include "agent/addr_table.h"
-#include "agent/live_hot.h"
-#include "agent/sampler.h"
+#include "agent/record_addr_hot.h"
 
 void *ms_record_commit_addr(void *p, size_t size, const ms_rec_prep *rp)
 {
-    if (MS_UNLIKELY(!p)) { /* the allocation failed */
-        ms_record_abort(rp, size);
-        return NULL;
-    }
-    if (!rp->idx) { /* not sampled, or dropped (no room): a plain block */
-        if (rp->weight)
-            MS_HEALTH_INC(dropped_blocks);
-        return p;
-    }
-    if (MS_UNLIKELY(ms_addr_insert(p, rp->idx) != 0)) {
-        /* the table cannot grow: the block stays plain, as if the live table were full */
-        ms_record_abort(rp, size);
-        MS_HEALTH_INC(dropped_blocks);
-        return p;
-    }
-    ms_live_store(rp->idx, (uint64_t)(uintptr_t)p, size, rp->ticks, rp->sid, rp->tid);
-    return p;
+    return ms_record_commit_addr_at(p, size, rp);
 }
 
 int ms_forget_addr(const void *p, size_t *size)
 {
-    uint32_t idx = ms_addr_remove(p);
-    if (!idx)
-        return 0;
-    /* the table keeps only indices the recording took from the live table (mapped), with
-     * entries it stored: read in place, the stack id one of the interned ones (no
-     * bounds checks, no copy: a third of this function's cost on a malloc/free loop) */
-    const ms_live_entry *e = MS_LIVE_AT(idx);
-    int have = __atomic_load_n(MS_LIVE_MARK(idx), __ATOMIC_ACQUIRE) != 0;
-    uint64_t esize = e->size;
-    uint32_t etid = e->tid, sid = e->stack_id;
-    ms_live_clear(idx);
-    ms_live_put_index(idx);
-    if (!have)
-        return 1;
-    if (size)
-        *size = (size_t)esize;
-    uint64_t w = ms_sampler_entry_weight(esize, etid);
-    ms_stack_rec *r = ms_stack_known(sid);
-    if (r)
-        ms_stack_account_free_n(r, ms_sampler_count_estimate(esize, w), w);
-    return 1;
+    return ms_forget_addr_at(p, size);
 }
