@@ -164,10 +164,12 @@ uint64_t ms_sampler_next_distance(ms_sampler_state *st)
     double x = -ms_ln_fast(u) * ms_sampler_cfg.scale;
     if (!(x < 4e18))
         return (uint64_t)4e18;
-    uint64_t d = (uint64_t)x;
+    /* below 4e18 < 2^63: the signed conversion, one instruction where the unsigned one
+     * tests for the top half; x is 0 or a hair below for u = 1 (d = 0, then 1) */
+    int64_t d = (int64_t)x;
     if ((double)d < x)
         d++; /* ceil: P(d > k) = (1-p)^k, the geometric law of the next sampled byte */
-    return d ? d : 1;
+    return d > 0 ? (uint64_t)d : 1;
 }
 
 static void init_thread_state(ms_sampler_state *st)
