@@ -154,15 +154,34 @@ void ms_live_thread_exit(void)
     }
 }
 
+static uint32_t live_hwm(void)
+{
+    uint32_t hwm = __atomic_load_n(&ms_hwm, __ATOMIC_RELAXED);
+    return hwm > ms_entries_cap ? ms_entries_cap : hwm;
+}
+
+/* The chunk whose first index is c0, below the high-water mark hwm: its entries, its
+ * in-use bytes and how many of them are used (0 when not mapped). The readers below go
+ * chunk by chunk: the bytes are read in a row, the entries only where in use. */
+static uint32_t chunk_view(uint32_t c0, uint32_t hwm, const ms_live_entry **e,
+                           const uint8_t **mark)
+{
+    const char *chunk = ms_chunks_get(&ms_live_entries, c0);
+    if (!chunk)
+        return 0;
+    *e = (const ms_live_entry *)chunk;
+    *mark = MS_LIVE_MARKS_OF(chunk);
+    return hwm - c0 < MS_LIVE_CHUNK_ENTRIES ? hwm - c0 : MS_LIVE_CHUNK_ENTRIES;
+}
+
 /* Entry i and its in-use byte, NULL when i's chunk is not mapped (any i may be asked). */
 static const ms_live_entry *entry_at(uint32_t i, const uint8_t **mark)
 {
-    const char *chunk = ms_chunks_get(&ms_live_entries, i);
-    if (!chunk || i >= ms_entries_cap)
+    const ms_live_entry *e;
+    if (i >= ms_entries_cap || !chunk_view(i - (uint32_t)MS_LIVE_SLOT(i), i + 1, &e, mark))
         return NULL;
-    chunk -= MS_LIVE_SLOT(i) * sizeof(ms_live_entry);
-    *mark = (const uint8_t *)chunk + MS_LIVE_MARKS_OFFSET + MS_LIVE_SLOT(i);
-    return (const ms_live_entry *)chunk + MS_LIVE_SLOT(i);
+    *mark += MS_LIVE_SLOT(i);
+    return e + MS_LIVE_SLOT(i);
 }
 
 /* Entry i into *out when it is in use. The copy is not atomic: a block freed and its
@@ -180,26 +199,6 @@ static int entry_copy(uint32_t i, ms_live_entry *out)
 int ms_live_get(uint32_t idx, ms_live_entry *out)
 {
     return idx && entry_copy(idx, out); /* any index: headers are checked through here */
-}
-
-static uint32_t live_hwm(void)
-{
-    uint32_t hwm = __atomic_load_n(&ms_hwm, __ATOMIC_RELAXED);
-    return hwm > ms_entries_cap ? ms_entries_cap : hwm;
-}
-
-/* The chunk whose first index is c0, below the high-water mark hwm: its entries, its
- * in-use bytes and how many of them are used (0 when not mapped). The readers below go
- * chunk by chunk: the bytes are read in a row, the entries only where in use. */
-static uint32_t chunk_view(uint32_t c0, uint32_t hwm, const ms_live_entry **e,
-                           const uint8_t **mark)
-{
-    const char *chunk = ms_chunks_get(&ms_live_entries, c0);
-    if (!chunk)
-        return 0;
-    *e = (const ms_live_entry *)chunk;
-    *mark = (const uint8_t *)chunk + MS_LIVE_MARKS_OFFSET;
-    return hwm - c0 < MS_LIVE_CHUNK_ENTRIES ? hwm - c0 : MS_LIVE_CHUNK_ENTRIES;
 }
 
 uint64_t ms_live_count(void)

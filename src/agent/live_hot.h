@@ -23,9 +23,11 @@ extern ms_chunks ms_live_entries MS_INTERNAL;
     ((char *)__atomic_load_n(&ms_live_entries.dir[(uint64_t)(idx) >> MS_LIVE_CHUNK_SHIFT], \
                              __ATOMIC_ACQUIRE))
 #define MS_LIVE_SLOT(idx) ((uint64_t)(idx) & (MS_LIVE_CHUNK_ENTRIES - 1))
+/* The in-use bytes of a chunk (the chunk's own pointer, already loaded). */
+#define MS_LIVE_MARKS_OF(chunk) ((uint8_t *)(chunk) + MS_LIVE_MARKS_OFFSET)
 /* Entry idx, and its in-use byte. */
 #define MS_LIVE_AT(idx) ((ms_live_entry *)MS_LIVE_CHUNK(idx) + MS_LIVE_SLOT(idx))
-#define MS_LIVE_MARK(idx) ((uint8_t *)MS_LIVE_CHUNK(idx) + MS_LIVE_MARKS_OFFSET + MS_LIVE_SLOT(idx))
+#define MS_LIVE_MARK(idx) (MS_LIVE_MARKS_OF(MS_LIVE_CHUNK(idx)) + MS_LIVE_SLOT(idx))
 /* The thread's cache is empty: a batch from the pool or fresh indices (0: table full). */
 uint32_t ms_live_refill(void) MS_INTERNAL;
 /* The thread's cache is full: a batch goes back to the pool, then idx into the cache
@@ -64,8 +66,7 @@ static inline void ms_live_store(uint32_t idx, uint64_t addr, uint64_t size, uin
     d->ticks = ticks;
     d->stack_id = stack_id;
     d->tid = tid;
-    __atomic_store_n((uint8_t *)chunk + MS_LIVE_MARKS_OFFSET + MS_LIVE_SLOT(idx), 1,
-                     __ATOMIC_RELEASE);
+    __atomic_store_n(MS_LIVE_MARKS_OF(chunk) + MS_LIVE_SLOT(idx), 1, __ATOMIC_RELEASE);
 }
 
 static inline void ms_live_clear(uint32_t idx)
