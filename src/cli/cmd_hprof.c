@@ -73,7 +73,7 @@ static void usage(FILE *out)
             "                            8-byte references, 4-byte class pointers (JDK 15+ on\n"
             "                            heaps of 32 GB or more)\n"
             "  --strict                  exit 3 when the dump has problems (dangling\n"
-            "                            references, duplicate ids, unknown records)\n"
+            "                            references, duplicate ids, absent roots)\n"
             "  --threads 1|2             threads reading the dump (default: 2 for large dumps)\n"
             "  --no-progress             no progress on stderr (shown only on a terminal)\n");
 }

@@ -163,7 +163,7 @@ typedef struct ms_hsize_model {
 
 /* ---- problems --------------------------------------------------------------------- */
 /* Something wrong found while reading that did not stop it: dangling references,
- * duplicate ids, roots to absent objects, unknown record tags skipped by length... */
+ * duplicate ids, roots to absent objects, field blocks of the wrong size... */
 typedef struct ms_hproblem {
     uint64_t offset;    /* file offset of the (sub-)record */
     uint8_t record;     /* top-level tag */

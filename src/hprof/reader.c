@@ -185,6 +185,13 @@ const char *ms_hprof_subrecord_name(uint8_t tag)
     }
 }
 
+/* Whether HPROF defines a top-level record tag (every other tag is an error: its length
+ * cannot be trusted, and zeros or garbage parse as records of tag 0). */
+static int known_record_tag(uint8_t tag)
+{
+    return strcmp(ms_hprof_record_name(tag), "UNKNOWN") != 0;
+}
+
 static void where(char *buf, size_t len, uint64_t off, uint8_t tag, uint8_t sub)
 {
     if (sub)
@@ -1428,6 +1435,9 @@ static int walk(rd *r)
         uint8_t tag = b[pos];
         uint32_t len = be32(b + pos + 5);
         uint64_t body = pos + 9;
+        if (!known_record_tag(tag))
+            return fail(r, pos, tag, 0, "unknown record tag 0x%02x (HPROF defines no such record: "
+                        "damaged or not a heap dump)", tag);
         if (len > r->len - body)
             return fail(r, pos, tag, 0, "record length %u exceeds the %llu bytes left in the file (truncated?)",
                         len, (unsigned long long)(r->len - body));
@@ -1479,9 +1489,7 @@ static int walk(rd *r)
         case 0x03: case 0x04: case 0x05: case 0x06: case 0x07: case 0x0A: case 0x0B:
         case 0x0D: case 0x0E: case 0x2C:
             break;
-        default:
-            if (r->pass == 1)
-                problem(r, pos, tag, 0, "unknown record tag 0x%02x, %u bytes skipped", tag, len);
+        default: /* refused above */
             break;
         }
         pos = body + len;
@@ -1957,12 +1965,18 @@ static int gunzip_to_tmp(int fd, char *err, size_t errlen)
         gzclose(z);
         return -1;
     }
-    if (n < 13 || memcmp(buf, "JAVA PROFILE ", 13)) {
+    const char *nul = n >= 13 ? memchr(buf, 0, n < 64 ? (size_t)n : 64) : NULL;
+    if (n < 13 || memcmp(buf, "JAVA PROFILE ", 13) || !nul) {
         snprintf(err, errlen, "not an HPROF file (the gzip data does not start with \"JAVA PROFILE\")");
         free(buf);
         gzclose(z);
         return -1;
     }
+    /* the record headers are checked as the data comes (tag known, next record found by
+     * its length), so damage or padding is refused where it starts, not after the whole
+     * stream was inflated: 1 GiB of zeros after the first record takes a few milliseconds */
+    uint64_t next_rec = (uint64_t)(nul - buf) + 1 + 12;
+    uint8_t rhdr[9];
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir)
         dir = "/tmp";
@@ -2010,7 +2024,26 @@ static int gunzip_to_tmp(int fd, char *err, size_t errlen)
             rc = -1;
             break;
         }
+        uint64_t base = done;
         done += (uint64_t)n;
+        while (next_rec < done) {
+            /* the 9 header bytes may straddle chunks: those in this one are copied now */
+            for (uint64_t i = 0; i < 9; i++)
+                if (next_rec + i >= base && next_rec + i < done)
+                    rhdr[i] = (uint8_t)buf[next_rec + i - base];
+            if (next_rec + 9 > done)
+                break;
+            if (!known_record_tag(rhdr[0])) {
+                snprintf(err, errlen, "offset %llu (0x%llx) of the decompressed data: unknown record tag 0x%02x "
+                         "(HPROF defines no such record: damaged or not a heap dump)",
+                         (unsigned long long)next_rec, (unsigned long long)next_rec, rhdr[0]);
+                rc = -1;
+                break;
+            }
+            next_rec += 9 + (uint64_t)be32(rhdr + 5);
+        }
+        if (rc)
+            break;
         for (int w = 0; w < n;) {
             ssize_t k = write(out, buf + w, (size_t)(n - w));
             if (k < 0) {

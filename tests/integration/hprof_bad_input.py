@@ -126,6 +126,24 @@ try:
     p = run(bomb)
     check(p.returncode == 1 and "not an HPROF file" in p.stderr and p.stderr.startswith("memsight hprof: " + bomb),
           "gzip of zeros: %d %s" % (p.returncode, p.stderr))
+    # a valid header and first record, then 1 GiB of zeros (16 gzip members of 64 MiB:
+    # gzip reads concatenated members as one stream): every 9 zero bytes would parse as a
+    # record of tag 0, so it is refused at the first of them, before the rest is inflated
+    zeros = os.path.join(tmp, "zeros.gz")
+    member = gzip.compress(bytes(64 << 20), compresslevel=1)
+    with open(zeros, "wb") as f:
+        f.write(gzip.compress(data[:recs[1][0]]))
+        for _ in range(16):
+            f.write(member)
+    import resource
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = run(zeros)
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+    check(p.returncode == 1 and "unknown record tag 0x00" in p.stderr and
+          "offset %d " % recs[1][0] in p.stderr and p.stderr.startswith("memsight hprof: " + zeros),
+          "gzip, header and a record then 1 GiB of zeros: %d %s" % (p.returncode, p.stderr))
+    check(cpu < 1.0, "gzip, header and a record then 1 GiB of zeros: refused after %.2f s of CPU (want < 1 s)" % cpu)
     cut = os.path.join(tmp, "cut.gz")
     open(cut, "wb").write(gzip.compress(data)[:len(data) // 8])
     p = run(cut)
