@@ -329,10 +329,110 @@ void ms_hprof_leaks_free(ms_hprof_leaks *l)
         free(l->groups[k].status);
         free(l->groups[k].suspect);
         free(l->groups[k].reasons);
+        free(l->groups[k].behind);
+        free(l->groups[k].behind_via);
+        free(l->groups[k].behind_reason);
     }
     free(l->groups);
     free(l->koom_classes);
     memset(l, 0, sizeof *l);
+}
+
+typedef struct objgrp {
+    ms_hidx obj;
+    size_t grp;
+} objgrp;
+
+static int cmp_objgrp(const void *a, const void *b)
+{
+    const objgrp *x = a, *y = b;
+    return x->obj < y->obj ? -1 : x->obj > y->obj;
+}
+
+/* The leaking objects the search with leaking objects as leaves did not reach (unr): a
+ * second search, through leaking objects this time, tells those reachable only through
+ * another leaking object (each listed with the group of the first leaking object on its
+ * shortest path, which the first search reached) from those no longer strongly reachable
+ * (counted: not leaks). Returns 0, or -1 with a message. */
+static int behind_leaks(const ms_hgraph *g, const ms_hinspect *ins, const prefs *pf, const ms_hidx *parent,
+                        const ms_hidx *unr, size_t nunr, ms_hprof_leaks *out, char *err, size_t errlen)
+{
+    ms_hidx *full = NULL;
+    objgrp *og = NULL;
+    ms_hidx *via = malloc(nunr * sizeof *via);
+    size_t *grp = malloc(nunr * sizeof *grp);
+    size_t nog = 0;
+    int rc = -1;
+    if (!via || !grp) {
+        ms_hprof_set_err(err, errlen, "leaks: out of memory");
+        goto out;
+    }
+    if (ms_hprof_path_tree_ex(g, MS_HIDX_NONE, NULL, &pf->p, &full, NULL, err, errlen) < 0)
+        goto out;
+    for (size_t k = 0; k < out->ngroups; k++)
+        nog += out->groups[k].count;
+    og = malloc((nog ? nog : 1) * sizeof *og);
+    if (!og) {
+        ms_hprof_set_err(err, errlen, "leaks: out of memory");
+        goto out;
+    }
+    nog = 0;
+    for (size_t k = 0; k < out->ngroups; k++)
+        for (size_t j = 0; j < out->groups[k].count; j++)
+            og[nog++] = (objgrp){out->groups[k].objs[j], k};
+    qsort(og, nog, sizeof *og, cmp_objgrp);
+    for (size_t u = 0; u < nunr; u++) {
+        via[u] = MS_HIDX_NONE;
+        ms_hidx x = unr[u];
+        if (full[x] == MS_HIDX_NONE)
+            continue;
+        /* the leaking object nearest the root on x's shortest path (the search with
+         * leaves reached it: nothing leaking comes before it) */
+        size_t steps = 0;
+        for (ms_hidx v = full[x]; v != MS_HPATH_ROOT && v < g->nobj && steps <= g->nobj; v = full[v], steps++)
+            if (ins->status[v] == MS_LEAK_LEAKING && parent[v] != MS_HIDX_NONE)
+                via[u] = v;
+        if (via[u] == MS_HIDX_NONE)
+            continue;
+        objgrp key = {via[u], 0};
+        const objgrp *f = bsearch(&key, og, nog, sizeof *og, cmp_objgrp);
+        if (!f)
+            via[u] = MS_HIDX_NONE;
+        else
+            grp[u] = f->grp;
+    }
+    for (size_t u = 0; u < nunr; u++) {
+        if (via[u] == MS_HIDX_NONE) {
+            out->unreachable++;
+            continue;
+        }
+        ms_hprof_leakgroup *gp = &out->groups[grp[u]];
+        ms_hidx *b = realloc(gp->behind, (gp->nbehind + 1) * sizeof *b);
+        if (b)
+            gp->behind = b;
+        ms_hidx *w = b ? realloc(gp->behind_via, (gp->nbehind + 1) * sizeof *w) : NULL;
+        if (w)
+            gp->behind_via = w;
+        uint8_t *y = w ? realloc(gp->behind_reason, gp->nbehind + 1) : NULL;
+        if (y)
+            gp->behind_reason = y;
+        if (!b || !w || !y) {
+            ms_hprof_set_err(err, errlen, "leaks: out of memory");
+            goto out;
+        }
+        gp->behind[gp->nbehind] = unr[u];
+        gp->behind_via[gp->nbehind] = via[u];
+        gp->behind_reason[gp->nbehind] = ins->reason[unr[u]];
+        gp->nbehind++;
+        out->behind++;
+    }
+    rc = 0;
+out:
+    free(full);
+    free(og);
+    free(via);
+    free(grp);
+    return rc;
 }
 
 static int find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
@@ -347,8 +447,9 @@ static int find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domre
     memset(&pf, 0, sizeof pf);
     uint8_t *leaves = calloc((size_t)g->nobj / 8 + 1, 1);
     leak *lk = NULL;
-    ms_hidx *parent = NULL;
+    ms_hidx *parent = NULL, *unr = NULL;
     uint32_t *pedge = NULL;
+    size_t nunr = 0;
     uint8_t *status = NULL, *suspect = NULL;
     int rc = -1;
     if (!leaves) {
@@ -358,6 +459,7 @@ static int find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domre
     if ((koom ? ms_hinspect_run_koom(path, g, koom, &ins, err, errlen)
               : ms_hinspect_run(path, g, &ins, err, errlen)) < 0)
         goto out;
+    out->retained_known = r != NULL;
     out->build = ins.build;
     out->koom_classes = ins.koom_classes;
     ins.koom_classes = NULL;
@@ -381,7 +483,8 @@ static int find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domre
     if (ms_hprof_path_tree_ex(g, MS_HIDX_NONE, leaves, &pf.p, &parent, &pedge, err, errlen) < 0)
         goto out;
     lk = calloc(nleak, sizeof *lk);
-    if (!lk) {
+    unr = malloc(nleak * sizeof *unr);
+    if (!lk || !unr) {
         ms_hprof_set_err(err, errlen, "leaks: out of memory");
         goto out;
     }
@@ -390,7 +493,7 @@ static int find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domre
         if (ins.status[i] != MS_LEAK_LEAKING)
             continue;
         if (parent[i] == MS_HIDX_NONE) {
-            out->unreachable++;
+            unr[nunr++] = i; /* not strongly reachable, or only through another leak */
             continue;
         }
         ms_hprof_path p;
@@ -484,6 +587,8 @@ static int find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domre
         k = e;
     }
     qsort(out->groups, out->ngroups, sizeof *out->groups, cmp_group);
+    if (nunr && behind_leaks(g, &ins, &pf, parent, unr, nunr, out, err, errlen) < 0)
+        goto out;
     rc = 0;
 out:
     if (rc < 0)
@@ -494,6 +599,7 @@ out:
     free(leaves);
     free(lk);
     free(parent);
+    free(unr);
     free(pedge);
     free(status);
     free(suspect);
@@ -576,14 +682,15 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
             shown += l->groups[k].count;
         fprintf(fp, "%zu leaking object%s in %zu group%s", shown, shown == 1 ? "" : "s",
                 l->ngroups, l->ngroups == 1 ? "" : "s");
+        if (l->behind)
+            fprintf(fp, ", %zu more behind another leaking object (listed with its group)", l->behind);
         if (l->unreachable)
             fprintf(fp, " (%zu more no longer strongly reachable: not leaks)", l->unreachable);
         fputs("\n", fp);
-        if (l->library_groups)
-            fprintf(fp, "%zu application leak group%s, %zu library leak group%s (known leaks in Android or "
-                        "vendor code, listed last)\n",
-                    l->ngroups - l->library_groups, l->ngroups - l->library_groups == 1 ? "" : "s",
-                    l->library_groups, l->library_groups == 1 ? "" : "s");
+        fprintf(fp, "%zu application leak group%s, %zu library leak group%s (known leaks in Android or "
+                    "vendor code, listed last)\n",
+                l->ngroups - l->library_groups, l->ngroups - l->library_groups == 1 ? "" : "s",
+                l->library_groups, l->library_groups == 1 ? "" : "s");
     } else {
         fputs("[", fp);
     }
@@ -594,8 +701,12 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
         if (fmt == MS_HPAN_TEXT) {
             if (k == 0 || (grp->matcher >= 0) != (l->groups[k - 1].matcher >= 0))
                 fprintf(fp, "\n== %s\n", grp->matcher >= 0 ? "Library leaks" : "Application leaks");
-            fprintf(fp, "\n%zu x %s, retained %" PRIu64 " bytes: %s\n  signature %s\n",
-                    grp->count, cls, grp->retained, grp->reason, grp->signature);
+            if (l->retained_known)
+                fprintf(fp, "\n%zu x %s, retained %" PRIu64 " bytes: %s\n  signature %s\n",
+                        grp->count, cls, grp->retained, grp->reason, grp->signature);
+            else
+                fprintf(fp, "\n%zu x %s, retained size not computed (--no-retained): %s\n  signature %s\n",
+                        grp->count, cls, grp->reason, grp->signature);
             if (grp->matcher >= 0)
                 fprintf(fp, "  library leak: %s\n  %s\n", grp->pattern, grp->description);
             fprintf(fp, "  GC root: %s\n", ms_hroot_type_name(grp->trace.root_type));
@@ -622,6 +733,19 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
                 fprintf(fp, "  %s %s -> %s 0x%" PRIx64 " %s\n", grp->suspect[s - 1] ? "~~" : "  ",
                         ref, name, ms_hgraph_id(g, v), st);
             }
+            if (grp->nbehind)
+                fprintf(fp, "  behind this group's objects, %zu more leaking object%s (no path avoids them):\n",
+                        grp->nbehind, grp->nbehind == 1 ? "" : "s");
+            for (size_t j = 0; j < grp->nbehind && j < 20; j++) {
+                char vbuf[512];
+                fprintf(fp, "    %s 0x%" PRIx64 ": %s", ms_hpan_obj_class(g, grp->behind[j], 0, buf, sizeof buf),
+                        ms_hgraph_id(g, grp->behind[j]), ms_hinspect_reason(grp->behind_reason[j]));
+                fprintf(fp, ", through %s 0x%" PRIx64 "\n",
+                        ms_hpan_obj_class(g, grp->behind_via[j], 0, vbuf, sizeof vbuf),
+                        ms_hgraph_id(g, grp->behind_via[j]));
+            }
+            if (grp->nbehind > 20)
+                fprintf(fp, "    ... %zu more (--format json lists them all)\n", grp->nbehind - 20);
         } else {
             fputs(k ? ",\n  {\"signature\": " : "\n  {\"signature\": ", fp);
             ms_hprof_json_str(fp, grp->signature);
@@ -636,8 +760,11 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
             ms_hprof_json_str(fp, ms_hpan_obj_class(g, o, 1, buf, sizeof buf));
             fputs(", \"reason\": ", fp);
             ms_hprof_json_str(fp, grp->reason);
-            fprintf(fp, ", \"count\": %zu, \"retained_bytes\": %" PRIu64 ", \"objects\": [",
-                    grp->count, grp->retained);
+            if (l->retained_known)
+                fprintf(fp, ", \"count\": %zu, \"retained_bytes\": %" PRIu64 ", \"objects\": [",
+                        grp->count, grp->retained);
+            else
+                fprintf(fp, ", \"count\": %zu, \"retained_bytes\": null, \"objects\": [", grp->count);
             for (size_t j = 0; j < grp->count; j++)
                 fprintf(fp, "%s\"0x%" PRIx64 "\"", j ? ", " : "", ms_hgraph_id(g, grp->objs[j]));
             fputs("], \"trace\": [", fp);
@@ -652,6 +779,15 @@ int ms_hprof_leaks_print(FILE *fp, const ms_hgraph *g, const ms_hprof_leaks *l,
                 if (*r && n > 0 && (size_t)n < sizeof extra)
                     json_member(extra + n, sizeof extra - (size_t)n, "reason", r);
                 ms_hprof_path_step_json(fp, g, &grp->trace, s, extra);
+            }
+            fputs("], \"behind\": [", fp);
+            for (size_t j = 0; j < grp->nbehind; j++) {
+                fprintf(fp, "%s{\"object_id\": \"0x%" PRIx64 "\", \"class\": ", j ? ",\n    " : "\n    ",
+                        ms_hgraph_id(g, grp->behind[j]));
+                ms_hprof_json_str(fp, ms_hpan_obj_class(g, grp->behind[j], 1, buf, sizeof buf));
+                fputs(", \"reason\": ", fp);
+                ms_hprof_json_str(fp, ms_hinspect_reason(grp->behind_reason[j]));
+                fprintf(fp, ", \"through\": \"0x%" PRIx64 "\"}", ms_hgraph_id(g, grp->behind_via[j]));
             }
             fputs("]}", fp);
         }

@@ -32,13 +32,22 @@ typedef struct ms_hprof_leakgroup {
     const char *description; /* library leak: what is known about it */
     char thread_name[48];  /* the trace starts at a thread holding a Java local: its
                               name when the dump has it, else "" */
+    size_t nbehind;        /* leaking objects every path to which goes through another
+                              leaking object, the first on its shortest path one of this
+                              group's objects (Shark leaves them out of its traces) */
+    ms_hidx *behind;       /* nbehind entries */
+    ms_hidx *behind_via;   /* for each, that object of this group */
+    uint8_t *behind_reason; /* for each, why it is leaking (inspect.h reason index) */
 } ms_hprof_leakgroup;
 
 typedef struct ms_hprof_leaks {
     size_t ngroups;
     ms_hprof_leakgroup *groups; /* largest retained first, then most objects */
     size_t leaking;             /* leaking objects found, reachable or not */
+    size_t behind;              /* of those, reachable only through another leaking object
+                                   (listed with the group of the first one on its path) */
     size_t unreachable;         /* of those, not strongly reachable (not leaks) */
+    int retained_known;         /* retained sizes computed (dominators given) */
     size_t library_groups;      /* groups that are library leaks (after the others) */
     ms_hbuild build;            /* the device, as android.os.Build says */
     uint32_t *koom_classes;     /* KOOM's rules: per class, what KOOM counts (inspect.h) */
@@ -49,7 +58,7 @@ typedef struct ms_hprof_leaks {
  * last), and a leak whose path needs a library-leak reference is grouped by that
  * reference's pattern, apart from application leaks (grouped by Shark's signature).
  * Finds the leaks of the dump at path whose graph is g. r (dominators of g) may be NULL:
- * retained sizes are then 0. Returns 0 with *out (free with ms_hprof_leaks_free), or -1
+ * retained sizes are then 0 and retained_known 0 (printed as not computed). Returns 0 with *out (free with ms_hprof_leaks_free), or -1
  * with a message (the file cannot be read again, out of memory). */
 int ms_hprof_find_leaks(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
                         ms_hprof_leaks *out, char *err, size_t errlen);
@@ -60,8 +69,10 @@ int ms_hprof_find_leaks_koom(const char *path, const ms_hgraph *g, const ms_hpro
 void ms_hprof_leaks_free(ms_hprof_leaks *l);
 
 /* Output of `memsight hprof leaks`. format "text" or "json". JSON: a list of groups
- * {signature, kind ("application" or "library"), class, reason, count, retained_bytes,
- * objects (hex ids), trace} plus, for library leaks, pattern and description; trace is a
+ * {signature, kind ("application" or "library"), class, reason, count, retained_bytes
+ * (null when not computed), objects (hex ids), trace, behind (the leaking objects reachable
+ * only through this group's: {object_id, class, reason, through})} plus, for library
+ * leaks, pattern and description; trace is a
  * path (paths.h JSON steps) whose steps also carry status ("NOT_LEAKING", "UNKNOWN",
  * "LEAKING"), reason (why, when known) and, on the steps a suspect reference leaves from,
  * "suspect": true.

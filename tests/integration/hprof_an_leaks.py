@@ -12,6 +12,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hprof_an_lib import BOOL, LONG, OBJ, TOOL, Graph, Hprof, check, cleanup, run, workdir  # noqa
 
+MEMSIGHT = os.environ["MEMSIGHT"]
+
 
 def build(path):
     h = Hprof()
@@ -37,10 +39,13 @@ def build(path):
         # app.MainActivity's own field, then android.app.Activity's
         h.inst(oid, 0x121, [view, fragments, (BOOL, destroyed), (BOOL, 0)])
 
-    # two destroyed activities in a static array: one group
+    # two destroyed activities in a static array: one group; the first holds (as its
+    # mView) a destroyed activity, which holds another: two leaks behind a leak
     h.array(0x3000, 0x130, [0x3010, 0x3020])
-    activity(0x3010, 1)
+    activity(0x3010, 1, view=0x3030)
     activity(0x3020, 1)
+    activity(0x3030, 1, view=0x3040)
+    activity(0x3040, 1)
     # a live activity holding a detached fragment (leaking) and an attached one
     activity(0x3100, 0, view=0x3120, fragments=0x3110)
     h.inst(0x3110, 0x123, [0, (BOOL, 1)])
@@ -94,9 +99,30 @@ def main():
           [("NOT_LEAKING", False), ("NOT_LEAKING", True), ("LEAKING", False)], "fragment trace %s" % t)
     check(t[0]["root_type"] == "sticky_class" and t[1]["field"] == "LIVE" and t[2]["field"] == "mFragments",
           "fragment trace steps %s" % t)
+    # the leaks behind a leak: listed with the group of the first leaking object on their
+    # path, not counted as no longer reachable
+    arr = by_sig[sig("app.Leaky", "LEAKS", "java.lang.Object[]", "[x]")]
+    behind = sorted((b["object_id"], b["class"], b["reason"], b["through"]) for b in arr["behind"])
+    check(behind == [("0x3030", "app.MainActivity", "Activity#mDestroyed is true", "0x3010"),
+                     ("0x3040", "app.MainActivity", "Activity#mDestroyed is true", "0x3010")],
+          "leaks behind a leak: %s" % arr["behind"])
+    check(all(x["behind"] == [] for x in groups if x is not arr), "behind lists of the other groups")
     text = run([TOOL, "leaks", path])
-    check(text.startswith("4 leaking objects in 3 groups (2 more no longer strongly reachable"),
+    check(text.startswith("4 leaking objects in 3 groups, 2 more behind another leaking object (listed with its "
+                          "group) (2 more no longer strongly reachable: not leaks)\n"),
           "text summary: %s" % text.splitlines()[0])
+    check("    app.MainActivity 0x3040: Activity#mDestroyed is true, through app.MainActivity 0x3010\n" in text,
+          "leak behind a leak not listed:\n" + text)
+    # the application / library line is always there, even without library leaks
+    check(text.splitlines()[1] == "3 application leak groups, 0 library leak groups (known leaks in Android "
+          "or vendor code, listed last)", "groups line: %s" % text.splitlines()[1])
+    # without the dominator tree, retained sizes are said to be missing, not 0
+    noret = run([MEMSIGHT, "hprof", "leaks", path, "--no-retained", "--no-progress"])
+    check("retained 0 bytes" not in noret and noret.count("retained size not computed (--no-retained)") == 3,
+          "leaks --no-retained:\n" + noret)
+    noret = json.loads(run([MEMSIGHT, "hprof", "leaks", path, "--no-retained", "--no-progress", "--format", "json"]))
+    check([x["retained_bytes"] for x in noret] == [None] * 3, "leaks --no-retained JSON: %s" %
+          [x["retained_bytes"] for x in noret])
     check("~~ .mFragments -> app.DetailFragment" in text, "suspect mark missing:\n" + text)
     cleanup(d)
     print("ok: %d leak groups with Shark signatures" % len(groups))
