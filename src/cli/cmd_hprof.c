@@ -88,10 +88,12 @@ static const struct {
     {"histogram", "usage: memsight hprof histogram FILE [--sort shallow|retained|instances|name]\n"
                   "                          [--top N] [--no-retained] [--format text|json|csv]\n\n"
                   "One row per class: instances, shallow bytes, and retained bytes (the dominated\n"
-                  "size of the class; --no-retained skips the dominator tree). Text shows 40 rows.\n"},
+                  "size of the class; --no-retained skips the dominator tree). Text shows 40 rows,\n"
+                  "JSON and CSV every row, unless --top N says otherwise (0: all).\n"},
     {"dominators", "usage: memsight hprof dominators FILE [--top N] [--by-class] [--all]\n"
                    "                           [--format text|json|csv]\n\n"
-                   "The objects the virtual root dominates, largest retained size first (25 rows);\n"
+                   "The objects the virtual root dominates, largest retained size first (text 25\n"
+                   "rows, JSON and CSV every row, unless --top N says otherwise);\n"
                    "--all ranks every reachable object instead, so nested retainers (a map held by\n"
                    "a static) appear with their own retained size; --by-class gives the dominated\n"
                    "size per class.\n"},
@@ -101,7 +103,8 @@ static const struct {
              "the reachable instance of NAME that retains the most).\n"},
     {"diff", "usage: memsight hprof diff A B [--top N] [--all] [--no-retained] [--format text|json|csv]\n\n"
              "Per class, the change from dump A to dump B of instances, shallow and retained bytes;\n"
-             "--all shows unchanged rows too.\n"},
+             "--all shows unchanged rows too. Text shows 25 rows, JSON and CSV every row, unless\n"
+             "--top N says otherwise.\n"},
     {"large", "usage: memsight hprof large FILE [--bitmap-pixels N] [--array-bytes N] [--thread-limit N]\n"
               "                      [--no-retained] [--format text|json]\n\n"
               "KOOM's heap questions: android.graphics.Bitmap instances of at least N pixels (mWidth x\n"
@@ -220,6 +223,15 @@ static int cmd_summary(FILE *out, int n, char **files, hopts *o)
     return rc;
 }
 
+/* Rows shown without --top: text shows the first text_rows, JSON and CSV every row (a
+ * script reads all of it and should not have to know the text's limit). */
+static size_t rows_shown(const hopts *o, size_t text_rows)
+{
+    if (o->top_set)
+        return o->top;
+    return o->format && strcmp(o->format, "text") ? 0 : text_rows;
+}
+
 static int cmd_histogram(FILE *out, int n, char **files, hopts *o)
 {
     if (!one_file("histogram", n))
@@ -255,7 +267,7 @@ static int cmd_histogram(FILE *out, int n, char **files, hopts *o)
         rc = 1;
     } else {
         ms_hhist_sort(&h, g, key == MS_HHIST_SORT_RETAINED && !ret ? MS_HHIST_SORT_SHALLOW : key);
-        if (ms_hhist_print(out, g, &h, o->top_set ? o->top : (o->format && strcmp(o->format, "text") ? 0 : 40),
+        if (ms_hhist_print(out, g, &h, rows_shown(o, 40),
                            o->format, err, sizeof err)) {
             fprintf(stderr, "memsight hprof: %s\n", err);
             rc = 1;
@@ -286,7 +298,7 @@ static int cmd_dominators(FILE *out, int n, char **files, hopts *o)
         rc = 0;
         /* --all: every reachable object ranked, so a retainer below the top level (a map
          * held by a static) shows its own retained size */
-        if (ms_hprof_dominators_print_ex(out, g, dr, o->top_set ? o->top : 25, o->by_class,
+        if (ms_hprof_dominators_print_ex(out, g, dr, rows_shown(o, 25), o->by_class,
                                          o->all && !o->by_class, o->format ? o->format : "text", err,
                                          sizeof err)) {
             fprintf(stderr, "memsight hprof: %s\n", err);
@@ -380,7 +392,7 @@ static int cmd_diff(FILE *out, int n, char **files, hopts *o)
         fprintf(stderr, "memsight hprof: %s\n", err);
         rc = 1;
     } else {
-        if (ms_hprof_diff_print(out, &d, o->top_set ? o->top : 25, o->all, o->format ? o->format : "text",
+        if (ms_hprof_diff_print(out, &d, rows_shown(o, 25), o->all, o->format ? o->format : "text",
                                 err, sizeof err)) {
             fprintf(stderr, "memsight hprof: %s\n", err);
             rc = 1;

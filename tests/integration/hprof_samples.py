@@ -149,6 +149,16 @@ def check_dialer():
     check(len(csv) == 4 and csv[1].startswith("java.lang.String,"), "csv sorted by instances: %s" % csv[1:])
     text = memsight("histogram", os.path.join(DATA, name), "--no-retained", "--sort", "name", "--top", "2")
     check("total (828 classes" in text, "text histogram total line")
+    # JSON is complete by default, whatever the text shows: histogram, dominators and diff
+    full = os.path.join(DATA, name)
+    for args, text_rows in ((("dominators", full), 25), (("histogram", full, "--no-retained"), 40),
+                            (("diff", os.path.join(DATA, "hprof-slurp__hprof-32.bin"), full, "--no-retained"), 25)):
+        j = json.loads(memsight(*args, "--format", "json"))
+        every = json.loads(memsight(*args, "--format", "json", "--top", "0"))
+        lines = memsight(*args).count("\n")
+        check(len(j) == len(every) > text_rows, "%s --format json: %d rows, --top 0: %d" % (args[0], len(j), len(every)))
+        check(len(json.loads(memsight(*args, "--format", "json", "--top", "3"))) == 3, args[0] + " --top 3 JSON")
+        check(lines < len(every), "%s text: %d lines for %d rows" % (args[0], lines, len(every)))
     # the dispatcher hands `leaks` to the leak finder: no destroyed Activity is still
     # reachable, but a finished IntentService is (its ActivityThread.mServices is empty;
     # hprof_an_android checks the trace)
