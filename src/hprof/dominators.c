@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hprof/bigmem.h"
 #include "hprof/errmsg.h"
 #include "hprof/domtree.h"
 
@@ -15,7 +16,7 @@
 
 uint8_t *ms_hprof_skip_edges(const ms_hgraph *g)
 {
-    uint8_t *skip = calloc((size_t)(g->nedge / 8) + 1, 1);
+    uint8_t *skip = ms_hbig_calloc((size_t)(g->nedge / 8) + 1, 1);
     if (!skip)
         return NULL;
     for (uint32_t i = 0; i < g->nobj; i++) {
@@ -35,7 +36,7 @@ uint8_t *ms_hprof_skip_edges(const ms_hgraph *g)
 
 ms_hidx *ms_hprof_class_edges(const ms_hgraph *g)
 {
-    ms_hidx *x = malloc(((size_t)g->nobj + 1) * sizeof *x);
+    ms_hidx *x = ms_hbig_malloc(((size_t)g->nobj + 1) * sizeof *x);
     if (!x)
         return NULL;
     for (uint32_t i = 0; i < g->nobj; i++) {
@@ -102,8 +103,8 @@ int ms_hprof_dominators(const ms_hgraph *g, ms_hprof_domresult **out, char *err,
     r->idom = dt.idom;
     r->order = dt.order;
     r->reachable = dt.reachable - 1;
-    r->retained = calloc((size_t)n + 1, sizeof *r->retained);
-    r->dominated = calloc((size_t)n + 1, sizeof *r->dominated);
+    r->retained = ms_hbig_calloc((size_t)n + 1, sizeof *r->retained);
+    r->dominated = ms_hbig_calloc((size_t)n + 1, sizeof *r->dominated);
     if (!r->retained || !r->dominated) {
         ms_hprof_domresult_free(r);
         ms_hprof_set_err(err, errlen, "dominators: out of memory for %u objects", n);
@@ -180,11 +181,11 @@ int ms_hprof_class_retained(const ms_hgraph *g, const ms_hprof_domresult *r, uin
         memset(objects, 0, (size_t)nc * sizeof *objects);
     /* Children lists of the dominator tree (CSR), then a depth-first walk that keeps,
      * per class, how many instances of it are on the current path. */
-    uint32_t *coff = calloc((size_t)n + 2, sizeof *coff);
-    ms_hidx *kids = malloc(((size_t)r->reachable + 1) * sizeof *kids);
+    uint32_t *coff = ms_hbig_calloc((size_t)n + 2, sizeof *coff);
+    ms_hidx *kids = ms_hbig_malloc(((size_t)r->reachable + 1) * sizeof *kids);
     uint32_t *onpath = calloc((size_t)nc + 1, sizeof *onpath);
-    ms_hidx *stack = malloc(((size_t)r->reachable + 2) * sizeof *stack);
-    uint32_t *pos = malloc(((size_t)r->reachable + 2) * sizeof *pos);
+    ms_hidx *stack = ms_hbig_malloc(((size_t)r->reachable + 2) * sizeof *stack);
+    uint32_t *pos = ms_hbig_malloc(((size_t)r->reachable + 2) * sizeof *pos);
     if (!coff || !kids || !onpath || !stack || !pos) {
         free(coff);
         free(kids);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hprof/errmsg.h"
+#include "hprof/bigmem.h"
 
 /* ---- the graph as seen by the algorithm: g plus an optional virtual root ---- */
 
@@ -135,11 +136,11 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
              *semi = NULL, *padj = NULL, *poff = NULL;
     uint64_t *cur = NULL;
 
-    num = malloc((size_t)n * sizeof *num);
-    vert = malloc((size_t)n * sizeof *vert);
-    parent = malloc((size_t)n * sizeof *parent);
-    stk = malloc((size_t)n * sizeof *stk);
-    cur = malloc((size_t)n * sizeof *cur);
+    num = ms_hbig_malloc((size_t)n * sizeof *num);
+    vert = ms_hbig_malloc((size_t)n * sizeof *vert);
+    parent = ms_hbig_malloc((size_t)n * sizeof *parent);
+    stk = ms_hbig_malloc((size_t)n * sizeof *stk);
+    cur = ms_hbig_malloc((size_t)n * sizeof *cur);
     if (!num || !vert || !parent || !stk || !cur)
         goto oom;
     memset(num, 0xff, (size_t)n * sizeof *num);
@@ -204,8 +205,8 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
      * root as semidominator and immediate dominator whatever its other predecessors, so
      * only the root's edge is kept for it: heap graphs point millions of objects at a
      * few class objects that are GC roots themselves. */
-    uint8_t *rootkid = calloc((size_t)N / 8 + 1, 1);
-    poff = calloc((size_t)N + 1, sizeof *poff);
+    uint8_t *rootkid = ms_hbig_calloc((size_t)N / 8 + 1, 1);
+    poff = ms_hbig_calloc((size_t)N + 1, sizeof *poff);
     if (!rootkid || !poff) {
         free(rootkid);
         goto oom;
@@ -237,7 +238,7 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     }
     for (uint32_t k = 0; k < N; k++)
         poff[k + 1] += poff[k];
-    padj = malloc(((size_t)poff[N] + 1) * sizeof *padj);
+    padj = ms_hbig_malloc(((size_t)poff[N] + 1) * sizeof *padj);
     if (!padj) {
         free(rootkid);
         goto oom;
@@ -271,7 +272,7 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
      * single predecessor, that one is the DFS parent and the semi, or k is a successor of
      * the root, whose immediate dominator is the root whatever its parent. So no semi
      * and no parent array are alive here, where this computation's memory peaks. */
-    best = malloc((size_t)N * sizeof *best);
+    best = ms_hbig_malloc((size_t)N * sizeof *best);
     if (!best)
         goto oom;
     anc = parent;
@@ -303,7 +304,7 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     free(st.v);
     free(best);
     best = NULL;
-    semi = malloc((size_t)N * sizeof *semi);
+    semi = ms_hbig_malloc((size_t)N * sizeof *semi);
     if (!semi)
         goto oom;
     parent = anc;
@@ -324,8 +325,8 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
      * by one is quadratic on some graphs (a chain whose every vertex has a side path from
      * near the root), so the tree built so far carries skew-binary jump pointers (Myers):
      * each query takes O(log depth) steps. parent[] becomes idom[]. */
-    uint32_t *depth = malloc((size_t)N * sizeof *depth);
-    uint32_t *jump = malloc((size_t)N * sizeof *jump);
+    uint32_t *depth = ms_hbig_malloc((size_t)N * sizeof *depth);
+    uint32_t *jump = ms_hbig_malloc((size_t)N * sizeof *jump);
     if (!depth || !jump) {
         free(depth);
         free(jump);
@@ -348,7 +349,7 @@ static int compute(const view *w, uint32_t root, ms_domtree *dt, char *err, size
     semi = NULL;
 
     /* 5. Back to vertex ids. */
-    num = malloc((size_t)n * sizeof *num);
+    num = ms_hbig_malloc((size_t)n * sizeof *num);
     if (!num)
         goto oom;
     memset(num, 0xff, (size_t)n * sizeof *num);

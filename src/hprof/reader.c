@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "hprof/bigmem.h"
 #include "hprof/names.h"
 #include "hprof/sizes.h"
 
@@ -58,6 +59,9 @@ typedef struct rd {
     uint64_t hdr_len;
     int can_drop; /* base is a private file mapping: drop pages behind the cursor */
     uint64_t dropped_upto;
+    uint64_t populated_upto; /* mapped ahead of the cursor up to here (one call per window
+                              * instead of a page fault every few pages) */
+    int no_populate;         /* the kernel has no MADV_POPULATE_READ */
     ms_hgraph *g;
     uint32_t ids;
     char *err;
@@ -260,6 +264,15 @@ static int grow(void **p, size_t *cap, size_t need, size_t el)
 
 static void progress(rd *r, uint64_t pos)
 {
+#ifdef MADV_POPULATE_READ
+    if (r->can_drop && !r->no_populate && pos + (4u << 20) > r->populated_upto && r->populated_upto < r->len) {
+        uint64_t from = (r->populated_upto > pos ? r->populated_upto : pos) & ~(uint64_t)4095;
+        uint64_t to = from + (16u << 20) < r->len ? from + (16u << 20) : r->len;
+        if (madvise((void *)(r->base + from), to - from, MADV_POPULATE_READ))
+            r->no_populate = 1; /* older kernel: page faults as before */
+        r->populated_upto = to;
+    }
+#endif
     if (r->can_drop && pos >= r->dropped_upto + (16u << 20)) {
         /* the pages behind us are in the page cache; let go of our mapping of them */
         uint64_t to = pos & ~(uint64_t)0xFFFFF;
@@ -390,13 +403,16 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Sorts g->obj_id64[0..n) by distributing it over the buckets of ms_hgraph_find (counting
- * sort on (id - min) >> shift, which leaves g->id_bucket holding each bucket's start),
- * then sorting inside each bucket: insertion sort for the few ids a bucket usually holds
- * (dumps list objects in address order, mostly), qsort for a crowded one. */
-static int bucket_sort(rd *r, uint64_t mn, uint64_t mx, size_t n)
+static int cmp_u32(const void *a, const void *b)
 {
-    ms_hgraph *g = r->g;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The bucket table of ms_hgraph_find: 2^k buckets (about one per two objects, at most
+ * 2^24) over the id range, each holding the index of its first id. */
+static void bucket_params(ms_hgraph *g, uint64_t mn, uint64_t mx, size_t n)
+{
     uint32_t nb = 2; /* at least 2: (mx - mn) >> 63 < 2 always */
     while (nb < n / 2 && nb < (1u << 24))
         nb <<= 1;
@@ -406,35 +422,62 @@ static int bucket_sort(rd *r, uint64_t mn, uint64_t mx, size_t n)
     g->nbucket = nb;
     g->id_bucket_shift = shift;
     g->id_min = mn;
+}
+
+/* Bucket starts from the sorted ids [0, g->nobj) (after repeated ids were removed, or
+ * when the ids were not sorted by bucket). */
+static void fill_buckets(ms_hgraph *g)
+{
+    size_t k = 0, n = g->nobj;
+    for (uint32_t b = 0; b <= g->nbucket; b++) {
+        while (k < n && ((ms_hgraph_id(g, (ms_hidx)k) - g->id_min) >> g->id_bucket_shift) < b)
+            k++;
+        g->id_bucket[b] = (uint32_t)k;
+    }
+    g->id_bucket[g->nbucket] = (uint32_t)n;
+}
+
+/* Sorts the ids when they fit 4 bytes (id = mn + (c << shift), c < 2^32: every real
+ * dump), writing them in that form into g->obj_id32 as they are distributed over the
+ * buckets of ms_hgraph_find (counting sort on (id - mn) >> bucket shift, which leaves
+ * g->id_bucket holding each bucket's start), then sorting inside each bucket: insertion
+ * sort for the few ids a bucket usually holds (dumps list objects in address order,
+ * mostly), qsort for a crowded one. No sorted 8-byte copy is made; obj_id64 is freed. */
+static int bucket_sort32(rd *r, uint64_t mn, uint64_t mx, size_t n, unsigned shift)
+{
+    ms_hgraph *g = r->g;
+    bucket_params(g, mn, mx, n);
+    uint32_t nb = g->nbucket;
+    unsigned bshift = g->id_bucket_shift;
     uint32_t *bk = calloc((size_t)nb + 1, sizeof *bk);
-    uint64_t *tmp = malloc(n * sizeof *tmp);
-    if (!bk || !tmp) {
+    uint32_t *out = ms_hbig_malloc((n + 1) * sizeof *out);
+    if (!bk || !out) {
         free(bk);
-        free(tmp);
+        free(out);
         return fail(r, 0, 0, 0, "out of memory sorting %zu object ids", n);
     }
     const uint64_t *ids = g->obj_id64;
     for (size_t i = 0; i < n; i++)
-        bk[((ids[i] - mn) >> shift) + 1]++;
+        bk[((ids[i] - mn) >> bshift) + 1]++;
     for (uint32_t b = 0; b < nb; b++)
         bk[b + 1] += bk[b];
     /* bk[b + 1] is now the end of bucket b: fill from the back, then bk[b] is its start */
     for (size_t i = n; i-- > 0;) {
-        uint64_t b = (ids[i] - mn) >> shift;
-        tmp[--bk[b + 1]] = ids[i];
+        uint64_t d = ids[i] - mn;
+        out[--bk[(d >> bshift) + 1]] = (uint32_t)(d >> shift);
     }
     /* after the loop bk[b + 1] == start of bucket b; shift down by one */
     memmove(bk, bk + 1, (size_t)nb * sizeof *bk);
     bk[nb] = (uint32_t)n;
     for (uint32_t b = 0; b < nb; b++) {
-        uint64_t *v = tmp + bk[b];
+        uint32_t *v = out + bk[b];
         size_t k = bk[b + 1] - bk[b];
         if (k > 48) {
-            qsort(v, k, sizeof *v, cmp_u64);
+            qsort(v, k, sizeof *v, cmp_u32);
             continue;
         }
         for (size_t x = 1; x < k; x++) {
-            uint64_t key = v[x];
+            uint32_t key = v[x];
             size_t y = x;
             while (y > 0 && v[y - 1] > key) {
                 v[y] = v[y - 1];
@@ -444,73 +487,58 @@ static int bucket_sort(rd *r, uint64_t mn, uint64_t mx, size_t n)
         }
     }
     free(g->obj_id64);
-    g->obj_id64 = tmp;
+    g->obj_id64 = NULL;
+    g->obj_id32 = out;
+    g->id_shift = shift;
     g->id_bucket = bk;
     return 0;
 }
 
-/* Ids in 4 bytes each when they are id_min plus multiples of one power of two spanning
- * fewer than 2^32 steps (aligned addresses: every real dump); 4 bytes per object less
- * for everything after the read. Left as they are when not, or out of memory. */
-static void compress_ids(ms_hgraph *g, uint64_t mn, uint64_t mx)
-{
-    uint64_t any = 0;
-    for (uint32_t i = 0; i < g->nobj; i++)
-        any |= g->obj_id64[i] - mn;
-    unsigned shift = any ? (unsigned)__builtin_ctzll(any) : 0;
-    if (((mx - mn) >> shift) > UINT32_MAX)
-        return;
-    uint32_t *c = malloc(((size_t)g->nobj + 1) * sizeof *c);
-    if (!c)
-        return;
-    for (uint32_t i = 0; i < g->nobj; i++)
-        c[i] = (uint32_t)((g->obj_id64[i] - mn) >> shift);
-    free(g->obj_id64);
-    g->obj_id64 = NULL;
-    g->obj_id32 = c;
-    g->id_shift = shift;
-}
-
 /* After pass 1: sorts the ids (object index = rank of the id), drops repeated ids (the
  * later records are reported by the second pass, which knows their offsets) and builds
- * the bucket table of ms_hgraph_find. */
+ * the bucket table of ms_hgraph_find. Ids are kept in 4 bytes each when they are id_min
+ * plus multiples of one power of two spanning fewer than 2^32 steps (aligned addresses:
+ * every real dump; 4 bytes per object less for everything after the read); else in 8
+ * (sorted by qsort: only made-up dumps get there). */
 static int build_lookup(rd *r)
 {
     ms_hgraph *g = r->g;
     size_t n = r->nrec;
     if (!n)
         return 0;
-    uint64_t mn = UINT64_MAX, mx = 0;
+    uint64_t mn = UINT64_MAX, mx = 0, x0 = g->obj_id64[0], any = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t v = g->obj_id64[i];
         if (v < mn)
             mn = v;
         if (v > mx)
             mx = v;
+        any |= v ^ x0; /* its lowest bit is the lowest bit any two ids differ in */
     }
-    if (bucket_sort(r, mn, mx, n))
-        return -1;
+    unsigned shift = any ? (unsigned)__builtin_ctzll(any) : 0;
     size_t w = 1;
-    for (size_t k = 1; k < n; k++)
-        if (g->obj_id64[k] != g->obj_id64[w - 1])
-            g->obj_id64[w++] = g->obj_id64[k];
+    if (((mx - mn) >> shift) <= UINT32_MAX) {
+        if (bucket_sort32(r, mn, mx, n, shift))
+            return -1;
+        uint32_t *c = g->obj_id32;
+        for (size_t k = 1; k < n; k++)
+            if (c[k] != c[w - 1])
+                c[w++] = c[k];
+    } else {
+        bucket_params(g, mn, mx, n);
+        g->id_bucket = calloc((size_t)g->nbucket + 1, sizeof *g->id_bucket);
+        if (!g->id_bucket)
+            return fail(r, 0, 0, 0, "out of memory sorting %zu object ids", n);
+        uint64_t *ids = g->obj_id64;
+        qsort(ids, n, sizeof *ids, cmp_u64);
+        for (size_t k = 1; k < n; k++)
+            if (ids[k] != ids[w - 1])
+                ids[w++] = ids[k];
+    }
     g->duplicate_ids = n - w;
     g->nobj = (uint32_t)w;
-    if (w != n) {
-        /* repeated ids removed: bucket starts moved */
-        n = w;
-        size_t k = 0;
-        for (uint32_t b = 0; b <= g->nbucket; b++) {
-            while (k < n && ((g->obj_id64[k] - mn) >> g->id_bucket_shift) < b)
-                k++;
-            g->id_bucket[b] = (uint32_t)k;
-        }
-        g->id_bucket[g->nbucket] = (uint32_t)n;
-        uint64_t *ids = realloc(g->obj_id64, n * sizeof *ids);
-        if (ids)
-            g->obj_id64 = ids;
-    }
-    compress_ids(g, mn, mx);
+    if (w != n || g->obj_id64)
+        fill_buckets(g); /* repeated ids removed, or not sorted by bucket */
     return 0;
 }
 
@@ -914,8 +942,11 @@ static int add_obj(rd *r, uint64_t id)
     ms_hgraph *g = r->g;
     if (r->nrec >= UINT32_MAX - 1)
         return fail(r, 0, 0, 0, "more than %u objects", UINT32_MAX - 1);
-    if (GROW(r, g->obj_id64, r->capobj, r->nrec + 1))
-        return -1;
+    if (r->nrec >= r->capobj) {
+        if (GROW(r, g->obj_id64, r->capobj, r->nrec + 1))
+            return -1;
+        ms_hbig_advise(g->obj_id64, r->capobj * sizeof *g->obj_id64);
+    }
     g->obj_id64[r->nrec++] = id;
     return 0;
 }
@@ -1186,6 +1217,10 @@ static uint32_t class_for_array(rd *r, uint64_t cid)
     return k;
 }
 
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 4096
+#endif
+
 static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
 {
     ms_hgraph *g = r->g;
@@ -1193,8 +1228,18 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
     const uint32_t ids = r->ids;
     const int p1 = r->pass == 1;
     uint64_t last_prog = p;
+    uint64_t pf = p; /* every cache line before this one has been asked for */
     r->cur_heap = 0xFF;
     while (p < end) {
+        /* The next record's place is known only once this one is decoded, and most of a
+         * record's bytes (array contents) are skipped: the hardware sees no stream to
+         * prefetch, and every record header was a miss to memory (most of the time of a
+         * pass). Asking for every line some kilobytes ahead turns that into a stream. */
+        if (pf < p + PREFETCH_AHEAD) {
+            uint64_t lim = end - p > PREFETCH_AHEAD ? p + PREFETCH_AHEAD : end;
+            for (pf = pf > p ? pf : p; pf < lim; pf += 64)
+                __builtin_prefetch(b + pf);
+        }
         uint64_t at = p;
         uint8_t t = b[p++];
         uint64_t left = end - p;
@@ -1428,6 +1473,8 @@ static int walk(rd *r)
     uint64_t pos = r->hdr_len;
     r->prog_next = 0;
     r->dropped_upto = 0;
+    r->populated_upto = 0;
+    progress(r, pos);
     while (pos < r->len) {
         if (r->len - pos < 9)
             return fail(r, pos, 0, 0, "truncated record header (%llu bytes left in the file)",
@@ -1507,6 +1554,9 @@ static int walk_heaps(rd *r, size_t from, size_t to)
     r->cur = UINT32_MAX - 1;
     r->prog_next = 0;
     r->dropped_upto = from < r->nhrec ? r->hrec[from] & ~(uint64_t)0xFFFFF : 0;
+    r->populated_upto = r->dropped_upto;
+    if (from < r->nhrec)
+        progress(r, r->hrec[from]);
     for (size_t j = from; j < to; j++) {
         uint64_t pos = r->hrec[j];
         uint32_t len = be32(b + pos + 5);
@@ -1687,6 +1737,14 @@ static int read_all(rd *r)
         return -1;
     r->cur_heap = 0xFF;
     r->unknown_cls = MS_HCLASS_NONE;
+    /* the ids of pass 1: room for as many objects as the file could hold (the smallest
+     * object record takes 14 bytes), reserved at once, so the array is never copied as it
+     * grows; only the pages written become resident. Growth as needed when refused. */
+    if (r->len / 14 < UINT32_MAX) {
+        size_t cap = (size_t)(r->len / 14) + 16;
+        g->obj_id64 = ms_hbig_malloc(cap * sizeof *g->obj_id64);
+        r->capobj = g->obj_id64 ? cap : 0;
+    }
     r->pass = 1;
     if (walk(r))
         return -1;
@@ -1732,21 +1790,21 @@ static int read_all(rd *r)
 
     /* pass 2: kinds, heaps, classes, sizes, reference counts */
     size_t n = g->nobj;
-    g->obj_kind = malloc(n ? n : 1);
-    g->obj_heap = malloc(n ? n : 1);
-    g->obj_class = malloc((n ? n : 1) * sizeof *g->obj_class);
-    g->obj_size = malloc((n ? n : 1) * sizeof *g->obj_size);
+    g->obj_kind = ms_hbig_malloc(n ? n : 1);
+    g->obj_heap = ms_hbig_malloc(n ? n : 1);
+    g->obj_class = ms_hbig_malloc((n ? n : 1) * sizeof *g->obj_class);
+    g->obj_size = ms_hbig_malloc((n ? n : 1) * sizeof *g->obj_size);
     r->counts_only = r->o && r->o->counts_only;
     /* counts only: a bitmap of the ids answers the reference checks when it costs at most
      * 8 bytes per object (about twice as fast as ms_hgraph_find; pages of the bitmap no
      * object falls in are never touched) */
     if (r->counts_only && g->obj_id32 && n && g->obj_id32[n - 1] / 64 < n) {
-        r->present = calloc((size_t)(g->obj_id32[n - 1] / 64) + 1, sizeof *r->present);
+        r->present = ms_hbig_calloc((size_t)(g->obj_id32[n - 1] / 64) + 1, sizeof *r->present);
         for (size_t i = 0; r->present && i < n; i++)
             r->present[g->obj_id32[i] >> 6] |= (uint64_t)1 << (g->obj_id32[i] & 63);
     }
     if (!r->counts_only)
-        g->edge_off = calloc(n + 1, sizeof *g->edge_off);
+        g->edge_off = ms_hbig_calloc(n + 1, sizeof *g->edge_off);
     if (!g->obj_kind || !g->obj_heap || !g->obj_class || !g->obj_size || (!r->counts_only && !g->edge_off))
         return fail(r, 0, 0, 0, "out of memory for %zu objects", n);
     memset(g->obj_kind, 0xFF, n);
@@ -1795,8 +1853,8 @@ static int store_edges(rd *r, int threads)
     size_t n = g->nobj;
 
     uint64_t ne = g->edge_off[n];
-    g->edge_dst = malloc((ne ? ne : 1) * sizeof *g->edge_dst);
-    g->edge_label = malloc((ne ? ne : 1) * sizeof *g->edge_label);
+    g->edge_dst = ms_hbig_malloc((ne ? ne : 1) * sizeof *g->edge_dst);
+    g->edge_label = ms_hbig_malloc((ne ? ne : 1) * sizeof *g->edge_label);
     if (!g->edge_dst || !g->edge_label)
         return fail(r, 0, 0, 0, "out of memory for %llu references", (unsigned long long)ne);
     if (g->duplicate_ids) {

@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 }
 C
 "$CLANG" -g -O1 -std=gnu11 -fsanitize=thread -I"$SRC/src" -I"$SRC/include" "$OUT/read_two_threads.c" \
-    "$SRC/src/hprof/reader.c" "$SRC/src/hprof/graph.c" "$SRC/src/hprof/names.c" "$SRC/src/hprof/sizes.c" \
+    "$SRC/src/hprof/reader.c" "$SRC/src/hprof/graph.c" "$SRC/src/hprof/bigmem.c" "$SRC/src/hprof/names.c" "$SRC/src/hprof/sizes.c" \
     -lz -o "$OUT/read_two_threads"
 TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$OUT/read_two_threads" \
     "$SRC"/tests/data/hprof/*.hprof "$SRC"/tests/data/hprof/*.bin "$SRC"/tests/data/hprof/*android-hprof \
