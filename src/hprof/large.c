@@ -50,6 +50,7 @@ int ms_hprof_find_large(const char *path, const ms_hgraph *g, const ms_hprof_dom
 {
     memset(out, 0, sizeof *out);
     out->opts = *o;
+    out->retained_known = r != NULL;
     uint8_t *bitmap = calloc((size_t)g->nclass + 1, 1);
     ms_hvalreq *req = NULL;
     size_t nreq = 0, cap = 0;
@@ -157,6 +158,24 @@ out:
     return rc;
 }
 
+/* "retained N bytes", or that it was not computed (--no-retained), for text; the
+ * number or null for JSON. */
+static const char *retained_text(const ms_hprof_large *l, const ms_hprof_large_obj *x, char *buf, size_t len)
+{
+    if (!l->retained_known)
+        return "retained size not computed (--no-retained)";
+    snprintf(buf, len, "retained %" PRIu64 " bytes", x->retained);
+    return buf;
+}
+
+static const char *retained_json(const ms_hprof_large *l, const ms_hprof_large_obj *x, char *buf, size_t len)
+{
+    if (!l->retained_known)
+        return "null";
+    snprintf(buf, len, "%" PRIu64, x->retained);
+    return buf;
+}
+
 int ms_hprof_large_print(FILE *fp, const ms_hgraph *g, const ms_hprof_large *l, const char *format,
                          char *err, size_t errlen)
 {
@@ -165,7 +184,7 @@ int ms_hprof_large_print(FILE *fp, const ms_hgraph *g, const ms_hprof_large *l, 
         ms_hprof_set_err(err, errlen, "unknown format '%s' for large (text or json)", format);
         return -1;
     }
-    char buf[512];
+    char buf[512], ret[64];
     int toomany = l->threads > l->opts.threads;
     if (fmt == MS_HPAN_TEXT) {
         fprintf(fp, "bitmaps of %" PRIu64 " pixels or more (%zu bitmaps in the dump):\n", l->opts.bitmap_pixels,
@@ -173,9 +192,9 @@ int ms_hprof_large_print(FILE *fp, const ms_hgraph *g, const ms_hprof_large *l, 
         size_t k = 0;
         for (; k < l->n && l->objs[k].what == MS_HLARGE_BITMAP; k++) {
             const ms_hprof_large_obj *x = &l->objs[k];
-            fprintf(fp, "  %s 0x%" PRIx64 "  %dx%d (%" PRIu64 " pixels), retained %" PRIu64 " bytes\n",
+            fprintf(fp, "  %s 0x%" PRIx64 "  %dx%d (%" PRIu64 " pixels), %s\n",
                     ms_hpan_obj_class(g, x->obj, 0, buf, sizeof buf), ms_hgraph_id(g, x->obj), x->width,
-                    x->height, (uint64_t)x->width * (uint64_t)x->height, x->retained);
+                    x->height, (uint64_t)x->width * (uint64_t)x->height, retained_text(l, x, ret, sizeof ret));
         }
         if (!k)
             fputs("  none\n", fp);
@@ -184,9 +203,9 @@ int ms_hprof_large_print(FILE *fp, const ms_hgraph *g, const ms_hprof_large *l, 
             fputs("  none\n", fp);
         for (; k < l->n; k++) {
             const ms_hprof_large_obj *x = &l->objs[k];
-            fprintf(fp, "  %s 0x%" PRIx64 "  %" PRIu32 " bytes, retained %" PRIu64 " bytes\n",
+            fprintf(fp, "  %s 0x%" PRIx64 "  %" PRIu32 " bytes, %s\n",
                     ms_hpan_obj_class(g, x->obj, 0, buf, sizeof buf), ms_hgraph_id(g, x->obj),
-                    g->obj_size[x->obj], x->retained);
+                    g->obj_size[x->obj], retained_text(l, x, ret, sizeof ret));
         }
         fprintf(fp, "threads: %" PRIu32 " live%s (limit %" PRIu32 ")\n", l->threads,
                 toomany ? ", too many" : "", l->opts.threads);
@@ -198,16 +217,17 @@ int ms_hprof_large_print(FILE *fp, const ms_hgraph *g, const ms_hprof_large *l, 
             fprintf(fp, "%s\n  {\"object_id\": \"0x%" PRIx64 "\", \"class\": ", k ? "," : "", ms_hgraph_id(g, x->obj));
             ms_hprof_json_str(fp, ms_hpan_obj_class(g, x->obj, 1, buf, sizeof buf));
             fprintf(fp, ", \"width\": %d, \"height\": %d, \"pixels\": %" PRIu64 ", \"shallow_bytes\": %" PRIu32
-                        ", \"retained_bytes\": %" PRIu64 "}",
-                    x->width, x->height, (uint64_t)x->width * (uint64_t)x->height, g->obj_size[x->obj], x->retained);
+                        ", \"retained_bytes\": %s}",
+                    x->width, x->height, (uint64_t)x->width * (uint64_t)x->height, g->obj_size[x->obj],
+                    retained_json(l, x, ret, sizeof ret));
         }
         fputs("],\n \"arrays\": [", fp);
         for (size_t j = k; j < l->n; j++) {
             const ms_hprof_large_obj *x = &l->objs[j];
             fprintf(fp, "%s\n  {\"object_id\": \"0x%" PRIx64 "\", \"class\": ", j > k ? "," : "", ms_hgraph_id(g, x->obj));
             ms_hprof_json_str(fp, ms_hpan_obj_class(g, x->obj, 1, buf, sizeof buf));
-            fprintf(fp, ", \"shallow_bytes\": %" PRIu32 ", \"retained_bytes\": %" PRIu64 "}", g->obj_size[x->obj],
-                    x->retained);
+            fprintf(fp, ", \"shallow_bytes\": %" PRIu32 ", \"retained_bytes\": %s}", g->obj_size[x->obj],
+                    retained_json(l, x, ret, sizeof ret));
         }
         fprintf(fp, "],\n \"bitmap_count\": %zu, \"threads\": %" PRIu32 ", \"thread_limit\": %" PRIu32
                     ", \"too_many_threads\": %s,\n \"bitmap_pixels\": %" PRIu64 ", \"array_bytes\": %" PRIu64 "}\n",

@@ -38,18 +38,20 @@ typedef struct ms_hprof_large {
     ms_hprof_large_obj *objs; /* bitmaps, then arrays; largest retained first in each */
     size_t bitmaps;           /* Bitmap instances in the dump */
     uint32_t threads;         /* live threads (java.lang.Thread held by a thread root) */
+    int retained_known;       /* retained sizes computed (dominators given) */
     ms_hprof_large_opts opts;
 } ms_hprof_large;
 
 /* Finds the large objects of the dump at path whose graph is g (r: its dominators, or
- * NULL). Returns 0, or -1 with a message. */
+ * NULL: retained sizes are then printed as not computed). Returns 0, or -1 with a
+ * message. */
 int ms_hprof_find_large(const char *path, const ms_hgraph *g, const ms_hprof_domresult *r,
                         const ms_hprof_large_opts *o, ms_hprof_large *out, char *err, size_t errlen);
 void ms_hprof_large_free(ms_hprof_large *l);
 
 /* Output of `memsight hprof large`: text or JSON {"bitmaps": [{object_id, class, width,
  * height, pixels, shallow_bytes, retained_bytes}], "arrays": [{object_id, class,
- * shallow_bytes, retained_bytes}], "bitmap_count", "threads", "thread_limit",
+ * shallow_bytes, retained_bytes}] (retained_bytes null when not computed), "bitmap_count", "threads", "thread_limit",
  * "too_many_threads", and the thresholds}. Returns 0, or -1 with a message. */
 int ms_hprof_large_print(FILE *fp, const ms_hgraph *g, const ms_hprof_large *l, const char *format,
                          char *err, size_t errlen);

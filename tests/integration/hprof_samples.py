@@ -159,6 +159,16 @@ def check_dialer():
         check(len(j) == len(every) > text_rows, "%s --format json: %d rows, --top 0: %d" % (args[0], len(j), len(every)))
         check(len(json.loads(memsight(*args, "--format", "json", "--top", "3"))) == 3, args[0] + " --top 3 JSON")
         check(lines < len(every), "%s text: %d lines for %d rows" % (args[0], lines, len(every)))
+    # large --no-retained: the retained size is said to be missing, not 0 bytes
+    text = memsight("large", full, "--no-retained", "--array-bytes", "40000")
+    check("byte[] 0xb0d60401  43224 bytes, retained size not computed (--no-retained)" in text and
+          "retained 0 bytes" not in text, "large --no-retained:\n" + text)
+    arrays = json.loads(memsight("large", full, "--no-retained", "--array-bytes", "40000", "--format", "json"))["arrays"]
+    check([(a["object_id"], a["retained_bytes"]) for a in arrays] == [("0xb0d60401", None)],
+          "large --no-retained JSON %s" % arrays)
+    arrays = json.loads(memsight("large", full, "--array-bytes", "40000", "--format", "json"))["arrays"]
+    check([(a["object_id"], a["retained_bytes"]) for a in arrays] == [("0xb0d60401", 43224)],
+          "large JSON %s" % arrays)
     # the dispatcher hands `leaks` to the leak finder: no destroyed Activity is still
     # reachable, but a finished IntentService is (its ActivityThread.mServices is empty;
     # hprof_an_android checks the trace)
