@@ -170,7 +170,8 @@ void ms_addr_hold(const void *p)
 }
 
 /* Under h's lock, with room for one more key: p -> idx. */
-static inline void put_locked(shard *h, const void *p, uint64_t key, uint64_t hash, uint32_t idx)
+static inline void put_locked(shard *h, const void *p, uint64_t key, uint64_t hash, uint32_t idx,
+                              uint32_t *stale)
 {
     uint32_t m = h->cap - 1, i = (uint32_t)hash & m;
     while (h->s[i].key != EMPTY && h->s[i].key != key)
@@ -178,6 +179,9 @@ static inline void put_locked(shard *h, const void *p, uint64_t key, uint64_t ha
     if (h->s[i].key != key) {
         h->live++;
         filter_add(p, 1); /* before free() can see the block: it is not returned yet */
+        *stale = 0;
+    } else {
+        *stale = h->s[i].idx;
     }
     h->s[i].key = key;
     h->s[i].idx = idx;
@@ -202,27 +206,29 @@ static inline uint32_t remove_locked(shard *h, const void *p, uint64_t key, uint
  * every call). */
 #define MS_SIBCALLS __attribute__((optimize("optimize-sibling-calls")))
 
-static MS_NOINLINE int insert_slow(shard *h, const void *p, uint32_t idx, int locked)
+static MS_NOINLINE int insert_slow(shard *h, const void *p, uint32_t idx, int locked,
+                                   uint32_t *stale)
 {
     uint64_t key = ms_ptr_key(p), hash = key_hash(key);
     if (!locked)
         lock_wait(h);
+    *stale = 0;
     int rc = make_room(h);
     if (rc == 0)
-        put_locked(h, p, key, hash, idx);
+        put_locked(h, p, key, hash, idx, stale);
     unlock(h);
     return rc;
 }
 
-MS_SIBCALLS int ms_addr_insert(const void *p, uint32_t idx)
+MS_SIBCALLS int ms_addr_insert(const void *p, uint32_t idx, uint32_t *stale)
 {
     uint64_t key = ms_ptr_key(p), hash = key_hash(key);
     shard *h = shard_of(hash);
     if (MS_UNLIKELY(__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE)))
-        return insert_slow(h, p, idx, 0);
+        return insert_slow(h, p, idx, 0, stale);
     if (MS_UNLIKELY(!room(h)))
-        return insert_slow(h, p, idx, 1);
-    put_locked(h, p, key, hash, idx);
+        return insert_slow(h, p, idx, 1, stale);
+    put_locked(h, p, key, hash, idx, stale);
     unlock(h);
     return 0;
 }

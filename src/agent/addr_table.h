@@ -56,8 +56,11 @@ void ms_addr_hold(const void *p) MS_INTERNAL;
 /* Turns the mode on (after the real allocator's functions are resolved: free() reaches
  * them through the filter without asking whether the agent is ready). 0. */
 int ms_addr_init(void) MS_INTERNAL;
-/* Keeps p -> live index idx. 0, or -ENOMEM when the table cannot grow (not kept). */
-int ms_addr_insert(const void *p, uint32_t idx) MS_INTERNAL;
+/* Keeps p -> live index idx. 0, or -ENOMEM when the table cannot grow (not kept). When
+ * p was kept already (its block freed behind the agent's back, by an allocator's own
+ * entry point: tc_free, dallocx, mi_free, and handed out again), *stale gets the index it
+ * had, which the caller forgets; else 0. */
+int ms_addr_insert(const void *p, uint32_t idx, uint32_t *stale) MS_INTERNAL;
 /* Forgets p: the live index kept for it, or 0 when none was. */
 uint32_t ms_addr_remove(const void *p) MS_INTERNAL;
 /* Blocks kept, and agent memory the table and filter take (for HLTH). */
@@ -74,5 +77,8 @@ void *ms_record_commit_addr(void *p, size_t size, const ms_rec_prep *rp) MS_INTE
 /* Forgets p before it is freed or moved: 1 when it was a recorded block (its size asked
  * in *size when size is not NULL), 0 when plain. */
 int ms_forget_addr(const void *p, size_t *size) MS_INTERNAL;
+/* A recorded block the program freed behind the agent's back (an allocator's own free):
+ * its live entry idx forgotten as if free() had been called, and counted (foreign_frees). */
+void ms_forget_addr_stale(uint32_t idx) MS_INTERNAL;
 
 #endif

@@ -190,6 +190,10 @@ typedef struct ms_health {
     uint64_t guard_errors;       /* errors the guard pages caught */
     uint64_t guard_failures;     /* pool or signal stack could not be mapped, mprotect failed */
     uint64_t metrics_errors;     /* metrics_listen= could not serve (metrics_serve.c) */
+    uint64_t foreign_frees;      /* recorded blocks freed by an allocator's own entry point,
+                                  * found when their address was handed out again */
+    uint64_t deepbind_modules;   /* RTLD_DEEPBIND modules given the agent's malloc family (dl.c) */
+    uint64_t deepbind_unhooked;  /* RTLD_DEEPBIND loads by a bare name or $ORIGIN: left alone */
 } ms_health_t;
 extern ms_health_t ms_health MS_INTERNAL;
 #define MS_HEALTH_INC(f) __atomic_fetch_add(&ms_health.f, 1, __ATOMIC_RELAXED)
@@ -504,7 +508,10 @@ void ms_live_fork_child(void) MS_INTERNAL;
  *               1..4 invalid, took five instructions)
  *   u64 meta    size asked (low 40 bits) | stack id (high 24 bits)
  * A block without a valid check (allocated before init, by an agent thread, or by
- * another path) is passed to the real functions unchanged.
+ * another path) is passed to the real functions unchanged. Only when the real malloc is
+ * the C library's, whose own chunk header lies below every block it hands out (so the
+ * 16 bytes read below any pointer its free may receive are mapped): with another
+ * allocator every mode records by address, without a header (control.c).
  * ========================================================================= */
 typedef struct ms_hdr {
     uint32_t index;

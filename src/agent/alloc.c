@@ -2,8 +2,9 @@
  * 16 bytes more, records the block (header below the program's pointer + one live entry)
  * with the re-entrancy flag raised (so the allocator's own mmap calls are not recorded),
  * and undoes this on free; blocks without a valid header go to the real functions as
- * they are. In sampled and min_size modes (ms_addr_mode) a recorded block is the real
- * allocator's block unchanged, known by its address (addr_table.h). Runs inside the
+ * they are. In sampled and min_size modes, and in every mode when the real malloc is not
+ * the C library's (ms_addr_mode), a recorded block is the real allocator's block
+ * unchanged, known by its address (addr_table.h). Runs inside the
  * target: no locks of ours on the plain paths, no malloc of ours. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,14 +61,18 @@ static inline int ms_fast_ok_after_init(void)
            ms_self.busy == 0 && !ms_sampler_cfg.enabled;
 }
 
+static void *ms_malloc_plain(size_t n);
+
 static MS_NOINLINE void *ms_malloc_passthrough(size_t n)
 {
     int was_ready = __atomic_load_n(&ms_state, __ATOMIC_ACQUIRE) == MS_STATE_READY;
     ms_init();
     if (!was_ready && ms_fast_ok_after_init() && n <= SIZE_MAX - 64)
         return ms_malloc_recorded(n);
+    /* another allocator's own mmap calls (and the stack walks it takes: tcmalloc) go
+     * unrecorded, as for any plain block (ms_malloc_plain) */
     if (ms_real.malloc && ms_can_real())
-        return ms_real.malloc(n);
+        return ms_real_malloc_is_libc ? ms_real.malloc(n) : ms_malloc_plain(n);
     return ms_boot_alloc(n, 16);
 }
 

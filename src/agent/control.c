@@ -1080,9 +1080,15 @@ int ms_hdr_confirm(const void *p)
 void ms_production_init(void)
 {
     ms_sampler_configure(ms_opt.sample_interval, ms_opt.min_size, ms_opt.seed != 0, ms_opt.seed);
-    /* recorded blocks without header, known by address (should the filter not map:
-     * headers, as in full mode) */
-    if (ms_sampler_cfg.enabled)
+    /* recorded blocks without header, known by address: in the sampled modes, and in
+     * every mode when the real malloc is not the C library's. Such an allocator has
+     * entry points of its own (mallocx/dallocx, tc_*, mi_*) that the program may mix
+     * with malloc and free both ways, and keeps no header of its own below a block: a
+     * header of the agent's would reach the allocator's own free, and reading 16 bytes
+     * below a block it handed out may fault (jemalloc's page-aligned blocks). With the C
+     * library's allocator, whose chunk header lies below every block, full mode keeps its
+     * header (docs/agent.md, "Other allocators"). */
+    if (ms_sampler_cfg.enabled || !ms_real_malloc_is_libc)
         ms_addr_init();
     /* most blocks get no header: a header's check must be confirmed before trusting it */
     ms_hdr_confirm_needed = ms_sampler_cfg.enabled;

@@ -440,9 +440,17 @@ static int ms_init_slow(void)
         pthread_atfork(ms_atfork_prepare, ms_atfork_parent, ms_atfork_child);
         ms_production_init(); /* sampler, control thread (started later), peak */
         ms_fatal_init();
+        if (ms_opt.guard && !ms_real_malloc_is_libc) {
+            /* the allocator's own free (tc_free, dallocx, mi_free) would get the pool's
+             * blocks, which it never handed out */
+            ms_opt.guard = 0;
+            ms_option_unavailable("guard= (the program's malloc is not the C library's)");
+        }
         ms_guard_init(); /* after fatal.c: its handler gets the faults not in the pool */
-        /* the peak and byte triggers follow frees through the header's stack id */
-        ms_heap_frees_derived = ms_opt.sample_interval == 0 && ms_opt.min_size == 0;
+        /* the peak and byte triggers follow frees through the header's stack id; blocks
+         * known by address count their frees as the sampled modes do */
+        ms_heap_frees_derived = ms_opt.sample_interval == 0 && ms_opt.min_size == 0 &&
+                                !ms_addr_mode;
     }
     ms_leave();
     __atomic_store_n(&ms_state, ok ? MS_STATE_READY : MS_STATE_DISABLED, __ATOMIC_RELEASE);

@@ -6,6 +6,7 @@
  * Runs inside the target: no malloc, the lock is never held across fork. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <string.h>
@@ -376,6 +377,82 @@ void ms_regions_fork_parent(void) { regs_unlock(); }
 void ms_regions_fork_child(void) { regs_unlock(); }
 
 /* ===========================================================================
+ * Calls from inside an unwinder. libunwind maps its caches with mmap while it walks a
+ * stack for the program (tcmalloc takes a stack trace with it each time it grows its
+ * heap), holding its own lock with every signal blocked: a walk of the agent's from
+ * there may take the same lock (libunwind itself, or the fallback of the agent's
+ * unwinder), and the process would hang, unkillable but by SIGKILL. Such a mapping is
+ * recorded with one frame, the unwinder's call, and no walk. The unwinders' text ranges
+ * are found when first needed and again when the agent's unwinder has rebuilt its module
+ * list since (a module loaded meanwhile); ranges are only added (a stale one only
+ * spares a walk), so readers need no lock.
+ * ========================================================================= */
+#define MS_UW_MAX 16
+static uintptr_t ms_uw_lo[MS_UW_MAX], ms_uw_hi[MS_UW_MAX];
+static unsigned ms_uw_n;
+static uint64_t ms_uw_seen = UINT64_MAX; /* module_refreshes when last looked */
+static int ms_uw_busy;
+
+static int ms_uw_name(const char *path)
+{
+    const char *b = path;
+    for (const char *q = path; *q; q++)
+        if (*q == '/')
+            b = q + 1;
+    return strncmp(b, "libunwind", 9) == 0 || strncmp(b, "libgcc_s", 8) == 0;
+}
+
+static int ms_uw_collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    if (!info->dlpi_name || !ms_uw_name(info->dlpi_name))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        unsigned n = __atomic_load_n(&ms_uw_n, __ATOMIC_RELAXED), k;
+        for (k = 0; k < n && !(ms_uw_lo[k] == lo && ms_uw_hi[k] == hi); k++)
+            ;
+        if (k == n && n < MS_UW_MAX) {
+            ms_uw_lo[n] = lo;
+            ms_uw_hi[n] = hi;
+            __atomic_store_n(&ms_uw_n, n + 1, __ATOMIC_RELEASE);
+        }
+    }
+    return 0;
+}
+
+static int ms_mm_from_unwinder(uintptr_t ret)
+{
+    uint64_t gen = __atomic_load_n(&ms_health.module_refreshes, __ATOMIC_RELAXED);
+    if (MS_UNLIKELY(__atomic_load_n(&ms_uw_seen, __ATOMIC_ACQUIRE) != gen) &&
+        !__atomic_exchange_n(&ms_uw_busy, 1, __ATOMIC_ACQUIRE)) {
+        /* another thread looking meanwhile: this call uses what is there */
+        ms_dl_iterate(ms_uw_collect, NULL);
+        __atomic_store_n(&ms_uw_seen, gen, __ATOMIC_RELEASE);
+        __atomic_store_n(&ms_uw_busy, 0, __ATOMIC_RELEASE);
+    }
+    unsigned n = __atomic_load_n(&ms_uw_n, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < n; i++)
+        if (ret - ms_uw_lo[i] < ms_uw_hi[i] - ms_uw_lo[i])
+            return 1;
+    return 0;
+}
+
+/* The stack of a mapping made by the caller whose return address is ret. */
+static uint32_t ms_mm_stack(unsigned kind, uintptr_t ret)
+{
+    if (ms_mm_from_unwinder(ret)) {
+        uint64_t pc = ret;
+        return ms_stack_intern(kind, &pc, 1, 0);
+    }
+    return ms_current_stack(kind);
+}
+
+/* ===========================================================================
  * Interposers
  * ========================================================================= */
 static inline int ms_mm_ok(void)
@@ -390,7 +467,7 @@ static void *ms_sys_mmap6(void *a, size_t len, int prot, int flags, int fd, off_
 }
 
 static void *ms_mmap_common(void *a, size_t len, int prot, int flags, int fd, off_t off,
-                            void *(*real)(void *, size_t, int, int, int, off_t))
+                            void *(*real)(void *, size_t, int, int, int, off_t), uintptr_t ret)
 {
     if (!ms_mm_ok() || !real)
         return real ? real(a, len, prot, flags, fd, off) : ms_sys_mmap6(a, len, prot, flags, fd, off);
@@ -401,7 +478,7 @@ static void *ms_mmap_common(void *a, size_t len, int prot, int flags, int fd, of
          * commit pieces later (mprotect, or mmap MAP_FIXED over the reservation) */
         unsigned kind = (prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) ? MS_KIND_MMAP
                                                                       : MS_KIND_RESERVED;
-        uint32_t sid = ms_current_stack(kind);
+        uint32_t sid = ms_mm_stack(kind, ret);
         ms_region_add((uint64_t)(uintptr_t)p, len, kind, sid, ms_gettid());
     }
     ms_leave();
@@ -410,7 +487,8 @@ static void *ms_mmap_common(void *a, size_t len, int prot, int flags, int fd, of
 
 MS_EXPORT void *mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
 {
-    return ms_mmap_common(a, len, prot, flags, fd, off, ms_real.mmap);
+    return ms_mmap_common(a, len, prot, flags, fd, off, ms_real.mmap,
+                          (uintptr_t)__builtin_return_address(0));
 }
 
 /* Named by its symbol: musl's headers make mmap64 a macro of mmap. */
@@ -418,7 +496,8 @@ MS_EXPORT void *ms_mmap_lfs64(void *a, size_t len, int prot, int flags, int fd, 
 MS_EXPORT void *ms_mmap_lfs64(void *a, size_t len, int prot, int flags, int fd, off_t off)
 {
     return ms_mmap_common(a, len, prot, flags, fd, off,
-                          ms_real.mmap_lfs64 ? ms_real.mmap_lfs64 : ms_real.mmap);
+                          ms_real.mmap_lfs64 ? ms_real.mmap_lfs64 : ms_real.mmap,
+                          (uintptr_t)__builtin_return_address(0));
 }
 
 MS_EXPORT int munmap(void *a, size_t len)
@@ -460,7 +539,7 @@ MS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         uint64_t olen = (old_len + 4095) & ~4095ull;
         if (!(flags & MREMAP_DONTUNMAP) || p == old)
             ms_region_remove_range((uint64_t)(uintptr_t)old, olen);
-        uint32_t sid = ms_current_stack(kind);
+        uint32_t sid = ms_mm_stack(kind, (uintptr_t)__builtin_return_address(0));
         ms_region_add((uint64_t)(uintptr_t)p, new_len, kind, sid, ms_gettid());
     }
     ms_leave();

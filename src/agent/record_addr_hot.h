@@ -25,21 +25,22 @@ static MS_ALWAYS_INLINE void *ms_record_commit_addr_at(void *p, size_t size,
             MS_HEALTH_INC(dropped_blocks);
         return p;
     }
-    if (MS_UNLIKELY(ms_addr_insert(p, rp->idx) != 0)) {
+    uint32_t stale;
+    if (MS_UNLIKELY(ms_addr_insert(p, rp->idx, &stale) != 0)) {
         /* the table cannot grow: the block stays plain, as if the live table were full */
         ms_record_abort(rp, size);
         MS_HEALTH_INC(dropped_blocks);
         return p;
     }
     ms_live_store(rp->idx, (uint64_t)(uintptr_t)p, size, rp->ticks, rp->sid, rp->tid);
+    if (MS_UNLIKELY(stale != 0))
+        ms_forget_addr_stale(stale);
     return p;
 }
 
-static MS_ALWAYS_INLINE int ms_forget_addr_at(const void *p, size_t *size)
+/* Forgets live entry idx, just taken out of the address table: 1. */
+static MS_ALWAYS_INLINE int ms_forget_addr_idx(uint32_t idx, size_t *size)
 {
-    uint32_t idx = ms_addr_remove(p);
-    if (!idx)
-        return 0;
     /* the table keeps only indices the recording took from the live table (mapped), with
      * entries it stored: read in place, the stack id one of the interned ones (no
      * bounds checks, no copy: a third of this function's cost on a malloc/free loop) */
@@ -58,6 +59,12 @@ static MS_ALWAYS_INLINE int ms_forget_addr_at(const void *p, size_t *size)
     if (r)
         ms_stack_account_free_n(r, ms_sampler_count_estimate(esize, w), w);
     return 1;
+}
+
+static MS_ALWAYS_INLINE int ms_forget_addr_at(const void *p, size_t *size)
+{
+    uint32_t idx = ms_addr_remove(p);
+    return idx ? ms_forget_addr_idx(idx, size) : 0;
 }
 
 #endif

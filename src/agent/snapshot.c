@@ -409,6 +409,14 @@ static void write_hlth(snap_ctx *c)
     }
     if (h.metrics_errors)
         hv(w, &n, "metrics_errors", h.metrics_errors);
+    if (h.deepbind_modules || h.deepbind_unhooked) {
+        hv(w, &n, "deepbind_modules", h.deepbind_modules);
+        hv(w, &n, "deepbind_unhooked", h.deepbind_unhooked);
+    }
+    if (!ms_real_malloc_is_libc) { /* another allocator: blocks known by address alone */
+        hv(w, &n, "allocator_not_libc", 1);
+        hv(w, &n, "foreign_frees", h.foreign_frees);
+    }
     /* the blocks of BLKS when it was written: the table is walked once */
     hv(w, &n, "live_table_blocks", c->heap_blocks != UINT64_MAX ? c->heap_blocks : ms_live_count());
     hv(w, &n, "live_table_capacity", ms_opt.capacity);

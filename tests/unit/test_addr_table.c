@@ -54,6 +54,32 @@ static void setup_once(void)
 
 /* Keys 16 MiB apart share the low bits of their hash, so those of one shard share their
  * first slot: one long run of linear probing, emptied from its middle and its ends. */
+/* A new key: no stale index may come back (a stale one means the key was kept). */
+static int insert(const void *p, uint32_t idx)
+{
+    uint32_t stale = 12345;
+    int rc = ms_addr_insert(p, idx, &stale);
+    return rc == 0 && stale != 0 ? -1000 : rc;
+}
+
+/* A key inserted again (its block freed behind the table's back and handed out anew):
+ * the index it had comes back once, the new one is kept, one key is counted. */
+static void test_stale_key(void **state)
+{
+    (void)state;
+    setup_once();
+    uint64_t before = ms_addr_count();
+    uint32_t stale = 99;
+    assert_int_equal(ms_addr_insert(addr(0x77777770), 5, &stale), 0);
+    assert_int_equal(stale, 0);
+    assert_int_equal(ms_addr_insert(addr(0x77777770), 7, &stale), 0);
+    assert_int_equal(stale, 5);
+    assert_int_equal(ms_addr_count(), before + 1);
+    assert_int_equal(ms_addr_remove(addr(0x77777770)), 7);
+    assert_int_equal(ms_addr_remove(addr(0x77777770)), 0);
+    assert_int_equal(ms_addr_count(), before);
+}
+
 static void test_colliding_keys(void **state)
 {
     (void)state;
@@ -68,7 +94,7 @@ static void test_colliding_keys(void **state)
             keys[n++] = k;
     }
     for (int i = 0; i < N; i++)
-        assert_int_equal(ms_addr_insert(addr(keys[i]), 100 + i), 0);
+        assert_int_equal(insert(addr(keys[i]), 100 + i), 0);
     assert_int_equal(ms_addr_count(), N);
     int order[N], gone[N] = {0};
     for (int i = 0; i < N; i++)
@@ -88,7 +114,7 @@ static void test_colliding_keys(void **state)
                 continue;
             assert_true(ms_addr_maybe(addr(keys[i])));
             assert_int_equal(ms_addr_remove(addr(keys[i])), 100 + i);
-            assert_int_equal(ms_addr_insert(addr(keys[i]), 100 + i), 0);
+            assert_int_equal(insert(addr(keys[i]), 100 + i), 0);
         }
     }
     assert_int_equal(ms_addr_count(), 0);
@@ -106,7 +132,7 @@ static void test_steady_churn(void **state)
     /* warm up: every shard gets its slots */
     for (int i = 0; i < 100000; i++) {
         uint64_t k = (next() & 0x00007ffffffffff0ull) | 0x10;
-        assert_int_equal(ms_addr_insert(addr(k), 1), 0);
+        assert_int_equal(insert(addr(k), 1), 0);
         assert_int_equal(ms_addr_remove(addr(k)), 1);
     }
     unsigned long maps_before = maps_made;
@@ -120,7 +146,7 @@ static void test_steady_churn(void **state)
         } else {
             live[s] = (next() & 0x00007ffffffffff0ull) | 0x10;
             idx[s] = i + 1;
-            assert_int_equal(ms_addr_insert(addr(live[s]), idx[s]), 0);
+            assert_int_equal(insert(addr(live[s]), idx[s]), 0);
             assert_true(ms_addr_maybe(addr(live[s])));
         }
     }
@@ -149,7 +175,7 @@ static void test_filter_window(void **state)
     setup_once();
     const uint64_t win = 0x7f3a12c00000ull; /* a 4 MiB window's start */
     const uint64_t k = win + 0x234560ull;
-    assert_int_equal(ms_addr_insert(addr(k), 9), 0);
+    assert_int_equal(insert(addr(k), 9), 0);
     uint64_t same = 0;
     for (uint64_t g = win; g < win + (4ull << 20); g += 16)
         same += g != k && ms_addr_maybe(addr(g));
@@ -184,7 +210,7 @@ static void *churn_thread(void *arg)
             /* the thread's number in bits 4..5: no two threads share a key */
             live[s] = ((x << 6) & 0x00007fffffffffc0ull) | 0x100000000ull | (t << 4);
             idx[s] = i * CHURNERS + (uint32_t)t;
-            bad += ms_addr_insert(addr(live[s]), idx[s]) != 0;
+            bad += insert(addr(live[s]), idx[s]) != 0;
             bad += !ms_addr_maybe(addr(live[s]));
         }
     }
@@ -214,6 +240,7 @@ static void test_threads_share_shards(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stale_key),
         cmocka_unit_test(test_colliding_keys),
         cmocka_unit_test(test_steady_churn),
         cmocka_unit_test(test_filter_window),

@@ -41,6 +41,10 @@ int ms_libc_is_loader_path(const char *path) MS_INTERNAL_LIBC;
  * "aligned_alloc"): one that does not call another interposed function. */
 const char *ms_libc_memalign_name(void) MS_INTERNAL_LIBC;
 
+/* dlopen's flag that puts a module's own dependencies ahead of the global scope in its
+ * symbol lookups (glibc's RTLD_DEEPBIND); 0 where the C library has none. */
+int ms_libc_rtld_deepbind(void) MS_INTERNAL_LIBC;
+
 /* dladdr of p, and whether p is a real definition (not the PLT stub a non-PIE program
  * exports as an undefined symbol for a function whose address it takes). Returns 1 for
  * a definition with *di filled, 0 otherwise. */

@@ -50,6 +50,8 @@ int ms_libc_is_loader_path(const char *path)
 
 const char *ms_libc_memalign_name(void) { return "memalign"; }
 
+int ms_libc_rtld_deepbind(void) { return RTLD_DEEPBIND; }
+
 int ms_libc_dladdr_def(const void *p, Dl_info *di)
 {
     const ElfW(Sym) *sym = NULL;

@@ -58,6 +58,8 @@ int ms_libc_is_loader_path(const char *path)
 /* musl's memalign and posix_memalign call aligned_alloc, which the agent interposes */
 const char *ms_libc_memalign_name(void) { return "aligned_alloc"; }
 
+int ms_libc_rtld_deepbind(void) { return 0; } /* musl has no RTLD_DEEPBIND */
+
 int ms_libc_dladdr_def(const void *p, Dl_info *di)
 {
     return p && dladdr(p, di) != 0;
