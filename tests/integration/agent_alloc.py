@@ -180,11 +180,17 @@ def case_redis():
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=WORK)
         try:
             t0 = time.time()
-            while not os.path.exists(sock_path):
+            # the socket's file exists from bind(), before listen(): ready when PING answers
+            while True:
                 if p.poll() is not None:
                     fail('%s: ended at start with status %d: %s' % (what, p.returncode, p.stderr.read()[-1500:]))
                 if time.time() - t0 > LIMIT:
-                    fail('%s: no socket after %d s' % (what, LIMIT))
+                    fail('%s: no answer on its socket after %d s' % (what, LIMIT))
+                try:
+                    if os.path.exists(sock_path) and redis_cmd1(sock_path, b'PING') == b'+PONG\r\n':
+                        break
+                except OSError:
+                    pass
                 time.sleep(0.05)
             if redis_cmd(sock_path, b'SET', b'memsight', b'value-42') != b'+OK\r\n':
                 fail('%s: SET did not answer +OK' % what)
