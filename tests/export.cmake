@@ -27,7 +27,7 @@ set(MS_FUZZ_ANDROID_SRCS ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_export_android.c
   ${PROJECT_SOURCE_DIR}/src/core/safe_file.c
   ${PROJECT_SOURCE_DIR}/src/core/snapshot_write.c ${PROJECT_SOURCE_DIR}/src/core/labels.c
   ${PROJECT_SOURCE_DIR}/src/core/crc32.c)
-foreach(f android_dump stack_agg collapsed pprof flamegraph html_report diff trend load merge
+foreach(f android_dump stack_agg collapsed pprof protobuf flamegraph html_report diff trend load merge
           symbolize report_json report_text report_model json_writer sites
           threads_report threads_html)
   list(APPEND MS_FUZZ_ANDROID_SRCS ${PROJECT_SOURCE_DIR}/src/analysis/${f}.c)

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +77,13 @@ static void numbers(ms_metrics_agent *a)
     size_t n = strnlen(ms_opt.labels, sizeof a->labels - 1);
     memcpy(a->labels, ms_opt.labels, n);
     a->labels[n] = 0;
+    /* the host label: the process's own UTS name, as its snapshots record it */
+    struct utsname u;
+    if (uname(&u) == 0) {
+        n = strnlen(u.nodename, sizeof a->host - 1);
+        memcpy(a->host, u.nodename, n);
+        a->host[n] = 0;
+    }
 }
 
 /* The plugin's path: beside the agent's own file. */

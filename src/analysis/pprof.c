@@ -8,83 +8,9 @@
 #include <zlib.h>
 
 #include "analysis/export.h"
+#include "analysis/protobuf.h"
 #include "analysis/stack_agg.h"
 #include "core/labels.h"
-
-/* ---- protobuf wire encoding ------------------------------------------------------- */
-
-typedef struct pb {
-    uint8_t *p;
-    size_t n, cap;
-    int oom;
-} pb;
-
-static void pb_put(pb *b, const void *d, size_t n)
-{
-    if (b->oom || n == 0)
-        return;
-    if (b->n + n > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 256;
-        while (nc < b->n + n)
-            nc *= 2;
-        uint8_t *np = realloc(b->p, nc);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-
-static void pb_varint(pb *b, uint64_t v)
-{
-    uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        uint8_t c = v & 0x7f;
-        v >>= 7;
-        tmp[n++] = c | (v ? 0x80 : 0);
-    } while (v);
-    pb_put(b, tmp, n);
-}
-
-static void pb_key(pb *b, unsigned field, unsigned wt) { pb_varint(b, ((uint64_t)field << 3) | wt); }
-
-/* Fields equal to zero are omitted, as proto3 does. */
-static void pb_int(pb *b, unsigned field, uint64_t v)
-{
-    if (!v)
-        return;
-    pb_key(b, field, 0);
-    pb_varint(b, v);
-}
-
-static void pb_bytes(pb *b, unsigned field, const void *d, size_t n)
-{
-    pb_key(b, field, 2);
-    pb_varint(b, n);
-    pb_put(b, d, n);
-}
-
-static void pb_msg(pb *b, unsigned field, pb *sub)
-{
-    if (sub->oom)
-        b->oom = 1;
-    pb_bytes(b, field, sub->p, sub->n);
-    sub->n = 0;
-}
-
-static void pb_packed(pb *b, unsigned field, const uint64_t *v, size_t n)
-{
-    pb tmp = {0};
-    for (size_t i = 0; i < n; i++)
-        pb_varint(&tmp, v[i]);
-    pb_msg(b, field, &tmp);
-    free(tmp.p);
-}
 
 /* ---- the profile ------------------------------------------------------------------- */
 
@@ -101,8 +27,8 @@ typedef struct prof {
     ms_agg *funcs;   /* "name\x01file" -> function id - 1 */
     pctab locs;
     size_t nlocs;
-    pb out;      /* Profile being built */
-    pb tmp, tmp2; /* scratch for nested messages */
+    ms_pb out;      /* Profile being built */
+    ms_pb tmp, tmp2; /* scratch for nested messages */
     uint64_t *mapping_id; /* per module: id of its first mapping (0 = none) */
     uint64_t (*mapranges)[3]; /* lo, hi, id of every mapping */
     size_t nmapranges;
@@ -122,10 +48,10 @@ static uint64_t str_id(prof *p, const char *s)
 
 static void value_type(prof *p, unsigned field, const char *type, const char *unit)
 {
-    pb vt = {0};
-    pb_int(&vt, 1, str_id(p, type));
-    pb_int(&vt, 2, str_id(p, unit));
-    pb_msg(&p->out, field, &vt);
+    ms_pb vt = {0};
+    ms_pb_int(&vt, 1, str_id(p, type));
+    ms_pb_int(&vt, 2, str_id(p, unit));
+    ms_pb_msg(&p->out, field, &vt);
     free(vt.p);
 }
 
@@ -178,12 +104,12 @@ static uint64_t function_id(prof *p, const char *name, const char *file, uint64_
         return 0;
     }
     if (p->funcs->nnames != before) {
-        pb fn = {0};
-        pb_int(&fn, 1, (uint64_t)i + 1);
-        pb_int(&fn, 2, str_id(p, name));
-        pb_int(&fn, 3, str_id(p, name));
-        pb_int(&fn, 4, str_id(p, file));
-        pb_msg(&p->tmp2, 5, &fn);
+        ms_pb fn = {0};
+        ms_pb_int(&fn, 1, (uint64_t)i + 1);
+        ms_pb_int(&fn, 2, str_id(p, name));
+        ms_pb_int(&fn, 3, str_id(p, name));
+        ms_pb_int(&fn, 4, str_id(p, file));
+        ms_pb_msg(&p->tmp2, 5, &fn);
         free(fn.p);
         (*nfuncs)++;
     }
@@ -211,10 +137,10 @@ static uint64_t location_for(prof *p, uint64_t pc, int is_ret, uint64_t *nfuncs)
 
     ms_frame fr[16];
     int n = ms_agg_resolve(p->s, p->sym, pc, is_ret, fr, 16);
-    pb loc = {0}, line = {0};
-    pb_int(&loc, 1, id);
-    pb_int(&loc, 2, mapping_for(p, pc));
-    pb_int(&loc, 3, pc);
+    ms_pb loc = {0}, line = {0};
+    ms_pb_int(&loc, 1, id);
+    ms_pb_int(&loc, 2, mapping_for(p, pc));
+    ms_pb_int(&loc, 3, pc);
     for (int i = 0; i < n; i++) {
         char synth[512];
         const char *name = fr[i].function;
@@ -228,11 +154,11 @@ static uint64_t location_for(prof *p, uint64_t pc, int is_ret, uint64_t *nfuncs)
             }
             name = synth;
         }
-        pb_int(&line, 1, function_id(p, name, fr[i].file, nfuncs));
-        pb_int(&line, 2, fr[i].line > 0 ? (uint64_t)fr[i].line : 0);
-        pb_msg(&loc, 4, &line);
+        ms_pb_int(&line, 1, function_id(p, name, fr[i].file, nfuncs));
+        ms_pb_int(&line, 2, fr[i].line > 0 ? (uint64_t)fr[i].line : 0);
+        ms_pb_msg(&loc, 4, &line);
     }
-    pb_msg(&p->tmp, 4, &loc);
+    ms_pb_msg(&p->tmp, 4, &loc);
     free(loc.p);
     free(line.p);
     return id;
@@ -249,21 +175,21 @@ static const char *kind_label(uint8_t kind)
     return kind == MS_KIND_MMAP ? "mmap" : kind == MS_KIND_STACK ? "thread_stack" : NULL;
 }
 
-static void label_str(prof *p, pb *sample, const char *k, const char *v)
+static void label_str(prof *p, ms_pb *sample, const char *k, const char *v)
 {
-    pb l = {0};
-    pb_int(&l, 1, str_id(p, k));
-    pb_int(&l, 2, str_id(p, v));
-    pb_msg(sample, 3, &l);
+    ms_pb l = {0};
+    ms_pb_int(&l, 1, str_id(p, k));
+    ms_pb_int(&l, 2, str_id(p, v));
+    ms_pb_msg(sample, 3, &l);
     free(l.p);
 }
 
-static void label_num(prof *p, pb *sample, const char *k, uint64_t v)
+static void label_num(prof *p, ms_pb *sample, const char *k, uint64_t v)
 {
-    pb l = {0};
-    pb_int(&l, 1, str_id(p, k));
-    pb_int(&l, 3, v);
-    pb_msg(sample, 3, &l);
+    ms_pb l = {0};
+    ms_pb_int(&l, 1, str_id(p, k));
+    ms_pb_int(&l, 3, v);
+    ms_pb_msg(sample, 3, &l);
     free(l.p);
 }
 
@@ -278,16 +204,16 @@ static const char *thread_name(const ms_snapshot *s, uint32_t tid)
 static void emit_sample(prof *p, const uint64_t *locs, size_t nlocs, const uint64_t v[4], uint8_t kind,
                         int has_tid, uint32_t tid)
 {
-    pb smp = {0};
-    pb_packed(&smp, 1, locs, nlocs);
-    pb_packed(&smp, 2, v, 4);
+    ms_pb smp = {0};
+    ms_pb_packed(&smp, 1, locs, nlocs);
+    ms_pb_packed(&smp, 2, v, 4);
     /* Every sample carries the user labels: backends group and filter by sample labels
      * (Pyroscope, Parca), not by the profile's comments. */
     for (size_t i = 0; i < p->nuser; i++) {
-        pb l = {0};
-        pb_int(&l, 1, p->user[i][0]);
-        pb_int(&l, 2, p->user[i][1]);
-        pb_msg(&smp, 3, &l);
+        ms_pb l = {0};
+        ms_pb_int(&l, 1, p->user[i][0]);
+        ms_pb_int(&l, 2, p->user[i][1]);
+        ms_pb_msg(&smp, 3, &l);
         free(l.p);
     }
     const char *kl = kind_label(kind);
@@ -299,7 +225,7 @@ static void emit_sample(prof *p, const uint64_t *locs, size_t nlocs, const uint6
         if (tn && *tn)
             label_str(p, &smp, "thread", tn);
     }
-    pb_msg(&p->out, 2, &smp);
+    ms_pb_msg(&p->out, 2, &smp);
     free(smp.p);
 }
 
@@ -373,7 +299,7 @@ static int build(prof *p)
     if (!p->mapranges)
         return -1;
     uint64_t mid = 0;
-    pb maps = {0};
+    ms_pb maps = {0};
     for (size_t i = 0; i < s->nmodules; i++) {
         const ms_module *m = &s->modules[i];
         int any_x = 0;
@@ -385,17 +311,17 @@ static int build(prof *p)
             const ms_snap_segment *g = &m->segs[j];
             if (any_x && !(g->flags & 1))
                 continue;
-            pb mp = {0};
+            ms_pb mp = {0};
             uint64_t lo = g->vaddr + m->load_bias;
-            pb_int(&mp, 1, ++mid);
-            pb_int(&mp, 2, lo);
-            pb_int(&mp, 3, lo + g->memsz);
-            pb_int(&mp, 4, g->offset);
-            pb_int(&mp, 5, str_id(p, m->path));
-            pb_int(&mp, 6, str_id(p, bid));
+            ms_pb_int(&mp, 1, ++mid);
+            ms_pb_int(&mp, 2, lo);
+            ms_pb_int(&mp, 3, lo + g->memsz);
+            ms_pb_int(&mp, 4, g->offset);
+            ms_pb_int(&mp, 5, str_id(p, m->path));
+            ms_pb_int(&mp, 6, str_id(p, bid));
             for (unsigned f = 7; f <= 10; f++)
-                pb_int(&mp, f, 1);
-            pb_msg(&maps, 3, &mp);
+                ms_pb_int(&mp, f, 1);
+            ms_pb_msg(&maps, 3, &mp);
             free(mp.p);
             p->mapranges[p->nmapranges][0] = lo;
             p->mapranges[p->nmapranges][1] = lo + g->memsz;
@@ -457,24 +383,24 @@ static int build(prof *p)
     free(locs);
     free(ts);
 
-    pb_put(&p->out, maps.p, maps.n);
+    ms_pb_put(&p->out, maps.p, maps.n);
     free(maps.p);
-    pb_put(&p->out, p->tmp.p, p->tmp.n);   /* locations */
-    pb_put(&p->out, p->tmp2.p, p->tmp2.n); /* functions */
+    ms_pb_put(&p->out, p->tmp.p, p->tmp.n);   /* locations */
+    ms_pb_put(&p->out, p->tmp2.p, p->tmp2.n); /* functions */
 
     uint64_t snap_ns = meta_u64(s, "snapshot_ns"), start_ns = meta_u64(s, "start_ns");
-    pb_int(&p->out, 9, snap_ns);
+    ms_pb_int(&p->out, 9, snap_ns);
     if (start_ns && snap_ns > start_ns)
-        pb_int(&p->out, 10, snap_ns - start_ns);
+        ms_pb_int(&p->out, 10, snap_ns - start_ns);
     uint64_t interval = meta_u64(s, "sample_interval");
     if (interval && (s->flags & MS_SNAP_F_SAMPLED)) {
         /* counters are already estimates (scaled by the agent): the period says how */
-        pb vt = {0};
-        pb_int(&vt, 1, str_id(p, "space"));
-        pb_int(&vt, 2, str_id(p, "bytes"));
-        pb_msg(&p->out, 11, &vt);
+        ms_pb vt = {0};
+        ms_pb_int(&vt, 1, str_id(p, "space"));
+        ms_pb_int(&vt, 2, str_id(p, "bytes"));
+        ms_pb_msg(&p->out, 11, &vt);
         free(vt.p);
-        pb_int(&p->out, 12, interval);
+        ms_pb_int(&p->out, 12, interval);
     }
     const char *comments[] = {"exe", "pid", "reason", "hostname", "labels", "source"};
     for (size_t i = 0; i < sizeof comments / sizeof comments[0]; i++) {
@@ -484,56 +410,19 @@ static int build(prof *p)
         char *c = NULL;
         if (asprintf(&c, "%s=%s", comments[i], v) < 0)
             return -1;
-        pb_int(&p->out, 13, str_id(p, c));
+        ms_pb_int(&p->out, 13, str_id(p, c));
         free(c);
     }
-    pb_int(&p->out, 14, str_id(p, "inuse_space"));
+    ms_pb_int(&p->out, 14, str_id(p, "inuse_space"));
 
     /* the string table goes last: every id is known now */
-    pb strs = {0};
+    ms_pb strs = {0};
     for (size_t i = 0; i < p->strings->nnames; i++)
-        pb_bytes(&strs, 6, p->strings->names[i], strlen(p->strings->names[i]));
-    pb_put(&p->out, strs.p, strs.n);
+        ms_pb_bytes(&strs, 6, p->strings->names[i], strlen(p->strings->names[i]));
+    ms_pb_put(&p->out, strs.p, strs.n);
     free(strs.p);
     (void)nfuncs;
     return p->out.oom || strs.oom ? -1 : 0;
-}
-
-static int gzip_to(FILE *out, const uint8_t *d, size_t n, char *err, size_t errlen)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        snprintf(err, errlen, "zlib: cannot initialise gzip");
-        return -1;
-    }
-    uint8_t buf[1 << 15];
-    z.next_in = (Bytef *)d;
-    z.avail_in = 0; /* fed in pieces: a profile may exceed what uInt holds */
-    size_t left = n;
-    int rc;
-    do {
-        if (z.avail_in == 0 && left) {
-            size_t piece = left > (1u << 30) ? (1u << 30) : left;
-            z.avail_in = (uInt)piece;
-            left -= piece;
-        }
-        z.next_out = buf;
-        z.avail_out = sizeof buf;
-        rc = deflate(&z, left || z.avail_in ? Z_NO_FLUSH : Z_FINISH);
-        size_t have = sizeof buf - z.avail_out;
-        if (have && fwrite(buf, 1, have, out) != have) {
-            deflateEnd(&z);
-            snprintf(err, errlen, "write error");
-            return -1;
-        }
-    } while (rc != Z_STREAM_END && rc != Z_STREAM_ERROR);
-    deflateEnd(&z);
-    if (rc != Z_STREAM_END) {
-        snprintf(err, errlen, "zlib: compression failed");
-        return -1;
-    }
-    return 0;
 }
 
 int ms_export_pprof(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opts *o, FILE *out,
@@ -568,7 +457,7 @@ int ms_export_pprof(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_op
         snprintf(err, errlen, "out of memory while encoding the profile");
         goto done;
     }
-    rc = gzip_to(out, p.out.p, p.out.n, err, errlen);
+    rc = ms_gzip_write(out, p.out.p, p.out.n, err, errlen);
 done:
     ms_agg_free(p.strings);
     ms_agg_free(p.funcs);

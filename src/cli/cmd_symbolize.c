@@ -13,11 +13,16 @@ static void usage(FILE *out)
             "usage: memsight symbolize --clickhouse URL [options] [ELF-FILE...]\n"
             "\n"
             "For every build id in the pushed frames, finds its ELF or debug file (among the\n"
-            "files given, at the module path the frames recorded, or under\n"
-            "/usr/lib/debug/.build-id) and loads function, file and line of the offsets\n"
-            "not symbolized yet into the memsight_symbols table.\n"
+            "files given, at the module path the frames recorded, under\n"
+            "/usr/lib/debug/.build-id, or from the debuginfod servers of DEBUGINFOD_URLS when\n"
+            "what is here is stripped) and loads function, file and line of the offsets\n"
+            "without a source line yet into the memsight_symbols table. Says how many offsets\n"
+            "stayed unresolved and why; never stores \"not found\", so a later run with a\n"
+            "better file completes them.\n"
             "\n"
-            "  -q, --quiet   print only errors\n");
+            "  -q, --quiet   print only errors\n"
+            "      --force   look every offset up again (a result as good as the stored one\n"
+            "                replaces it)\n");
 }
 
 static void note(void *ctx, const char *m)
@@ -28,17 +33,19 @@ static void note(void *ctx, const char *m)
 
 int ms_cmd_symbolize(int argc, char **argv)
 {
-    enum { O_CH = 256 };
+    enum { O_CH = 256, O_FORCE };
     static const struct option opts[] = {{"clickhouse", required_argument, 0, O_CH},
+                                         {"force", no_argument, 0, O_FORCE},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *url = NULL;
-    int quiet = 0, c;
+    int quiet = 0, force = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
         switch (c) {
         case O_CH: url = optarg; break;
+        case O_FORCE: force = 1; break;
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -55,10 +62,11 @@ int ms_cmd_symbolize(int argc, char **argv)
         return 2;
     }
     int rc = 0;
-    if (ms_fleet_schema(ch, err, sizeof err) != 0 ||
-        ms_fleet_symbolize(ch, (const char *const *)argv + optind, (size_t)(argc - optind), note,
+    if (ms_fleet_schema(ch, 3, err, sizeof err) != 0 ||
+        ms_fleet_symbolize(ch, (const char *const *)argv + optind, (size_t)(argc - optind), force, note,
                            &quiet, err, sizeof err) != 0) {
-        fprintf(stderr, "memsight symbolize: %s\n", err);
+        char e[1200];
+        fprintf(stderr, "memsight symbolize: %s\n", ms_fleet_esc(err, e, sizeof e));
         rc = 1;
     }
     ms_ch_close(ch);

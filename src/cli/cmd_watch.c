@@ -78,6 +78,8 @@ static void on_agent(void *ctx, const ms_snapshot *s)
     a.has_threads = ms_snapshot_thread_counter(s, "leaked", &a.leaked_threads) == 0;
     const char *lv = ms_snapshot_meta(s, "labels");
     snprintf(a.labels, sizeof a.labels, "%s", lv ? lv : "");
+    const char *hv = ms_snapshot_meta(s, "hostname");
+    snprintf(a.host, sizeof a.host, "%s", hv ? hv : "");
     ms_metrics_set_agent(j->metrics, j->o.pid, &a);
 }
 

@@ -6,12 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_RESPONSE (512u << 20) /* an answer larger than this is refused, not held */
 
 struct ms_ch {
     char *url;  /* as given, without a trailing '/' before the query */
     int has_query;
+    long connect_s, total_s;
+    int transient; /* the last failure may pass when tried again */
 };
 
 ms_ch *ms_ch_open(const char *url, char *err, size_t errlen)
@@ -48,7 +51,34 @@ ms_ch *ms_ch_open(const char *url, char *err, size_t errlen)
         return NULL;
     }
     ch->has_query = strchr(url, '?') != NULL;
+    ch->connect_s = 10;
+    ch->total_s = 300;
     return ch;
+}
+
+void ms_ch_set_timeouts(ms_ch *ch, long connect_s, long total_s)
+{
+    ch->connect_s = connect_s > 0 ? connect_s : 10;
+    ch->total_s = total_s > 0 ? total_s : 300;
+}
+
+int ms_ch_last_transient(const ms_ch *ch)
+{
+    return ch->transient;
+}
+
+int ms_ch_exec_retry(ms_ch *ch, int tries, const char *sql, char **out, size_t *outlen, char *err,
+                     size_t errlen)
+{
+    unsigned wait = 1;
+    for (int t = 1;; t++) {
+        if (ms_ch_exec(ch, sql, NULL, 0, out, outlen, err, errlen) == 0)
+            return 0;
+        if (t >= tries || !ch->transient)
+            return -1;
+        sleep(wait);
+        wait = wait < 32 ? wait * 2 : 64;
+    }
 }
 
 void ms_ch_close(ms_ch *ch)
@@ -117,8 +147,8 @@ int ms_ch_exec(ms_ch *ch, const char *sql, const char *body, size_t bodylen, cha
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? bodylen : strlen(sql)));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, ch->connect_s);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, ch->total_s);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     /* no "Expect: 100-continue": ClickHouse does not answer it, and libcurl would wait a
      * second before every body larger than 1 KiB */
@@ -129,14 +159,20 @@ int ms_ch_exec(ms_ch *ch, const char *sql, const char *body, size_t bodylen, cha
     CURLcode cc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    ch->transient = 0;
     if (cc != CURLE_OK) {
-        if (b.too_big)
+        ch->transient = !b.too_big;
+        if (cc == CURLE_OPERATION_TIMEDOUT)
+            snprintf(err, errlen, "timed out (connect %ld s, whole request %ld s): %s", ch->connect_s,
+                     ch->total_s, cerr[0] ? cerr : curl_easy_strerror(cc));
+        else if (b.too_big)
             snprintf(err, errlen, "ClickHouse answered more than %u MiB: refused", MAX_RESPONSE >> 20);
         else
             snprintf(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(cc));
         goto done;
     }
     if (status != 200) {
+        ch->transient = status >= 500 && status != 500; /* 500: the statement's own error */
         /* ClickHouse puts its exception in the body: its first line says why */
         const char *m = b.p ? b.p : "";
         size_t l = strcspn(m, "\n");
@@ -146,6 +182,7 @@ int ms_ch_exec(ms_ch *ch, const char *sql, const char *body, size_t bodylen, cha
         goto done;
     }
     rc = 0;
+    ch->transient = 0;
     if (out) {
         *out = b.p ? b.p : strdup("");
         if (outlen)

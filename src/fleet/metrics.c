@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "analysis/report_model.h"
 #include "core/fileio.h"
@@ -28,6 +29,7 @@ typedef struct mproc {
 struct ms_metrics {
     pthread_mutex_t mu;
     char labels[MS_LABELS_MAX];
+    char host[65]; /* this machine's name: the host label where the agent gives none */
     mproc *p;
     size_t n, cap;
 };
@@ -39,6 +41,9 @@ ms_metrics *ms_metrics_new(const char *labels)
         return NULL;
     pthread_mutex_init(&m->mu, NULL);
     snprintf(m->labels, sizeof m->labels, "%s", labels ? labels : "");
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(m->host, sizeof m->host, "%s", u.nodename);
     return m;
 }
 
@@ -168,14 +173,23 @@ static void put_labels(FILE *f, const char *labels, const char *except, int *fir
     }
 }
 
-/* {pid="..",program="..",user labels,snapshot labels the user did not set,extra} */
+/* {host="..",pid="..",program="..",user labels,snapshot labels the user did not set,
+ * extra}: host is the process's own name (its agent's, or its newest snapshot's), else
+ * this machine's (label values escaped as the format says: a forged name stays a value) */
 static void series(FILE *f, const ms_metrics *m, const mproc *q, const char *name,
                    const char *ek, const char *ev)
 {
     int first = 1;
     fprintf(f, "%s{", name);
+    const char *host = q && q->has_agent && q->a.host[0] ? q->a.host : m->host;
+    if (host[0]) {
+        fputs("host=\"", f);
+        put_value(f, host, strnlen(host, 64));
+        fputc('"', f);
+        first = 0;
+    }
     if (q) {
-        fprintf(f, "pid=\"%d\",program=\"", q->pid);
+        fprintf(f, "%spid=\"%d\",program=\"", first ? "" : ",", q->pid);
         put_value(f, q->program, strlen(q->program));
         fputc('"', f);
         first = 0;

@@ -21,12 +21,13 @@ typedef struct ms_metrics_agent {
     int has_threads;                      /* thread lives are known (THRL, thread_life.c) */
     uint64_t leaked_threads;              /* threads ended, never joined nor detached */
     char labels[512];                     /* the labels ("k=v;k=v") */
+    char host[65];                        /* the process's hostname (uname), "" unknown */
 } ms_metrics_agent;
 
 /* ---- the plugin ---- */
 #define MS_METRICS_PLUGIN_NAME "libmemsight-metrics.so"
 #define MS_METRICS_PLUGIN_ENTRY "memsight_metrics_plugin_serve"
-#define MS_METRICS_PLUGIN_ABI 1u
+#define MS_METRICS_PLUGIN_ABI 2u /* 2: ms_metrics_agent.host */
 
 typedef struct ms_metrics_plugin_args {
     uint32_t abi;       /* MS_METRICS_PLUGIN_ABI */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "analysis/json_writer.h"
@@ -20,6 +21,8 @@
  * The schema (docs/fleet.md). ClickHouse 18.16 and later: MergeTree with PARTITION BY /
  * ORDER BY, arrays, JSONEachRow over HTTP.
  * ========================================================================= */
+#define SID_EXPR MS_FLEET_SID_EXPR
+
 static const char *const schema[] = {
     "CREATE TABLE IF NOT EXISTS memsight_stacks ("
     " snapshot_id String, time DateTime, snapshot_ns UInt64, host String, program String,"
@@ -32,7 +35,8 @@ static const char *const schema[] = {
     " indirectly_lost_bytes UInt64, indirectly_lost_blocks UInt64,"
     " possibly_lost_bytes UInt64, possibly_lost_blocks UInt64,"
     " still_reachable_bytes UInt64, still_reachable_blocks UInt64,"
-    " frame_build_ids Array(String), frame_offsets Array(UInt64), frame_modules Array(String)"
+    " frame_build_ids Array(String), frame_offsets Array(UInt64), frame_modules Array(String),"
+    " sid UInt64 DEFAULT " SID_EXPR
     ") ENGINE = ReplacingMergeTree() PARTITION BY toYYYYMM(time)"
     " ORDER BY (program, snapshot_id, stack_hash)",
     "CREATE TABLE IF NOT EXISTS memsight_snapshots ("
@@ -45,16 +49,53 @@ static const char *const schema[] = {
     " ORDER BY (program, host, pid, snapshot_id)",
     "CREATE TABLE IF NOT EXISTS memsight_symbols ("
     " build_id String, offset UInt64, idx UInt8, function String, file String, line UInt32,"
-    " inlined UInt8"
+    " inlined UInt8, quality UInt8, loaded UInt64"
     ") ENGINE = ReplacingMergeTree() ORDER BY (build_id, offset, idx)",
 };
 
-int ms_fleet_schema(ms_ch *ch, char *err, size_t errlen)
+/* Columns added since the first schema, for tables an older memsight made: ClickHouse
+ * adds them without rewriting a part (old rows read the DEFAULT). */
+static const char *const added[][3] = {
+    {"memsight_stacks", "sid", "UInt64 DEFAULT " SID_EXPR},
+    {"memsight_symbols", "quality", "UInt8"},
+    {"memsight_symbols", "loaded", "UInt64"},
+};
+
+int ms_fleet_schema(ms_ch *ch, int tries, char *err, size_t errlen)
 {
     for (size_t i = 0; i < sizeof schema / sizeof schema[0]; i++)
-        if (ms_ch_exec(ch, schema[i], NULL, 0, NULL, NULL, err, errlen) != 0)
+        if (ms_ch_exec_retry(ch, tries, schema[i], NULL, NULL, err, errlen) != 0)
             return -1;
-    return 0;
+    char *cols = NULL;
+    if (ms_ch_exec_retry(ch, tries, "SELECT concat(table, '.', name) FROM system.columns WHERE"
+                         " database = currentDatabase() AND table IN ('memsight_stacks',"
+                         " 'memsight_symbols') FORMAT TabSeparated", &cols, NULL, err, errlen) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < sizeof added / sizeof added[0] && rc == 0; i++) {
+        char want[128], *sql = NULL;
+        snprintf(want, sizeof want, "\n%s.%s\n", added[i][0], added[i][1]);
+        /* the answer's lines, each between newlines */
+        size_t wl = strlen(want);
+        int have = 0;
+        for (const char *p = cols; !have && p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+            have = !strncmp(p, want + 1, wl - 1);
+        if (have)
+            continue;
+        if (asprintf(&sql, "ALTER TABLE %s ADD COLUMN %s %s", added[i][0], added[i][1], added[i][2]) < 0) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        } else if (ms_ch_exec(ch, sql, NULL, 0, NULL, NULL, err, errlen) != 0) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "%s was made by an older memsight and lacks its column %s;"
+                     " adding it failed: %s (docs/fleet.md, Upgrading)", added[i][0], added[i][1], why);
+            rc = -1;
+        }
+        free(sql);
+    }
+    free(cols);
+    return rc;
 }
 
 /* ===========================================================================
@@ -150,6 +191,7 @@ static void labels_json(ms_json *j, const char *labels)
 
 typedef struct snapinfo {
     char id[64];
+    uint64_t sid; /* the FNV-1a 64 the id starts with */
     uint64_t ns, pid, seq, size;
     const char *host, *program, *reason, *labels;
 } snapinfo;
@@ -174,6 +216,7 @@ static void stack_row(ms_json *j, const snapinfo *si, const ms_snapshot *s, cons
 {
     ms_json_object_begin(j);
     common(j, si, s);
+    ms_json_kv_u64(j, "sid", si->sid);
     ms_json_kv_u64(j, "stack_hash", r->hash);
     ms_json_kv_str(j, "kind", kind_name(r->st->kind));
     ms_json_kv_u64(j, "first_is_pc", (r->st->flags & MS_STACKF_FIRST_IS_PC) != 0);
@@ -214,7 +257,7 @@ static void stack_row(ms_json *j, const snapinfo *si, const ms_snapshot *s, cons
 
 /* The identity of a snapshot is its content: the same file pushed twice is the same
  * snapshot, wherever it was copied. */
-static void content_id(const char *data, size_t n, char *out)
+static uint64_t content_id(const char *data, size_t n, char *out)
 {
     uint64_t h = fnv(0xcbf29ce484222325ull, data, n);
     uLong crc = crc32(0L, Z_NULL, 0);
@@ -224,6 +267,7 @@ static void content_id(const char *data, size_t n, char *out)
         off += k;
     }
     snprintf(out, 64, "%016" PRIx64 "%08lx%" PRIx64, h, (unsigned long)crc, (uint64_t)n);
+    return h;
 }
 
 /* One prepared snapshot: its id, its rows and its completion row as JSON lines. */
@@ -247,7 +291,7 @@ static int prepare(const char *path, prepared *pr, char *err, size_t errlen)
     if (!data)
         return -1;
     snapinfo si = {0};
-    content_id(data, flen, si.id);
+    si.sid = content_id(data, flen, si.id);
     memcpy(pr->id, si.id, sizeof pr->id);
     free(data);
     si.size = flen;
@@ -263,10 +307,21 @@ static int prepare(const char *path, prepared *pr, char *err, size_t errlen)
         snprintf(err, errlen, "the snapshot has no time (snapshot_ns): ClickHouse rows need one");
         goto done;
     }
+    if (si.ns / 1000000000ull < MS_FLEET_TIME_MIN || si.ns / 1000000000ull > MS_FLEET_TIME_MAX) {
+        snprintf(err, errlen, "its time (snapshot_ns %" PRIu64 ") is outside what ClickHouse's DateTime"
+                 " holds (1970-01-01T00:00:01Z to 2105-12-31T23:59:59Z): refused rather than stored"
+                 " as another date", si.ns);
+        goto done;
+    }
     v = ms_agg_meta(s, "pid");
     si.pid = v ? strtoull(v, NULL, 10) : 0;
     v = ms_agg_meta(s, "seq");
     si.seq = v ? strtoull(v, NULL, 10) : 0;
+    if (si.pid > UINT32_MAX || si.seq > UINT32_MAX) {
+        snprintf(err, errlen, "its pid %" PRIu64 " or sequence number %" PRIu64 " does not fit 32 bits:"
+                 " no process has it", si.pid, si.seq);
+        goto done;
+    }
     si.host = ms_agg_meta(s, "hostname");
     si.host = si.host ? si.host : "";
     si.reason = ms_agg_meta(s, "reason");
@@ -301,6 +356,19 @@ static int prepare(const char *path, prepared *pr, char *err, size_t errlen)
             a->free_bytes += b->free_bytes, a->free_blocks += b->free_blocks;
         } else {
             r[m++] = r[i];
+        }
+    }
+    /* counters no process can have: more live bytes (or blocks) than any address space
+     * holds, in one stack or summed (a forged or corrupt file) */
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m; i++) {
+        const ms_snap_counters *c = &r[i].c;
+        if (c->live_bytes > MS_FLEET_BYTES_MAX || c->live_blocks > MS_FLEET_BYTES_MAX ||
+            (sum += c->live_bytes) > MS_FLEET_BYTES_MAX) {
+            snprintf(err, errlen, "a stack holds %" PRIu64 " live bytes in %" PRIu64 " blocks (%" PRIu64
+                     " summed so far): more than any address space (2^57 bytes) holds; refused",
+                     c->live_bytes, c->live_blocks, sum);
+            goto done;
         }
     }
     for (size_t i = 0; i < s->nleaks; i++) {
@@ -400,11 +468,12 @@ static int in_set(const idset *s, const char *id)
     return 0;
 }
 
-static void fail_all(ms_push_item *it, size_t lo, size_t hi, const char *why)
+static void fail_all(ms_push_item *it, size_t lo, size_t hi, const char *why, int transient)
 {
     for (size_t i = lo; i < hi; i++)
         if (it[i].status == MS_PUSH_PENDING) {
             it[i].status = MS_PUSH_FAILED;
+            it[i].transient = transient;
             snprintf(it[i].err, sizeof it[i].err, "%s", why);
         }
 }
@@ -471,14 +540,14 @@ static void flush(ms_ch *ch, ms_push_item *it, prepared *pr, size_t lo, size_t h
     char *ids = id_list(it, pr, lo, hi), *body = NULL;
     size_t len = 0, cap = 0;
     if (!ids) {
-        fail_all(it, lo, hi, "out of memory");
+        fail_all(it, lo, hi, "out of memory", 0);
         return;
     }
     if (!ids[0])
         goto out;
     if (ask(ch, "memsight_snapshots", ids, &done, err, sizeof err) != 0 ||
         ask(ch, "memsight_stacks", ids, &started, err, sizeof err) != 0) {
-        fail_all(it, lo, hi, err);
+        fail_all(it, lo, hi, err, ms_ch_last_transient(ch));
         goto out;
     }
     for (size_t i = lo; i < hi; i++)
@@ -490,24 +559,24 @@ static void flush(ms_ch *ch, ms_push_item *it, prepared *pr, size_t lo, size_t h
     for (size_t i = lo; i < hi; i++)
         if (it[i].status == MS_PUSH_PENDING && !in_set(&started, pr[i].id) &&
             append(&body, &len, &cap, pr[i].rows, pr[i].rows_len) != 0) {
-            fail_all(it, lo, hi, "out of memory");
+            fail_all(it, lo, hi, "out of memory", 0);
             goto out;
         }
     if (len && ms_ch_exec(ch, "INSERT INTO memsight_stacks FORMAT JSONEachRow", body, len, NULL,
                           NULL, err, sizeof err) != 0) {
-        fail_all(it, lo, hi, err);
+        fail_all(it, lo, hi, err, ms_ch_last_transient(ch));
         goto out;
     }
     len = 0;
     for (size_t i = lo; i < hi; i++)
         if (it[i].status == MS_PUSH_PENDING &&
             append(&body, &len, &cap, pr[i].mark, pr[i].mark_len) != 0) {
-            fail_all(it, lo, hi, "out of memory");
+            fail_all(it, lo, hi, "out of memory", 0);
             goto out;
         }
     if (len && ms_ch_exec(ch, "INSERT INTO memsight_snapshots FORMAT JSONEachRow", body, len, NULL,
                           NULL, err, sizeof err) != 0) {
-        fail_all(it, lo, hi, err);
+        fail_all(it, lo, hi, err, ms_ch_last_transient(ch));
         goto out;
     }
     for (size_t i = lo; i < hi; i++)
@@ -527,12 +596,35 @@ out:
  * for 4,000 snapshots and pushed ~10% faster than 32 MiB (docs/fleet.md) */
 #define BATCH_BYTES (32u << 20)
 
-void ms_fleet_push(ms_ch *ch, ms_push_item *it, size_t n,
+/* A batch, tried again while its failure is the transport's (or a 5xx): flush asks
+ * first what ClickHouse already holds, so a try whose INSERT landed although its answer
+ * was lost sends nothing twice. */
+static void flush_tries(ms_ch *ch, ms_push_item *it, prepared *pr, size_t lo, size_t hi, int tries)
+{
+    unsigned wait = 1;
+    for (int t = 1;; t++) {
+        flush(ch, it, pr, lo, hi);
+        int again = 0;
+        for (size_t k = lo; k < hi; k++)
+            again |= it[k].status == MS_PUSH_FAILED && it[k].transient;
+        if (!again || t >= tries)
+            return;
+        sleep(wait);
+        wait = wait < 32 ? wait * 2 : 64;
+        for (size_t k = lo; k < hi; k++)
+            if (it[k].status == MS_PUSH_FAILED && it[k].transient) {
+                it[k].status = MS_PUSH_PENDING;
+                it[k].transient = 0;
+            }
+    }
+}
+
+void ms_fleet_push(ms_ch *ch, ms_push_item *it, size_t n, int tries,
                    void (*progress)(void *ctx, const ms_push_item *item), void *ctx)
 {
     prepared *pr = calloc(n ? n : 1, sizeof *pr);
     if (!pr) {
-        fail_all(it, 0, n, "out of memory");
+        fail_all(it, 0, n, "out of memory", 0);
         return;
     }
     /* First which files ClickHouse already holds, by their ids alone (a read and a
@@ -542,7 +634,7 @@ void ms_fleet_push(ms_ch *ch, ms_push_item *it, size_t n,
         char *data = ms_read_file(it[i].path, &flen, it[i].err, sizeof it[i].err);
         it[i].status = data ? MS_PUSH_PENDING : MS_PUSH_FAILED;
         if (data)
-            content_id(data, flen, pr[i].id);
+            (void)content_id(data, flen, pr[i].id);
         free(data);
     }
     for (size_t lo = 0; lo < n; lo += 2000) {
@@ -569,7 +661,7 @@ void ms_fleet_push(ms_ch *ch, ms_push_item *it, size_t n,
         }
         int full = i < n && (rows + pr[i].nrows >= BATCH_ROWS || bytes + pr[i].rows_len >= BATCH_BYTES);
         if (i == n || full) {
-            flush(ch, it, pr, lo, i);
+            flush_tries(ch, it, pr, lo, i, tries);
             for (size_t k = lo; k < i; k++) {
                 free(pr[k].rows);
                 free(pr[k].mark);

@@ -9,8 +9,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analysis/json_writer.h"
+#include "analysis/protobuf.h"
 #include "analysis/stack_agg.h"
 #include "core/labels.h"
 
@@ -105,16 +107,6 @@ static void where(sb *b, const ms_fleet_opts *o)
     }
 }
 
-/* g0, g1...: the group keys, as columns of the statement's result */
-static void groups(sb *b, const ms_fleet_opts *o, int with_any)
-{
-    for (size_t i = 0; i < o->ngroup; i++) {
-        sbf(b, "%s", with_any ? "any(" : "");
-        keyexpr(b, o->group_by[i]);
-        sbf(b, "%s AS g%zu, ", with_any ? ")" : "", i);
-    }
-}
-
 static void glist(sb *b, const ms_fleet_opts *o, const char *tail)
 {
     for (size_t i = 0; i < o->ngroup; i++)
@@ -122,13 +114,54 @@ static void glist(sb *b, const ms_fleet_opts *o, const char *tail)
     sbf(b, "%s", tail);
 }
 
-/* the newest snapshot of every process (program, host, pid) that passes --where */
-static void latest(sb *b, const ms_fleet_opts *o, int leak_scan)
+/* The snapshots in play: those in memsight_snapshots (a push's completion mark: half
+ * pushed ones never count) that pass --where and were taken in [--since, --until], one
+ * row each (a snapshot marked twice is one), with its process key `proc`, its `sid`, and
+ * the group values g0, g1... */
+static void snaps(sb *b, const ms_fleet_opts *o)
 {
-    sbf(b, "snapshot_id IN (SELECT argMax(snapshot_id, snapshot_ns) FROM memsight_snapshots"
-           " WHERE 1%s", leak_scan ? " AND leak_scan = 1" : "");
+    sbf(b, "(SELECT snapshot_id, " MS_FLEET_SID_EXPR " AS sid,"
+           " cityHash64(any(s_program), any(s_host), any(s_pid)) AS proc, any(s_ns) AS ns,"
+           " max(s_leak) AS leak_scan, max(s_sampled) AS sampled");
+    for (size_t i = 0; i < o->ngroup; i++)
+        sbf(b, ", any(s_g%zu) AS g%zu", i, i);
+    sbf(b, " FROM (SELECT snapshot_id, program AS s_program, host AS s_host, pid AS s_pid,"
+           " snapshot_ns AS s_ns, leak_scan AS s_leak, sampled AS s_sampled");
+    for (size_t i = 0; i < o->ngroup; i++) {
+        sbf(b, ", ");
+        keyexpr(b, o->group_by[i]);
+        sbf(b, " AS s_g%zu", i);
+    }
+    sbf(b, " FROM memsight_snapshots WHERE 1");
+    if (o->since_ns)
+        sbf(b, " AND snapshot_ns >= %" PRIu64, o->since_ns);
+    if (o->until_ns)
+        sbf(b, " AND snapshot_ns <= %" PRIu64, o->until_ns);
     where(b, o);
-    sbf(b, " GROUP BY program, host, pid)");
+    sbf(b, ") GROUP BY snapshot_id)");
+}
+
+/* what ClickHouse can skip of memsight_stacks by its partitions and time */
+static void time_prune(sb *b, const ms_fleet_opts *o)
+{
+    if (o->since_ns)
+        sbf(b, " AND time >= toDateTime(%" PRIu64 ") AND snapshot_ns >= %" PRIu64,
+            (uint64_t)(o->since_ns / 1000000000u), o->since_ns);
+    if (o->until_ns)
+        sbf(b, " AND time <= toDateTime(%" PRIu64 ") AND snapshot_ns <= %" PRIu64,
+            (uint64_t)(o->until_ns / 1000000000u), o->until_ns);
+}
+
+/* the newest snapshot in play of every process (with a leak scan: leaks), with the
+ * process's group values */
+static void latest(sb *b, const ms_fleet_opts *o, int leak_scan, int with_groups)
+{
+    sbf(b, "(SELECT argMax(sid, ns) AS sid, proc");
+    for (size_t i = 0; with_groups && i < o->ngroup; i++)
+        sbf(b, ", argMax(g%zu, ns) AS g%zu", i, i);
+    sbf(b, " FROM ");
+    snaps(b, o);
+    sbf(b, "%s GROUP BY proc)", leak_scan ? " WHERE leak_scan = 1" : "");
 }
 
 static void limit_by(sb *b, const ms_fleet_opts *o)
@@ -142,19 +175,45 @@ static void limit_by(sb *b, const ms_fleet_opts *o)
     }
 }
 
-/* Result columns after the groups: stack_hash, then the query's numbers (NNUM). */
+/* The newest snapshots' rows of memsight_stacks: joined by sid (a number) to the
+ * processes' newest snapshots, which also gives their group values. PREWHERE reads the
+ * sid column first, the others only where a newest snapshot is. */
+static void latest_rows(sb *b, const ms_fleet_opts *o, int leak_scan)
+{
+    sbf(b, " FROM memsight_stacks ANY INNER JOIN ");
+    latest(b, o, leak_scan, 1);
+    sbf(b, " USING sid PREWHERE sid IN (SELECT sid FROM ");
+    latest(b, o, leak_scan, 0);
+    sbf(b, ")");
+    time_prune(b, o);
+}
+
+/* Per process with at least two snapshots in play: proc, n (its snapshots), their sids
+ * and times in time order, its group values. */
+static void procs(sb *b, const ms_fleet_opts *o)
+{
+    sbf(b, "(SELECT proc, ");
+    for (size_t i = 0; i < o->ngroup; i++)
+        sbf(b, "any(g%zu) AS g%zu, ", i, i);
+    sbf(b, "arraySort(groupArray((ns, sid))) AS ts, length(ts) AS n,"
+           " arrayMap(t -> tupleElement(t, 1), ts) AS times,"
+           " arrayMap(t -> tupleElement(t, 2), ts) AS sids FROM ");
+    snaps(b, o);
+    sbf(b, " GROUP BY proc HAVING n >= 2)");
+}
+
+/* Result columns after the groups: stack_hash, then the query's numbers (NNUM), then
+ * the sid of a snapshot holding the stack (its frames are read from there). */
 #define NNUM 8
 static void build_sql(sb *b, const ms_fleet_opts *o)
 {
     if (o->query == MS_FLEET_TOP) {
         /* numbers: live bytes, live blocks, alloc bytes, alloc blocks, processes */
         sbf(b, "SELECT ");
-        groups(b, o, 0);
+        glist(b, o, "");
         sbf(b, "stack_hash, sum(live_bytes) AS lb, sum(live_blocks), sum(alloc_bytes),"
-               " sum(alloc_blocks), uniqExact(program, host, pid), 0, 0, 0, any(program), any(snapshot_id)"
-               " FROM memsight_stacks WHERE ");
-        latest(b, o, 0);
-        where(b, o);
+               " sum(alloc_blocks), uniqExact(proc), 0, 0, 0, any(sid)");
+        latest_rows(b, o, 0);
         sbf(b, " GROUP BY ");
         glist(b, o, "stack_hash HAVING lb > 0 ORDER BY ");
         glist(b, o, "lb DESC, stack_hash");
@@ -162,68 +221,85 @@ static void build_sql(sb *b, const ms_fleet_opts *o)
     } else if (o->query == MS_FLEET_LEAKS) {
         /* numbers: definitely, indirectly, possibly lost (bytes, blocks), processes */
         sbf(b, "SELECT ");
-        groups(b, o, 0);
+        glist(b, o, "");
         sbf(b, "stack_hash, sum(definitely_lost_bytes) AS d, sum(definitely_lost_blocks),"
                " sum(indirectly_lost_bytes) AS i, sum(indirectly_lost_blocks),"
                " sum(possibly_lost_bytes) AS p, sum(possibly_lost_blocks),"
-               " uniqExact(program, host, pid), 0, any(program), any(snapshot_id) FROM memsight_stacks WHERE ");
-        latest(b, o, 1);
-        where(b, o);
+               " uniqExact(proc), 0, any(sid)");
+        latest_rows(b, o, 1);
         sbf(b, " GROUP BY ");
         glist(b, o, "stack_hash HAVING d + i + p > 0 ORDER BY ");
         glist(b, o, "d + i DESC, p DESC, stack_hash");
         limit_by(b, o);
+    } else if (o->query == MS_FLEET_DIFF) {
+        /* numbers: live bytes in A's and B's newest snapshots, processes of each holding
+         * the stack; ranked by the change of bytes per process (B's count x A's sum
+         * against A's count x B's sum: no division in the ranking) */
+        sbf(b, "SELECT stack_hash, sumIf(live_bytes, g0 = ");
+        sbq(b, o->diff_a);
+        sbf(b, ") AS a, sumIf(live_bytes, g0 = ");
+        sbq(b, o->diff_b);
+        sbf(b, ") AS bb, uniqExactIf(proc, g0 = ");
+        sbq(b, o->diff_a);
+        sbf(b, "), uniqExactIf(proc, g0 = ");
+        sbq(b, o->diff_b);
+        sbf(b, "), 0, 0, 0, 0, any(sid)");
+        latest_rows(b, o, 0);
+        sbf(b, " GROUP BY stack_hash HAVING a + bb > 0 ORDER BY abs(toFloat64(bb) * {NA} -"
+               " toFloat64(a) * {NB}) DESC, stack_hash LIMIT %d", o->top);
     } else {
-        /* As `memsight trend` scores one series, per process (program, host, pid): its
-         * snapshots in time order, each stack's live bytes at each (0 where absent),
-         * steadiness = (grew - shrank) / intervals clipped to [0, 1], growth = last -
-         * first, share = growth / the process's positive growth, score = steadiness^2 x
-         * (0.5 + 0.5 share) for a stack that grew. Then across the fleet: processes in
-         * which the stack is a suspect, the sum of its scores (the rank) and growth.
+        /* As `memsight trend` scores one series, per process: its snapshots in time order
+         * (rank 1..n), each stack's live bytes at each (0 where absent), steadiness =
+         * (rises - falls) / (n - 1) clipped to [0, 1], growth = last - first, share =
+         * growth / the process's positive growth, score = steadiness^2 x (0.5 + 0.5 share)
+         * for a stack that grew. Each (process, stack) holds only the ranks where the
+         * stack is (rs, ascending) and its bytes there (vs): a gap of ranks is a fall to
+         * 0 and a rise from it; no series is made dense, no snapshot id is carried.
+         * The onset is the time of the first snapshot after the series' last lowest
+         * point (low). Then across the fleet per stack: processes in which it is a
+         * suspect, the sum of its scores (the rank), growth, the earliest onset.
          * numbers: score sum x 1e6, suspects, processes seen, growth, max score x 1e6,
-         * mean steadiness x 1e6 */
+         * mean steadiness x 1e6, earliest onset (ns) */
         sbf(b, "SELECT ");
         glist(b, o, "");
-        sbf(b, "stack_hash, toUInt64(sum(score) * 1000000) AS rank, countIf(score > 0) AS suspects,"
+        sbf(b, "stack_hash, toUInt64(sum(score) * 1000000) AS score_rank, countIf(score > 0) AS suspects,"
                " count(), toUInt64(sumIf(growth, score > 0)), toUInt64(max(score) * 1000000),"
-               " toUInt64(avg(steadiness) * 1000000), 0, 0, any(program), any(sid) FROM ("
-               " SELECT program, host, pid, ");
-        glist(b, o, "");
-        sbf(b, "tupleElement(r, 1) AS stack_hash, tupleElement(r, 2) AS steadiness,"
-               " tupleElement(r, 3) AS growth, tupleElement(r, 4) AS sid,"
+               " toUInt64(avg(steadiness) * 1000000),"
+               " minIf(if(low < n, times[low + 1], 0), score > 0), 0, any(xsid) FROM ("
+               " SELECT proc, tupleElement(r, 1) AS stack_hash, tupleElement(r, 2) AS steadiness,"
+               " tupleElement(r, 3) AS growth, tupleElement(r, 4) AS low, tupleElement(r, 5) AS xsid,"
                " if(growth > 0 AND sumpos > 0, steadiness * steadiness * (0.5 + 0.5 * growth / sumpos),"
                " 0) AS score FROM ("
-               " SELECT program, host, pid, ");
-        glist(b, o, "");
-        sbf(b, "sum(greatest(growth, 0)) AS sumpos,"
-               " groupArray((stack_hash, steadiness, growth, sid)) AS rows FROM ("
-               " SELECT program, host, pid, ");
-        glist(b, o, "");
-        /* No lambda captures a column: ClickHouse 18.16 drops columns that only a lambda
-         * names before it evaluates the lambda. ids and vals are repeated to the length of
-         * snaps and passed as arguments instead. */
-        sbf(b, "stack_hash, arrayMap((s, i, v) -> toInt64(v[indexOf(i, s)]), snaps,"
-               " arrayResize([ids], length(snaps), ids), arrayResize([vals], length(snaps), vals))"
-               " AS series,"
-               " length(series) AS n, arrayDifference(series) AS d,"
-               " greatest(0, (arrayCount(x -> x > 0, d) - arrayCount(x -> x < 0, d)) / (n - 1))"
-               " AS steadiness, series[n] - series[1] AS growth, ids[1] AS sid FROM ("
-               " SELECT program, host, pid, ");
-        groups(b, o, 1);
-        sbf(b, "stack_hash, groupArray(snapshot_id) AS ids, groupArray(live_bytes) AS vals"
-               " FROM memsight_stacks WHERE 1");
-        where(b, o);
-        sbf(b, " GROUP BY program, host, pid, stack_hash)"
-               " ANY INNER JOIN (SELECT program, host, pid, arrayMap(t -> tupleElement(t, 2),"
-               " arraySort(groupArray((snapshot_ns, snapshot_id)))) AS snaps FROM memsight_snapshots"
-               " WHERE 1");
-        where(b, o);
-        sbf(b, " GROUP BY program, host, pid HAVING length(snaps) >= 2) USING (program, host, pid))"
-               " GROUP BY program, host, pid, ");
-        glist(b, o, "");
-        sbf(b, "1) ARRAY JOIN rows AS r) GROUP BY ");
+               " SELECT proc, sum(greatest(growth, 0)) AS sumpos,"
+               " groupArray((stack_hash, steadiness, growth, low, xsid)) AS rows FROM ("
+               " SELECT proc, stack_hash, xsid, length(rs) AS m,"
+               " arrayPopFront(arrayDifference(arrayPushFront(rs, toUInt32(0)))) AS gp,"
+               " arrayPushFront(arrayPopBack(vs), if(rs[1] = 1, vs[1], 0)) AS pv,"
+               " arraySum(arrayMap((g, v, p) -> if(g = 1, v > p, v > 0), gp, vs, pv)) AS rises,"
+               " arraySum(arrayMap((g, v, p) -> if(g = 1, v < p, p > 0), gp, vs, pv))"
+               " + (rs[m] < n AND vs[m] > 0) AS falls,"
+               " greatest(0, (rises - falls) / (n - 1)) AS steadiness,"
+               " toInt64(if(rs[m] = n, vs[m], 0)) - toInt64(if(rs[1] = 1, vs[1], 0)) AS growth,"
+               " if(m < n, 0, arrayReduce('min', vs)) AS lowest,"
+               " indexOf(arrayReverse(vs), lowest) AS lp,"
+               " if(m < n, if(rs[m] < n, toInt64(n),"
+               " toInt64(rs[m + 1 - indexOf(arrayReverse(arrayMap(g -> g > 1, gp)), 1)]) - 1), 0) AS la,"
+               " greatest(if(lp > 0, toInt64(rs[m + 1 - lp]), 0), la) AS low FROM ("
+               " SELECT proc, n, stack_hash, any(sid) AS xsid, arraySort(groupArray(rank)) AS rs,"
+               " arraySort((v, r) -> r, groupArray(live_bytes), groupArray(rank)) AS vs"
+               " FROM memsight_stacks ANY INNER JOIN (SELECT sid, proc, n, toUInt32(rk) AS rank FROM ");
+        procs(b, o);
+        sbf(b, " ARRAY JOIN sids AS sid, arrayEnumerate(sids) AS rk) USING sid WHERE 1");
+        time_prune(b, o);
+        sbf(b, " GROUP BY proc, n, stack_hash)) GROUP BY proc) ARRAY JOIN rows AS r)"
+               " ANY INNER JOIN (SELECT proc, n, times");
+        for (size_t i = 0; i < o->ngroup; i++)
+            sbf(b, ", g%zu", i);
+        sbf(b, " FROM ");
+        procs(b, o);
+        sbf(b, ") USING proc GROUP BY ");
         glist(b, o, "stack_hash HAVING suspects > 0 ORDER BY ");
-        glist(b, o, "rank DESC, stack_hash");
+        glist(b, o, "score_rank DESC, stack_hash");
         limit_by(b, o);
     }
     sbf(b, " FORMAT TabSeparated");
@@ -236,7 +312,7 @@ typedef struct rrow {
     char *g[8];
     uint64_t hash;
     uint64_t num[NNUM];
-    char *program, *sid; /* a snapshot holding the stack: its frames are read from there */
+    uint64_t sid; /* a snapshot holding the stack: its frames are read from there */
 } rrow;
 
 typedef struct frames {
@@ -254,16 +330,28 @@ typedef struct sym {
     char *function, *file;
     unsigned line;
     int inlined;
+    unsigned quality;
+    uint64_t loaded;
 } sym;
+
+typedef struct snapkey {
+    uint64_t sid;
+    char *program, *id;
+} snapkey;
 
 typedef struct res {
     const ms_fleet_opts *o;
+    size_t ng; /* group columns in the result (diff: none) */
     rrow *rows;
     size_t nrows, caprows;
     frames *fr;
     size_t nfr, capfr;
     sym *sy;
     size_t nsy, capsy;
+    snapkey *sk;
+    size_t nsk, capsk;
+    uint64_t na, nb;             /* diff: processes of A and of B */
+    uint64_t sampled, scanned;   /* leaks: processes in sampled mode without a scan, with one */
     int oom, bad;
 } res;
 
@@ -282,8 +370,8 @@ typedef struct res {
 static int on_row(void *ctx, char **f, size_t n)
 {
     res *r = ctx;
-    size_t ng = r->o->ngroup;
-    if (n != ng + 1 + NNUM + 2)
+    size_t ng = r->ng;
+    if (n != ng + 1 + NNUM + 1)
         return r->bad = 1, -1;
     GROW(r->rows, r->nrows, r->caprows);
     rrow *x = &r->rows[r->nrows];
@@ -295,9 +383,8 @@ static int on_row(void *ctx, char **f, size_t n)
     x->hash = strtoull(f[ng], NULL, 10);
     for (size_t i = 0; i < NNUM; i++)
         x->num[i] = strtoull(f[ng + 1 + i], NULL, 10);
-    x->program = strdup(f[ng + 1 + NNUM]);
-    x->sid = strdup(f[ng + 2 + NNUM]);
-    return x->program && x->sid ? 0 : (r->oom = 1, -1);
+    x->sid = strtoull(f[ng + 1 + NNUM], NULL, 10);
+    return 0;
 }
 
 /* splits "a\x01b\x01c" into a malloc'ed array of strdup'ed parts */
@@ -356,7 +443,7 @@ static int on_frames(void *ctx, char **f, size_t n)
 static int on_sym(void *ctx, char **f, size_t n)
 {
     res *r = ctx;
-    if (n != 7)
+    if (n != 9)
         return r->bad = 1, -1;
     GROW(r->sy, r->nsy, r->capsy);
     sym *x = &r->sy[r->nsy];
@@ -367,10 +454,26 @@ static int on_sym(void *ctx, char **f, size_t n)
     x->file = strdup(f[4]);
     x->line = (unsigned)strtoul(f[5], NULL, 10);
     x->inlined = f[6][0] == '1';
+    x->quality = (unsigned)strtoul(f[7], NULL, 10);
+    x->loaded = strtoull(f[8], NULL, 10);
     r->nsy++;
     return x->bid && x->function && x->file ? 0 : (r->oom = 1, -1);
 }
 
+static int on_snapkey(void *ctx, char **f, size_t n)
+{
+    res *r = ctx;
+    if (n != 3)
+        return r->bad = 1, -1;
+    GROW(r->sk, r->nsk, r->capsk);
+    snapkey *x = &r->sk[r->nsk++];
+    x->sid = strtoull(f[0], NULL, 10);
+    x->program = strdup(f[1]);
+    x->id = strdup(f[2]);
+    return x->program && x->id ? 0 : (r->oom = 1, -1);
+}
+
+/* by build id, offset, then the best result first (quality, then the newest), idx */
 static int cmp_sym(const void *a, const void *b)
 {
     const sym *x = a, *y = b;
@@ -379,6 +482,10 @@ static int cmp_sym(const void *a, const void *b)
         return c;
     if (x->off != y->off)
         return x->off < y->off ? -1 : 1;
+    if (x->quality != y->quality)
+        return x->quality > y->quality ? -1 : 1;
+    if (x->loaded != y->loaded)
+        return x->loaded > y->loaded ? -1 : 1;
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
@@ -390,22 +497,27 @@ static const frames *frames_of(const res *r, uint64_t hash)
     return NULL;
 }
 
-/* the symbols of (bid, off), innermost first: a run of r->sy */
+/* the symbols of (bid, off), innermost first: the rows of its best result (a later,
+ * better symbolize wins over an earlier one until ClickHouse merges them away) */
 static const sym *syms_of(const res *r, const char *bid, uint64_t off, size_t *n)
 {
-    sym key = {.bid = (char *)bid, .off = off, .idx = 0};
     size_t lo = 0, hi = r->nsy;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (cmp_sym(&r->sy[mid], &key) < 0)
+        const sym *m = &r->sy[mid];
+        int c = strcmp(m->bid, bid);
+        if (c < 0 || (c == 0 && m->off < off))
             lo = mid + 1;
         else
             hi = mid;
     }
     *n = 0;
-    while (lo + *n < r->nsy && !strcmp(r->sy[lo + *n].bid, bid) && r->sy[lo + *n].off == off)
+    const sym *first = lo < r->nsy ? &r->sy[lo] : NULL;
+    while (lo + *n < r->nsy && !strcmp(r->sy[lo + *n].bid, bid) && r->sy[lo + *n].off == off &&
+           r->sy[lo + *n].quality == first->quality && r->sy[lo + *n].loaded == first->loaded &&
+           r->sy[lo + *n].idx == *n)
         (*n)++;
-    return *n ? &r->sy[lo] : NULL;
+    return *n ? first : NULL;
 }
 
 static int fetch_details(ms_ch *ch, res *r, char *err, size_t errlen)
@@ -413,45 +525,67 @@ static int fetch_details(ms_ch *ch, res *r, char *err, size_t errlen)
     if (!r->nrows)
         return 0;
     sb b = {0};
+    char *out = NULL;
+    int rc = -1;
+    /* the key of a snapshot holding each stack, to read its frames by the table's key */
+    sbf(&b, "SELECT DISTINCT " MS_FLEET_SID_EXPR " AS sid, program, snapshot_id FROM memsight_snapshots"
+            " WHERE sid IN (");
+    for (size_t i = 0; i < r->nrows; i++)
+        sbf(&b, "%s%" PRIu64, i ? ", " : "", r->rows[i].sid);
+    sbf(&b, ") FORMAT TabSeparated");
+    if (b.oom)
+        goto oom;
+    if (ms_ch_exec_retry(ch, 3, b.p, &out, NULL, err, errlen) != 0)
+        goto done;
+    if (ms_ch_tsv(out, on_snapkey, r) != 0)
+        goto bad;
+    free(out);
+    out = NULL;
+    b.n = 0;
     sbf(&b, "SELECT stack_hash, arrayStringConcat(any(frame_build_ids), '\\x01'),"
             " arrayStringConcat(arrayMap(x -> toString(x), any(frame_offsets)), '\\x01'),"
             " arrayStringConcat(any(frame_modules), '\\x01'), any(first_is_pc)"
             " FROM memsight_stacks WHERE (program, snapshot_id, stack_hash) IN (");
     /* by the table's whole key: the frames of one row each, not of every snapshot */
-    for (size_t i = 0; i < r->nrows; i++) {
-        sbf(&b, "%s(", i ? ", " : "");
-        sbq(&b, r->rows[i].program);
-        sbf(&b, ", ");
-        sbq(&b, r->rows[i].sid);
-        sbf(&b, ", %" PRIu64 ")", r->rows[i].hash);
-    }
+    size_t k = 0;
+    for (size_t i = 0; i < r->nrows; i++)
+        for (size_t j = 0; j < r->nsk; j++)
+            if (r->sk[j].sid == r->rows[i].sid) {
+                sbf(&b, "%s(", k++ ? ", " : "");
+                sbq(&b, r->sk[j].program);
+                sbf(&b, ", ");
+                sbq(&b, r->sk[j].id);
+                sbf(&b, ", %" PRIu64 ")", r->rows[i].hash);
+                break;
+            }
     sbf(&b, ") GROUP BY stack_hash FORMAT TabSeparated");
-    char *out = NULL;
-    int rc = -1;
     if (b.oom)
         goto oom;
-    if (ms_ch_exec(ch, b.p, NULL, 0, &out, NULL, err, errlen) != 0)
-        goto done;
-    if (ms_ch_tsv(out, on_frames, r) != 0)
-        goto bad;
-    free(out);
-    out = NULL;
-    /* their symbols, joined here by (build id, offset) */
+    if (k) {
+        if (ms_ch_exec_retry(ch, 3, b.p, &out, NULL, err, errlen) != 0)
+            goto done;
+        if (ms_ch_tsv(out, on_frames, r) != 0)
+            goto bad;
+        free(out);
+        out = NULL;
+    }
+    /* their symbols, joined here by (build id, offset): every stored result, the best
+     * is chosen when printing */
     b.n = 0;
-    sbf(&b, "SELECT build_id, offset, idx, any(function), any(file), any(line), any(inlined)"
-            " FROM memsight_symbols WHERE (build_id, offset) IN (");
-    size_t k = 0;
+    sbf(&b, "SELECT build_id, offset, idx, any(function), any(file), any(line), any(inlined),"
+            " quality, loaded FROM memsight_symbols WHERE (build_id, offset) IN (");
+    k = 0;
     for (size_t i = 0; i < r->nfr; i++)
         for (size_t j = 0; j < r->fr[i].n; j++) {
             sbf(&b, "%s(", k++ ? ", " : "");
             sbq(&b, r->fr[i].bid[j]);
             sbf(&b, ", %" PRIu64 ")", r->fr[i].off[j]);
         }
-    sbf(&b, ") GROUP BY build_id, offset, idx FORMAT TabSeparated");
+    sbf(&b, ") AND function != '' GROUP BY build_id, offset, quality, loaded, idx FORMAT TabSeparated");
     if (b.oom)
         goto oom;
     if (k) {
-        if (ms_ch_exec(ch, b.p, NULL, 0, &out, NULL, err, errlen) != 0)
+        if (ms_ch_exec_retry(ch, 3, b.p, &out, NULL, err, errlen) != 0)
             goto done;
         if (ms_ch_tsv(out, on_sym, r) != 0)
             goto bad;
@@ -475,7 +609,29 @@ done:
 /* ===========================================================================
  * Output
  * ========================================================================= */
-static const char *const qname[] = {"top", "trend", "leaks"};
+static const char *const qname[] = {"top", "trend", "leaks", "diff"};
+
+static void put_time(FILE *out, uint64_t ns)
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    char buf[40];
+    if (gmtime_r(&t, &tm) && strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        fputs(buf, out);
+}
+
+static void json_time(ms_json *j, const char *key, uint64_t ns)
+{
+    char *p = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&p, &n);
+    if (f) {
+        put_time(f, ns);
+        fclose(f);
+    }
+    ms_json_kv_str(j, key, ns && p ? p : NULL);
+    free(p);
+}
 
 static void frame_out(FILE *out, ms_json *j, const char *bid, uint64_t off, const char *mod,
                       const sym *s)
@@ -495,13 +651,19 @@ static void frame_out(FILE *out, ms_json *j, const char *bid, uint64_t off, cons
         ms_json_object_end(j);
         return;
     }
+    /* names and paths come from snapshots and the symbols table: escaped */
+    fputs("      ", out);
     if (s && s->function[0]) {
-        fprintf(out, "      %s", s->function);
-        if (s->file[0])
-            fprintf(out, "  %s:%u", s->file, s->line);
+        ms_fleet_put(out, s->function);
+        if (s->file[0]) {
+            fputs("  ", out);
+            ms_fleet_put(out, s->file);
+            fprintf(out, ":%u", s->line);
+        }
         fprintf(out, "%s\n", s->inlined ? " (inlined)" : "");
     } else {
-        fprintf(out, "      %s+0x%" PRIx64 "\n", base[0] ? base : "?", off);
+        ms_fleet_put(out, base[0] ? base : "?");
+        fprintf(out, "+0x%" PRIx64 "\n", off);
     }
 }
 
@@ -526,10 +688,16 @@ static void stack_frames(FILE *out, ms_json *j, const res *r, uint64_t hash)
 
 static int same_group(const res *r, size_t a, size_t b)
 {
-    for (size_t i = 0; i < r->o->ngroup; i++)
+    for (size_t i = 0; i < r->ng; i++)
         if (strcmp(r->rows[a].g[i], r->rows[b].g[i]))
             return 0;
     return 1;
+}
+
+/* per process, as a signed number of bytes: the diff's means */
+static double per_proc(uint64_t bytes, uint64_t procs)
+{
+    return procs ? (double)bytes / (double)procs : 0;
 }
 
 static void write_text(FILE *out, const res *r)
@@ -539,19 +707,46 @@ static void write_text(FILE *out, const res *r)
     static const char *const what[] = {
         "stacks by live bytes, summed over the newest snapshot of every process",
         "stacks that grow across each process's snapshots, by summed trend score",
-        "leaked bytes by stack, summed over the newest leak scan of every process"};
+        "leaked bytes by stack, summed over the newest leak scan of every process",
+        "live bytes per process by stack, newest snapshot of every process"};
     fprintf(out, "memsight fleet %s: %s\n", qname[o->query], what[o->query]);
+    if (o->since_ns || o->until_ns) {
+        fputs("snapshots taken from ", out);
+        if (o->since_ns)
+            put_time(out, o->since_ns);
+        else
+            fputs("the first", out);
+        fputs(" to ", out);
+        if (o->until_ns)
+            put_time(out, o->until_ns);
+        else
+            fputs("the last", out);
+        fputs(" (processes not seen then do not count)\n", out);
+    }
+    if (o->query == MS_FLEET_DIFF) {
+        fprintf(out, "%s: ", o->group_by[0]);
+        ms_fleet_put(out, o->diff_a);
+        fprintf(out, " (%" PRIu64 " processes) -> ", r->na);
+        ms_fleet_put(out, o->diff_b);
+        fprintf(out, " (%" PRIu64 " processes)\n", r->nb);
+    }
     if (!r->nrows)
         fprintf(out, "\n(nothing)\n");
+    if (o->query == MS_FLEET_LEAKS && r->sampled)
+        fprintf(out, "\n%" PRIu64 " process%s ran in sampled mode, which does no leak scans: %s not"
+                     " counted here (%" PRIu64 " with a leak scan)\n", r->sampled,
+                r->sampled == 1 ? "" : "es", r->sampled == 1 ? "it is" : "they are", r->scanned);
     for (size_t i = 0, rank = 0; i < r->nrows; i++) {
         const rrow *x = &r->rows[i];
         if (i == 0 || !same_group(r, i, i - 1)) {
             rank = 0;
             fprintf(out, "\n");
-            if (o->ngroup) {
+            if (r->ng) {
                 fprintf(out, "==");
-                for (size_t g = 0; g < o->ngroup; g++)
-                    fprintf(out, " %s=%s", o->group_by[g], x->g[g][0] ? x->g[g] : "(none)");
+                for (size_t g = 0; g < r->ng; g++) {
+                    fprintf(out, " %s=", o->group_by[g]);
+                    ms_fleet_put(out, x->g[g][0] ? x->g[g] : "(none)");
+                }
                 fprintf(out, "\n");
             }
         }
@@ -565,11 +760,24 @@ static void write_text(FILE *out, const res *r)
                          " %" PRIu64 " process%s\n", rank, ms_fmt_bytes(x->num[0], b1, sizeof b1),
                     x->num[1], ms_fmt_bytes(x->num[2], b2, sizeof b2),
                     ms_fmt_bytes(x->num[4], b3, sizeof b3), x->num[6], x->num[6] == 1 ? "" : "es");
-        else
+        else if (o->query == MS_FLEET_DIFF) {
+            double a = per_proc(x->num[0], r->na), bb = per_proc(x->num[1], r->nb);
+            fprintf(out, "  #%zu %s per process (%s: %s in %" PRIu64 " of %" PRIu64 ", %s: %s in %" PRIu64
+                         " of %" PRIu64 ")\n", rank,
+                    ms_fmt_sbytes((int64_t)(bb - a), b1, sizeof b1), o->diff_a,
+                    ms_fmt_bytes((uint64_t)a, b2, sizeof b2), x->num[2], r->na, o->diff_b,
+                    ms_fmt_bytes((uint64_t)bb, b3, sizeof b3), x->num[3], r->nb);
+        } else {
             fprintf(out, "  #%zu score %.3f: a suspect in %" PRIu64 " of %" PRIu64
-                         " processes, grew %s there (max score %.3f, mean steadiness %.2f)\n",
+                         " processes, grew %s there (max score %.3f, mean steadiness %.2f)",
                     rank, x->num[0] / 1e6, x->num[1], x->num[2],
                     ms_fmt_bytes(x->num[3], b1, sizeof b1), x->num[4] / 1e6, x->num[5] / 1e6);
+            if (x->num[6]) {
+                fputs("; grows since ", out);
+                put_time(out, x->num[6]);
+            }
+            fputc('\n', out);
+        }
         stack_frames(out, NULL, r, x->hash);
     }
 }
@@ -589,11 +797,26 @@ static void write_json(FILE *out, const res *r)
     for (size_t g = 0; g < o->ngroup; g++)
         ms_json_str(&j, o->group_by[g]);
     ms_json_array_end(&j);
-    ms_json_key(&j, "groups");
+    json_time(&j, "since", o->since_ns);
+    json_time(&j, "until", o->until_ns);
+    if (o->query == MS_FLEET_LEAKS) {
+        ms_json_kv_u64(&j, "sampled_processes_without_scan", r->sampled);
+        ms_json_kv_u64(&j, "processes_with_scan", r->scanned);
+    }
+    if (o->query == MS_FLEET_DIFF) {
+        for (int side = 0; side < 2; side++) {
+            ms_json_key(&j, side ? "target" : "base");
+            ms_json_object_begin(&j);
+            ms_json_kv_str(&j, "value", side ? o->diff_b : o->diff_a);
+            ms_json_kv_u64(&j, "processes", side ? r->nb : r->na);
+            ms_json_object_end(&j);
+        }
+    }
+    ms_json_key(&j, o->query == MS_FLEET_DIFF ? "stacks" : "groups");
     ms_json_array_begin(&j);
     for (size_t i = 0; i < r->nrows; i++) {
         const rrow *x = &r->rows[i];
-        if (i == 0 || !same_group(r, i, i - 1)) {
+        if (o->query != MS_FLEET_DIFF && (i == 0 || !same_group(r, i, i - 1))) {
             if (i) {
                 ms_json_array_end(&j);
                 ms_json_object_end(&j);
@@ -601,7 +824,7 @@ static void write_json(FILE *out, const res *r)
             ms_json_object_begin(&j);
             ms_json_key(&j, "group");
             ms_json_object_begin(&j);
-            for (size_t g = 0; g < o->ngroup; g++)
+            for (size_t g = 0; g < r->ng; g++)
                 ms_json_kv_str(&j, o->group_by[g], x->g[g]);
             ms_json_object_end(&j);
             ms_json_key(&j, "stacks");
@@ -627,6 +850,13 @@ static void write_json(FILE *out, const res *r)
                 ms_json_object_end(&j);
             }
             ms_json_kv_u64(&j, "processes", x->num[6]);
+        } else if (o->query == MS_FLEET_DIFF) {
+            ms_json_kv_u64(&j, "base_live_bytes", x->num[0]);
+            ms_json_kv_u64(&j, "target_live_bytes", x->num[1]);
+            ms_json_kv_u64(&j, "base_processes", x->num[2]);
+            ms_json_kv_u64(&j, "target_processes", x->num[3]);
+            ms_json_key(&j, "delta_bytes_per_process");
+            ms_json_double(&j, per_proc(x->num[1], r->nb) - per_proc(x->num[0], r->na));
         } else {
             ms_json_key(&j, "score");
             ms_json_double(&j, x->num[0] / 1e6);
@@ -637,17 +867,226 @@ static void write_json(FILE *out, const res *r)
             ms_json_double(&j, x->num[4] / 1e6);
             ms_json_key(&j, "mean_steadiness");
             ms_json_double(&j, x->num[5] / 1e6);
+            json_time(&j, "onset", x->num[6]);
+            ms_json_kv_u64(&j, "onset_ns", x->num[6]);
         }
         stack_frames(out, &j, r, x->hash);
         ms_json_object_end(&j);
     }
-    if (r->nrows) {
+    if (r->nrows && o->query != MS_FLEET_DIFF) {
         ms_json_array_end(&j);
         ms_json_object_end(&j);
     }
     ms_json_array_end(&j);
     ms_json_object_end(&j);
     ms_json_finish(&j);
+}
+
+/* ---- pprof ------------------------------------------------------------------------
+ * One sample per (group, stack), its locations leaf first, the group values as string
+ * labels (what pprof -tagfocus, Pyroscope and Grafana group by), "processes" as a
+ * numeric one. A location per (build id, offset), its lines the stored symbols
+ * (innermost inlined first, as profile.proto orders them), else "module+0xoff". */
+typedef struct pprof_b {
+    ms_agg *str, *fn, *loc;
+    ms_pb out, tmp;
+    uint64_t nfn;
+} pprof_b;
+
+static uint64_t pstr(pprof_b *p, const char *s)
+{
+    long i = ms_agg_intern(p->str, s ? s : "");
+    if (i < 0)
+        p->out.oom = 1;
+    return i < 0 ? 0 : (uint64_t)i;
+}
+
+static uint64_t pfunc(pprof_b *p, const char *name, const char *file)
+{
+    char *key = NULL;
+    if (asprintf(&key, "%s\x01%s", name, file) < 0) {
+        p->out.oom = 1;
+        return 0;
+    }
+    size_t before = p->fn->nnames;
+    long i = ms_agg_intern(p->fn, key);
+    free(key);
+    if (i < 0) {
+        p->out.oom = 1;
+        return 0;
+    }
+    if (p->fn->nnames != before) { /* new: its Function message */
+        ms_pb f = {0};
+        ms_pb_int(&f, 1, (uint64_t)i + 1);
+        ms_pb_int(&f, 2, pstr(p, name));
+        ms_pb_int(&f, 3, pstr(p, name));
+        ms_pb_int(&f, 4, pstr(p, file));
+        ms_pb_msg(&p->out, 5, &f);
+        free(f.p);
+    }
+    return (uint64_t)i + 1;
+}
+
+static uint64_t ploc(pprof_b *p, const res *r, const char *bid, uint64_t off, const char *mod)
+{
+    char *key = NULL;
+    if (asprintf(&key, "%s\x01%" PRIx64, bid, off) < 0) {
+        p->out.oom = 1;
+        return 0;
+    }
+    size_t before = p->loc->nnames;
+    long i = ms_agg_intern(p->loc, key);
+    free(key);
+    if (i < 0) {
+        p->out.oom = 1;
+        return 0;
+    }
+    if (p->loc->nnames != before) {
+        ms_pb l = {0}, line = {0};
+        ms_pb_int(&l, 1, (uint64_t)i + 1);
+        ms_pb_int(&l, 3, off);
+        size_t ns;
+        const sym *s = syms_of(r, bid, off, &ns);
+        for (size_t k = 0; k < ns; k++) {
+            ms_pb_int(&line, 1, pfunc(p, s[k].function, s[k].file));
+            ms_pb_int(&line, 2, s[k].line);
+            ms_pb_msg(&l, 4, &line);
+        }
+        if (!ns) {
+            const char *base = strrchr(mod, '/');
+            char name[400];
+            snprintf(name, sizeof name, "%s+0x%" PRIx64, base ? base + 1 : mod[0] ? mod : "?", off);
+            ms_pb_int(&line, 1, pfunc(p, name, ""));
+            ms_pb_msg(&l, 4, &line);
+        }
+        ms_pb_msg(&p->out, 4, &l);
+        free(l.p);
+        free(line.p);
+    }
+    return (uint64_t)i + 1;
+}
+
+static void pvalue_type(pprof_b *p, unsigned field, const char *type, const char *unit)
+{
+    ms_pb vt = {0};
+    ms_pb_int(&vt, 1, pstr(p, type));
+    ms_pb_int(&vt, 2, pstr(p, unit));
+    ms_pb_msg(&p->out, field, &vt);
+    free(vt.p);
+}
+
+static void plabel(pprof_b *p, ms_pb *smp, const char *k, const char *v, uint64_t num)
+{
+    ms_pb l = {0};
+    ms_pb_int(&l, 1, pstr(p, k));
+    if (v)
+        ms_pb_int(&l, 2, pstr(p, v));
+    else
+        ms_pb_int(&l, 3, num);
+    ms_pb_msg(smp, 3, &l);
+    free(l.p);
+}
+
+static int write_pprof(FILE *out, const res *r, char *err, size_t errlen)
+{
+    const ms_fleet_opts *o = r->o;
+    pprof_b p = {.str = ms_agg_new(), .fn = ms_agg_new(), .loc = ms_agg_new()};
+    int rc = -1;
+    if (!p.str || !p.fn || !p.loc || ms_agg_intern(p.str, "") != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    /* sample types, the default view last (pprof shows the last one) */
+    static const char *const types[][4][2] = {
+        {{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}},
+        {{"suspect_processes", "count"}, {"score", "millionths"}, {"growth", "bytes"}, {NULL, NULL}},
+        {{"lost_objects", "count"}, {"possibly_lost_space", "bytes"}, {"lost_space", "bytes"}, {NULL, NULL}},
+        {{"base_space", "bytes"}, {"target_space", "bytes"}, {"delta_space", "bytes"}, {NULL, NULL}},
+    };
+    size_t nv = 0;
+    for (; nv < 4 && types[o->query][nv][0]; nv++)
+        pvalue_type(&p, 1, types[o->query][nv][0], types[o->query][nv][1]);
+    for (size_t i = 0; i < r->nrows; i++) {
+        const rrow *x = &r->rows[i];
+        const frames *f = frames_of(r, x->hash);
+        uint64_t locs[256];
+        size_t nl = 0;
+        for (size_t k = 0; f && k < f->n && nl < 256; k++)
+            locs[nl++] = ploc(&p, r, f->bid[k], f->off[k], f->mod[k]);
+        int64_t v[4] = {0};
+        uint64_t procs = 0;
+        if (o->query == MS_FLEET_TOP) {
+            v[0] = (int64_t)x->num[3], v[1] = (int64_t)x->num[2], v[2] = (int64_t)x->num[1];
+            v[3] = (int64_t)x->num[0], procs = x->num[4];
+        } else if (o->query == MS_FLEET_TREND) {
+            v[0] = (int64_t)x->num[1], v[1] = (int64_t)x->num[0], v[2] = (int64_t)x->num[3];
+            procs = x->num[2];
+        } else if (o->query == MS_FLEET_LEAKS) {
+            v[0] = (int64_t)(x->num[1] + x->num[3]), v[1] = (int64_t)x->num[4];
+            v[2] = (int64_t)(x->num[0] + x->num[2]), procs = x->num[6];
+        } else {
+            double a = per_proc(x->num[0], r->na), bb = per_proc(x->num[1], r->nb);
+            v[0] = (int64_t)a, v[1] = (int64_t)bb, v[2] = (int64_t)(bb - a);
+            procs = x->num[2] + x->num[3];
+        }
+        ms_pb smp = {0};
+        ms_pb_packed(&smp, 1, locs, nl);
+        uint64_t uv[4];
+        for (size_t k = 0; k < nv; k++)
+            uv[k] = (uint64_t)v[k]; /* int64 on the wire: two's complement as a varint */
+        ms_pb_packed(&smp, 2, uv, nv);
+        for (size_t g = 0; g < r->ng; g++)
+            plabel(&p, &smp, o->group_by[g], x->g[g], 0);
+        plabel(&p, &smp, "processes", NULL, procs);
+        ms_pb_msg(&p.out, 2, &smp);
+        free(smp.p);
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    ms_pb_int(&p.out, 9, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
+    /* the string table last: every string is in by now */
+    for (size_t i = 0; i < p.str->nnames; i++)
+        ms_pb_bytes(&p.out, 6, p.str->names[i], strlen(p.str->names[i]));
+    if (p.out.oom) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    rc = ms_gzip_write(out, p.out.p, p.out.n, err, errlen);
+done:
+    ms_agg_free(p.str);
+    ms_agg_free(p.fn);
+    ms_agg_free(p.loc);
+    free(p.out.p);
+    free(p.tmp.p);
+    return rc;
+}
+
+/* ---- side questions ---------------------------------------------------------------- */
+static int on_counts(void *ctx, char **f, size_t n)
+{
+    uint64_t *v = ctx;
+    if (n != 2)
+        return -2;
+    v[0] = strtoull(f[0], NULL, 10);
+    v[1] = strtoull(f[1], NULL, 10);
+    return 0;
+}
+
+/* Two numbers from one statement into v[0], v[1]. */
+static int counts(ms_ch *ch, sb *b, uint64_t v[2], char *err, size_t errlen)
+{
+    char *text = NULL;
+    if (b->oom) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = ms_ch_exec_retry(ch, 3, b->p, &text, NULL, err, errlen);
+    if (rc == 0 && ms_ch_tsv(text, on_counts, v) != 0) {
+        snprintf(err, errlen, "ClickHouse answered rows of an unexpected shape");
+        rc = -1;
+    }
+    free(text);
+    return rc;
 }
 
 int ms_fleet_query(ms_ch *ch, const ms_fleet_opts *o, FILE *out, char *err, size_t errlen)
@@ -666,16 +1105,59 @@ int ms_fleet_query(ms_ch *ch, const ms_fleet_opts *o, FILE *out, char *err, size
         if (ms_fleet_check_key(key, err, errlen) != 0)
             return -1;
     }
+    if (o->query == MS_FLEET_DIFF && (o->ngroup != 1 || !o->diff_a || !o->diff_b)) {
+        snprintf(err, errlen, "diff compares two values of one --group-by key");
+        return -1;
+    }
     sb b = {0};
-    build_sql(&b, o);
-    res r = {.o = o};
+    res r = {.o = o, .ng = o->query == MS_FLEET_DIFF ? 0 : o->ngroup};
     char *text = NULL;
     int rc = -1;
+    if (o->query == MS_FLEET_DIFF) {
+        /* how many processes each side has: the per-process means' divisors */
+        sbf(&b, "SELECT countIf(g0 = ");
+        sbq(&b, o->diff_a);
+        sbf(&b, "), countIf(g0 = ");
+        sbq(&b, o->diff_b);
+        sbf(&b, ") FROM ");
+        latest(&b, o, 0, 1);
+        sbf(&b, " FORMAT TabSeparated");
+        uint64_t v[2] = {0, 0};
+        if (counts(ch, &b, v, err, errlen) != 0)
+            goto done;
+        r.na = v[0], r.nb = v[1];
+        b.n = 0;
+    }
+    if (o->query == MS_FLEET_LEAKS) {
+        /* processes whose snapshots in play come from sampled mode and have no scan */
+        sbf(&b, "SELECT countIf(s = 1 AND l = 0), countIf(l = 1) FROM (SELECT proc, max(sampled) AS s,"
+                " max(leak_scan) AS l FROM ");
+        snaps(&b, o);
+        sbf(&b, " GROUP BY proc) FORMAT TabSeparated");
+        uint64_t v[2] = {0, 0};
+        if (counts(ch, &b, v, err, errlen) != 0)
+            goto done;
+        r.sampled = v[0], r.scanned = v[1];
+        b.n = 0;
+    }
+    build_sql(&b, o);
     if (b.oom) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    if (ms_ch_exec(ch, b.p, NULL, 0, &text, NULL, err, errlen) != 0)
+    if (o->query == MS_FLEET_DIFF) { /* the divisors, cross-multiplied into the ranking */
+        char *na = strstr(b.p, "{NA}"), *nb = strstr(b.p, "{NB}");
+        char *sql = NULL;
+        if (!na || !nb || nb < na ||
+            asprintf(&sql, "%.*s%" PRIu64 "%.*s%" PRIu64 "%s", (int)(na - b.p), b.p, r.na,
+                     (int)(nb - na - 4), na + 4, r.nb, nb + 4) < 0) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+        free(b.p);
+        b.p = sql;
+    }
+    if (ms_ch_exec_retry(ch, 2, b.p, &text, NULL, err, errlen) != 0)
         goto done;
     if (ms_ch_tsv(text, on_row, &r) != 0) {
         snprintf(err, errlen, r.oom ? "out of memory" : "ClickHouse answered rows of an unexpected shape");
@@ -683,20 +1165,21 @@ int ms_fleet_query(ms_ch *ch, const ms_fleet_opts *o, FILE *out, char *err, size
     }
     if (fetch_details(ch, &r, err, errlen) != 0)
         goto done;
-    if (o->json)
+    if (o->format == MS_FLEET_PPROF) {
+        if (write_pprof(out, &r, err, errlen) != 0)
+            goto done;
+    } else if (o->format == MS_FLEET_JSON) {
         write_json(out, &r);
-    else
+    } else {
         write_text(out, &r);
+    }
     rc = 0;
 done:
     free(text);
     free(b.p);
-    for (size_t i = 0; i < r.nrows; i++) {
-        for (size_t g = 0; g < o->ngroup; g++)
+    for (size_t i = 0; i < r.nrows; i++)
+        for (size_t g = 0; g < r.ng; g++)
             free(r.rows[i].g[g]);
-        free(r.rows[i].program);
-        free(r.rows[i].sid);
-    }
     free(r.rows);
     for (size_t i = 0; i < r.nfr; i++) {
         for (size_t k = 0; k < r.fr[i].n; k++) {
@@ -714,5 +1197,65 @@ done:
         free(r.sy[i].file);
     }
     free(r.sy);
+    for (size_t i = 0; i < r.nsk; i++) {
+        free(r.sk[i].program);
+        free(r.sk[i].id);
+    }
+    free(r.sk);
     return rc;
+}
+
+/* ---- time ------------------------------------------------------------------------ */
+int ms_fleet_parse_time(const char *text, uint64_t now_ns, uint64_t *out, char *err, size_t errlen)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *e;
+    if ((e = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm)) || (memset(&tm, 0, sizeof tm),
+        e = strptime(text, "%Y-%m-%dT%H:%M", &tm)) || (memset(&tm, 0, sizeof tm),
+        e = strptime(text, "%Y-%m-%d", &tm))) {
+        int date_only = strlen(text) == 10;
+        if (!(*e == 'Z' && e[1] == 0) && !(*e == 0 && date_only) && strcmp(e, "+00:00")) {
+            snprintf(err, errlen, "'%s': a time in UTC ends with Z (2026-12-05T15:00:00Z)", text);
+            return -1;
+        }
+        time_t t = timegm(&tm);
+        if (t < (time_t)MS_FLEET_TIME_MIN || (uint64_t)t > MS_FLEET_TIME_MAX) {
+            snprintf(err, errlen, "'%s' is outside 1970-01-01..2105-12-31", text);
+            return -1;
+        }
+        *out = (uint64_t)t * 1000000000ull;
+        return 0;
+    }
+    /* a duration before now: 2h, 90m, 1d12h, 30s, 2w */
+    uint64_t total = 0;
+    const char *p = text;
+    if (!*p)
+        goto bad;
+    while (*p) {
+        if (*p < '0' || *p > '9')
+            goto bad;
+        uint64_t v = 0;
+        while (*p >= '0' && *p <= '9') {
+            v = v * 10 + (uint64_t)(*p++ - '0');
+            if (v > 1000000000ull)
+                goto bad;
+        }
+        uint64_t unit = *p == 's' ? 1 : *p == 'm' ? 60 : *p == 'h' ? 3600 : *p == 'd' ? 86400
+                      : *p == 'w' ? 604800 : 0;
+        if (!unit)
+            goto bad;
+        p++;
+        total += v * unit;
+        if (total > 200ull * 365 * 86400)
+            goto bad;
+    }
+    if (total * 1000000000ull > now_ns)
+        goto bad;
+    *out = now_ns - total * 1000000000ull;
+    return 0;
+bad:
+    snprintf(err, errlen, "'%s' is neither a UTC time (2026-12-05T15:00:00Z, 2026-12-05) nor a"
+             " duration before now (2h, 90m, 1d12h, 30s, 2w)", text);
+    return -1;
 }

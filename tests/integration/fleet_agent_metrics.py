@@ -53,8 +53,8 @@ pid = int(children[0])
 url = "http://%s/metrics" % addr
 wait_for("the agent's /metrics", lambda: http_get(url)[0] == 200, timeout=30)
 st, body = http_get(url)
-check('memsight_heap_live_bytes{pid="%d",program="lk_serve",version="2.1.0",model="Pixel 7"} 2000'
-      % pid in body, "the agent's exposition:\n" + body)
+check('memsight_heap_live_bytes{host="%s",pid="%d",program="lk_serve",version="2.1.0",model="Pixel 7"} 2000'
+      % (os.uname().nodename, pid) in body, "the agent's exposition:\n" + body)
 try:
     http_get("http://%s/nothing" % addr)
     fail("/nothing answered 200")
@@ -76,7 +76,8 @@ one = prom.one
 
 v = prom.check_labels("memsight_heap_live_bytes" + sel, {
     "pid": str(pid), "program": "lk_serve", "version": "2.1.0", "model": "Pixel 7", "job": "memsight",
-    "instance": addr})
+    "instance": addr,
+    "host": os.uname().nodename})  # the process's own host, memsight's reserved label
 check(v == 2000, "heap live bytes %r, want 2000" % v)
 check(one("memsight_heap_live_blocks" + sel)[1] == 11, "heap live blocks")
 for cls, b, n in (("definitely_lost", 1000, 10), ("still_reachable", 1000, 1), ("possibly_lost", 0, 0),

@@ -65,7 +65,8 @@ one = prom.one
 # the heap and leak numbers come from the agent's newest snapshot: the leak scan's
 v = prom.check_labels("memsight_heap_live_bytes" + sel, {
     "pid": str(pid), "program": "lk_serve", "version": "2.1.0", "model": "Pixel 7", "team": "core",
-    "job": "memsight"})
+    "job": "memsight",
+    "host": os.uname().nodename})  # the process's own host, memsight's reserved label
 check(v == 2000, "heap live bytes %r, want 2000" % v)
 check(one("memsight_heap_live_blocks" + sel)[1] == 11, "heap live blocks")
 for cls, b, n in (("definitely_lost", 1000, 10), ("still_reachable", 1000, 1), ("possibly_lost", 0, 0)):
@@ -82,8 +83,8 @@ fired = wait_for("two firings", lambda: one('memsight_trigger_firings_total{pid=
 # the textfile: same series, 0600, complete
 text = open(mfile).read()
 check(oct(os.stat(mfile).st_mode & 0o777) == "0o600", "metrics file mode")
-check(re.search(r'^memsight_heap_live_bytes\{pid="%d",program="lk_serve",team="core",version="2.1.0",'
-                r'model="Pixel 7"\} 2000$' % pid, text, re.M), "textfile heap line:\n" + text)
+check(re.search(r'^memsight_heap_live_bytes\{host="%s",pid="%d",program="lk_serve",team="core",version="2.1.0",'
+                r'model="Pixel 7"\} 2000$' % (re.escape(os.uname().nodename), pid), text, re.M), "textfile heap line:\n" + text)
 check("# TYPE memsight_trigger_firings_total counter" in text, "textfile TYPE lines")
 
 # the process ends: watch ends, and its series leave the file
