@@ -16,7 +16,7 @@ PKGS_CROSS="qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-d
 # runtime for demangling). libmicrohttpd and libcurl for arm64 are left out (fleet
 # commands; they would pull ~40 more packages and upgrade their amd64 twins in step).
 PKGS_CROSS_ARM64="libpython3.11:arm64 libunwind-dev:arm64 libdw-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64 libstdc++6:arm64"
-PKGS_FLEET="prometheus clickhouse-server clickhouse-client libmicrohttpd-dev libcurl4-openssl-dev"
+PKGS_FLEET="prometheus clickhouse-server clickhouse-client libmicrohttpd-dev libcurl4-openssl-dev debuginfod libdebuginfod1 binutils"
 PKGS="$PKGS_BUILD $PKGS_TEST $PKGS_PEERS $PKGS_SUITES $PKGS_ALLOC $PKGS_CROSS $PKGS_CROSS_ARM64 $PKGS_FLEET"
 missing=""
 for p in $PKGS; do
