@@ -4,14 +4,19 @@
 # interval snapshots; bench/fleet-gen.c varies host, pid, time and labels, and makes
 # every 7th stack grow on a third of the hosts), pushes it into a private ClickHouse on
 # 127.0.0.1 and prints the ingest rate, the storage per snapshot and the time of each
-# fleet query (best of 3). Asserts nothing.
-# usage: bench/fleet.sh [BUILD_DIR] [HOSTS] [N]   (defaults: build, 200, 20; results: docs/fleet.md)
+# fleet query (best of 3), under max_memory_usage 2 GB. Asserts nothing.
+# With COPIES > 1 the pushed fleet is then copied inside ClickHouse COPIES - 1 times (INSERT
+# SELECT: new host names and snapshot ids, the same rows), to query a fleet of
+# HOSTS x N x COPIES snapshots without pushing every one (push's rate is the first part's).
+# usage: bench/fleet.sh [BUILD_DIR] [HOSTS] [N] [COPIES]   (defaults: build, 200, 20, 1;
+# results: docs/fleet.md)
 set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-${BUILD:-$SRC/build}}
 case $BUILD in /*) ;; *) BUILD=$SRC/$BUILD ;; esac
 HOSTS=${2:-200}
 N=${3:-20}
+COPIES=${4:-1}
 MEMSIGHT=$BUILD/bin/memsight
 [ -x "$MEMSIGHT" ] || { echo "build first: $MEMSIGHT is missing" >&2; exit 1; }
 command -v clickhouse-server >/dev/null || { echo "clickhouse-server is not installed" >&2; exit 1; }
@@ -71,7 +76,7 @@ XML
 cat > "$CHD/users.xml" <<XML
 <?xml version="1.0"?>
 <yandex>
-  <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+  <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
   <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
     <profile>default</profile><quota>default</quota></default></users>
   <quotas><default></default></quotas>
@@ -103,6 +108,29 @@ STORE=$(q "SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database
 RAW=$(q "SELECT sum(data_uncompressed_bytes) FROM system.parts WHERE active AND database = currentDatabase() AND table IN ('memsight_stacks', 'memsight_snapshots')")
 echo "storage: $STORE bytes on disk ($(echo "$STORE / $FILES" | bc) per snapshot, $(echo "$STORE / $ROWS" | bc) per row; uncompressed $(echo "$RAW / $FILES" | bc) per snapshot; the snapshot file is $(echo "$FILE_BYTES / $FILES" | bc))"
 
+# --- copies: the same snapshots under other hosts (and so other processes) --------------
+if [ "$COPIES" -gt 1 ]; then
+  COLS="time, snapshot_ns, program, pid, reason, sampled, label_keys, label_values, stack_hash, kind,
+    first_is_pc, live_bytes, live_blocks, alloc_bytes, alloc_blocks, free_bytes, free_blocks,
+    definitely_lost_bytes, definitely_lost_blocks, indirectly_lost_bytes, indirectly_lost_blocks,
+    possibly_lost_bytes, possibly_lost_blocks, still_reachable_bytes, still_reachable_blocks,
+    frame_build_ids, frame_offsets, frame_modules"
+  SCOLS="time, snapshot_ns, program, pid, reason, seq, sampled, leak_scan, label_keys, label_values,
+    stacks, live_bytes, live_blocks, alloc_bytes, alloc_blocks, file_bytes, pushed"
+  t0=$(now)
+  for k in $(seq 1 $((COPIES - 1))); do
+    # a new id whose first 16 hex digits (the sid) differ: the old sid xor a constant times k
+    NEWID="concat(substring(concat('0000000000000000', lower(hex(bitXor(reinterpretAsUInt64(reverse(unhex(substring(snapshot_id, 1, 16)))), $k * 11400714819323198485)))), length(lower(hex(bitXor(reinterpretAsUInt64(reverse(unhex(substring(snapshot_id, 1, 16)))), $k * 11400714819323198485)))) + 1, 16), substring(snapshot_id, 17), 'c$k')"
+    q "INSERT INTO memsight_stacks (snapshot_id, host, $COLS) SELECT $NEWID, concat(host, '-c$k'), $COLS FROM memsight_stacks WHERE host NOT LIKE '%-c%'"
+    q "INSERT INTO memsight_snapshots (snapshot_id, host, $SCOLS) SELECT $NEWID, concat(host, '-c$k'), $SCOLS FROM memsight_snapshots WHERE host NOT LIKE '%-c%'"
+  done
+  t1=$(now)
+  FILES=$(q "SELECT count() FROM memsight_snapshots")
+  ROWS=$(q "SELECT count() FROM memsight_stacks")
+  echo "copies: $COPIES x, now $FILES snapshots and $ROWS rows (copied in $(secs "$t0" "$t1") s)"
+  q "OPTIMIZE TABLE memsight_stacks FINAL" ; q "OPTIMIZE TABLE memsight_snapshots FINAL"
+fi
+
 t0=$(now)
 "$MEMSIGHT" symbolize -q --clickhouse "$URL"
 t1=$(now)
@@ -119,8 +147,13 @@ best() { # best of 3 wall times of a fleet query
   done
   echo "fleet $*: $b s (best of 3)"
 }
+echo "load average before the queries: $(cut -d' ' -f1-3 /proc/loadavg)"
 best top --group-by version
 best top --group-by version,model --where page=cart
+best top --group-by version --since 2025-12-01T00:10:00Z
 best trend --group-by version
+best trend --group-by version,model --where page=cart
 best leaks --group-by version
+best diff --group-by version 3.2.0 3.3.0
+echo "load average after the queries: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$MEMSIGHT" fleet trend --group-by version -n 1 --clickhouse "$URL" | head -12

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_RESPONSE (512u << 20) /* an answer larger than this is refused, not held */
@@ -156,7 +157,19 @@ int ms_ch_exec(ms_ch *ch, const char *sql, const char *body, size_t bodylen, cha
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
     char cerr[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+    /* MEMSIGHT_CLICKHOUSE_TRACE=1: every statement and its time on stderr (docs/fleet.md) */
+    static int trace = -1;
+    if (trace < 0)
+        trace = getenv("MEMSIGHT_CLICKHOUSE_TRACE") != NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     CURLcode cc = curl_easy_perform(c);
+    if (trace) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        fprintf(stderr, "memsight: clickhouse: %.3f s, %zu bytes of data: %.*s\n",
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+                body ? bodylen : 0, 4000, sql);
+    }
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     ch->transient = 0;

@@ -61,6 +61,49 @@ static const char *const added[][3] = {
     {"memsight_symbols", "loaded", "UInt64"},
 };
 
+/* Pre-aggregated at insert for `fleet top` and `diff`: per process and stack, the row of
+ * the newest snapshot holding it (ReplacingMergeTree by snapshot_ns keeps the newest when
+ * it merges). Fed by a materialized view of every insert into memsight_stacks; the
+ * queries keep only the rows of each process's newest snapshot (a stack its newest
+ * snapshot lacks keeps an older row, which they drop), so they are right before any
+ * merge and read ~N times fewer rows after (N snapshots a process). */
+static const char latest_table[] =
+    "CREATE TABLE IF NOT EXISTS memsight_latest ("
+    " program String, host String, pid UInt32, stack_hash UInt64, snapshot_ns UInt64, sid UInt64,"
+    " time DateTime, live_bytes UInt64, live_blocks UInt64, alloc_bytes UInt64, alloc_blocks UInt64"
+    ") ENGINE = ReplacingMergeTree(snapshot_ns) ORDER BY (program, host, pid, stack_hash)";
+#define LATEST_COLS "program, host, pid, stack_hash, snapshot_ns, sid, time, live_bytes, live_blocks," \
+                    " alloc_bytes, alloc_blocks"
+static const char latest_view[] =
+    "CREATE MATERIALIZED VIEW IF NOT EXISTS memsight_latest_mv TO memsight_latest AS SELECT "
+    LATEST_COLS " FROM memsight_stacks";
+
+static int latest_schema(ms_ch *ch, int tries, char *err, size_t errlen)
+{
+    /* memsight_latest: made, with its view, and filled from the rows pushed before it
+     * existed (once: a table made by an older memsight) */
+    char *had = NULL;
+    if (ms_ch_exec_retry(ch, tries, "EXISTS TABLE memsight_latest FORMAT TabSeparated", &had, NULL,
+                         err, errlen) != 0)
+        return -1;
+    int fill = had[0] == '0';
+    free(had);
+    if (ms_ch_exec_retry(ch, tries, latest_table, NULL, NULL, err, errlen) != 0 ||
+        ms_ch_exec_retry(ch, tries, latest_view, NULL, NULL, err, errlen) != 0)
+        return -1;
+    if (fill && ms_ch_exec(ch, "INSERT INTO memsight_latest SELECT " LATEST_COLS " FROM memsight_stacks",
+                           NULL, 0, NULL, NULL, err, errlen) != 0) {
+        /* made but not filled: said, and dropped so that the next run fills it again */
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        ms_ch_exec(ch, "DROP TABLE IF EXISTS memsight_latest_mv", NULL, 0, NULL, NULL, err, errlen);
+        ms_ch_exec(ch, "DROP TABLE IF EXISTS memsight_latest", NULL, 0, NULL, NULL, err, errlen);
+        snprintf(err, errlen, "cannot fill memsight_latest from the rows pushed before: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
 int ms_fleet_schema(ms_ch *ch, int tries, char *err, size_t errlen)
 {
     for (size_t i = 0; i < sizeof schema / sizeof schema[0]; i++)
@@ -95,7 +138,7 @@ int ms_fleet_schema(ms_ch *ch, int tries, char *err, size_t errlen)
         free(sql);
     }
     free(cols);
-    return rc;
+    return rc == 0 ? latest_schema(ch, tries, err, errlen) : rc;
 }
 
 /* ===========================================================================

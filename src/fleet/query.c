@@ -175,16 +175,17 @@ static void limit_by(sb *b, const ms_fleet_opts *o)
     }
 }
 
-/* The newest snapshots' rows of memsight_stacks: joined by sid (a number) to the
- * processes' newest snapshots, which also gives their group values. PREWHERE reads the
- * sid column first, the others only where a newest snapshot is. */
+/* The newest snapshots' rows: joined by sid (a number) to the processes' newest
+ * snapshots, which also gives their group values. Without --until (and for all but
+ * leaks, whose snapshot is the newest with a scan) from memsight_latest, where each
+ * process keeps about one row per stack (push.c); else from memsight_stacks. (A PREWHERE
+ * sid IN the same set first was slower: the set is made twice, and the rows of the
+ * newest snapshots are in most granules of memsight_stacks.) */
 static void latest_rows(sb *b, const ms_fleet_opts *o, int leak_scan)
 {
-    sbf(b, " FROM memsight_stacks ANY INNER JOIN ");
+    sbf(b, " FROM %s ANY INNER JOIN ", !leak_scan && !o->until_ns ? "memsight_latest" : "memsight_stacks");
     latest(b, o, leak_scan, 1);
-    sbf(b, " USING sid PREWHERE sid IN (SELECT sid FROM ");
-    latest(b, o, leak_scan, 0);
-    sbf(b, ")");
+    sbf(b, " USING sid WHERE 1");
     time_prune(b, o);
 }
 
@@ -264,7 +265,7 @@ static void build_sql(sb *b, const ms_fleet_opts *o)
         glist(b, o, "");
         sbf(b, "stack_hash, toUInt64(sum(score) * 1000000) AS score_rank, countIf(score > 0) AS suspects,"
                " count(), toUInt64(sumIf(growth, score > 0)), toUInt64(max(score) * 1000000),"
-               " toUInt64(avg(steadiness) * 1000000),"
+               " toUInt64(avgIf(steadiness, score > 0) * 1000000),"
                " minIf(if(low < n, times[low + 1], 0), score > 0), 0, any(xsid) FROM ("
                " SELECT proc, tupleElement(r, 1) AS stack_hash, tupleElement(r, 2) AS steadiness,"
                " tupleElement(r, 3) AS growth, tupleElement(r, 4) AS low, tupleElement(r, 5) AS xsid,"
@@ -272,21 +273,26 @@ static void build_sql(sb *b, const ms_fleet_opts *o)
                " 0) AS score FROM ("
                " SELECT proc, sum(greatest(growth, 0)) AS sumpos,"
                " groupArray((stack_hash, steadiness, growth, low, xsid)) AS rows FROM ("
-               " SELECT proc, stack_hash, xsid, length(rs) AS m,"
+               /* only a stack that grew can be a suspect: the others' series are emptied
+                * before the array work, which then costs only what grew */
+               " SELECT proc, stack_hash, xsid, growth,"
+               " if(growth > 0, rs0, emptyArrayUInt32()) AS rs1, if(growth > 0, vs0, emptyArrayUInt64()) AS vs1,"
+               " arraySort(rs1) AS rs, arraySort((v, r) -> r, vs1, rs1) AS vs, length(rs) AS m,"
                " arrayPopFront(arrayDifference(arrayPushFront(rs, toUInt32(0)))) AS gp,"
-               " arrayPushFront(arrayPopBack(vs), if(rs[1] = 1, vs[1], 0)) AS pv,"
-               " arraySum(arrayMap((g, v, p) -> if(g = 1, v > p, v > 0), gp, vs, pv)) AS rises,"
-               " arraySum(arrayMap((g, v, p) -> if(g = 1, v < p, p > 0), gp, vs, pv))"
-               " + (rs[m] < n AND vs[m] > 0) AS falls,"
-               " greatest(0, (rises - falls) / (n - 1)) AS steadiness,"
-               " toInt64(if(rs[m] = n, vs[m], 0)) - toInt64(if(rs[1] = 1, vs[1], 0)) AS growth,"
-               " if(m < n, 0, arrayReduce('min', vs)) AS lowest,"
+               " arrayPopBack(arrayPushFront(vs, if(rs[1] = 1, vs[1], 0))) AS pv,"
+               /* rises - falls in one pass: a gap of ranks falls to 0 and rises from it */
+               " arraySum(arrayMap((g, v, p) -> if(g = 1, (v > p) - (v < p), (v > 0) - (p > 0)), gp, vs, pv))"
+               " - (m > 0 AND rs[m] < n AND vs[m] > 0) AS net,"
+               " greatest(0, net / (n - 1)) AS steadiness,"
+               " if(m > 0 AND m < n, 0, arrayReduce('min', vs)) AS lowest,"
                " indexOf(arrayReverse(vs), lowest) AS lp,"
-               " if(m < n, if(rs[m] < n, toInt64(n),"
+               " if(m > 0 AND m < n, if(rs[m] < n, toInt64(n),"
                " toInt64(rs[m + 1 - indexOf(arrayReverse(arrayMap(g -> g > 1, gp)), 1)]) - 1), 0) AS la,"
                " greatest(if(lp > 0, toInt64(rs[m + 1 - lp]), 0), la) AS low FROM ("
-               " SELECT proc, n, stack_hash, any(sid) AS xsid, arraySort(groupArray(rank)) AS rs,"
-               " arraySort((v, r) -> r, groupArray(live_bytes), groupArray(rank)) AS vs"
+               /* growth = last - first of the dense series: the bytes at rank n less those at 1 */
+               " SELECT proc, n, stack_hash, any(sid) AS xsid,"
+               " toInt64(sumIf(live_bytes, rank = n)) - toInt64(sumIf(live_bytes, rank = 1)) AS growth,"
+               " groupArray(rank) AS rs0, groupArray(live_bytes) AS vs0"
                " FROM memsight_stacks ANY INNER JOIN (SELECT sid, proc, n, toUInt32(rk) AS rank FROM ");
         procs(b, o);
         sbf(b, " ARRAY JOIN sids AS sid, arrayEnumerate(sids) AS rk) USING sid WHERE 1");
