@@ -1119,6 +1119,20 @@ int ms_fleet_query(ms_ch *ch, const ms_fleet_opts *o, FILE *out, char *err, size
     res r = {.o = o, .ng = o->query == MS_FLEET_DIFF ? 0 : o->ngroup};
     char *text = NULL;
     int rc = -1;
+    /* tables an older memsight made lack what the queries read: said, not a SQL error */
+    sbf(&b, "SELECT count(), 0 FROM system.columns WHERE database = currentDatabase() AND"
+            " ((table = 'memsight_stacks' AND name = 'sid') OR (table = 'memsight_latest' AND"
+            " name = 'sid') OR (table = 'memsight_symbols' AND name = 'quality')) FORMAT TabSeparated");
+    uint64_t have[2] = {0, 0};
+    if (counts(ch, &b, have, err, errlen) != 0)
+        goto done;
+    if (have[0] != 3) {
+        snprintf(err, errlen, "the memsight tables of this database were made by an older memsight"
+                 " (or by none): run 'memsight push' or 'memsight symbolize' on it once, which add"
+                 " what is missing (docs/fleet.md, Upgrading)");
+        goto done;
+    }
+    b.n = 0;
     if (o->query == MS_FLEET_DIFF) {
         /* how many processes each side has: the per-process means' divisors */
         sbf(&b, "SELECT countIf(g0 = ");

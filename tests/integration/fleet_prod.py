@@ -232,6 +232,36 @@ else:
     rows, _ = pprof_top(dprof, "delta_space")
     check(rows.get("leak_steady", (0,))[0] == 4 * 16384, "pprof diff: %r" % rows)
 
+# ---- tables an older memsight made: the queries say so; push or symbolize upgrades them ------
+OLD_STACKS = """snapshot_id String, time DateTime, snapshot_ns UInt64, host String, program String,
+  pid UInt32, reason String, sampled UInt8, label_keys Array(String), label_values Array(String),
+  stack_hash UInt64, kind String, first_is_pc UInt8, live_bytes UInt64, live_blocks UInt64,
+  alloc_bytes UInt64, alloc_blocks UInt64, free_bytes UInt64, free_blocks UInt64,
+  definitely_lost_bytes UInt64, definitely_lost_blocks UInt64, indirectly_lost_bytes UInt64,
+  indirectly_lost_blocks UInt64, possibly_lost_bytes UInt64, possibly_lost_blocks UInt64,
+  still_reachable_bytes UInt64, still_reachable_blocks UInt64, frame_build_ids Array(String),
+  frame_offsets Array(UInt64), frame_modules Array(String)"""
+uo = db("old")
+sql("CREATE TABLE old.memsight_stacks (%s) ENGINE = ReplacingMergeTree() PARTITION BY toYYYYMM(time)"
+    " ORDER BY (program, snapshot_id, stack_hash)" % OLD_STACKS)
+sql("CREATE TABLE old.memsight_snapshots AS times.memsight_snapshots")
+sql("CREATE TABLE old.memsight_symbols (build_id String, offset UInt64, idx UInt8, function String,"
+    " file String, line UInt32, inlined UInt8) ENGINE = ReplacingMergeTree() ORDER BY (build_id, offset, idx)")
+cols = ", ".join(c.split()[0] for c in OLD_STACKS.replace("\n", " ").split(", "))
+sql("INSERT INTO old.memsight_stacks SELECT %s FROM times.memsight_stacks" % cols)
+sql("INSERT INTO old.memsight_snapshots SELECT * FROM times.memsight_snapshots")
+# what an older symbolize stored when it found nothing: an empty function for every offset
+sql("INSERT INTO old.memsight_symbols SELECT b, off, 0, '', '', 0, 0 FROM (SELECT DISTINCT b, off"
+    " FROM old.memsight_stacks ARRAY JOIN frame_build_ids AS b, frame_offsets AS off)")
+p = ms("fleet", "top", "--clickhouse", uo)
+check(p.returncode == 1 and "older memsight" in p.stderr and "push" in p.stderr, "old tables: %s" % p.stderr)
+p = ms("symbolize", "--clickhouse", uo)
+check(p.returncode == 0 and "with a source line" in p.stderr, "symbolize upgrades: %s" % p.stderr)
+new_top = fleet(ut, "top", "--group-by", "version", "--where", "program=ex_trend")
+old_top = fleet(uo, "top", "--group-by", "version", "--where", "program=ex_trend")
+check(old_top["groups"] == new_top["groups"], "upgraded tables answer as new ones: %r" % old_top["groups"][:1])
+check(stack_of(old_top["groups"], "leak_steady")["frames"][0]["line"] > 0, "old empty symbols ignored")
+
 # ---- 6. a push that cannot hang, and nothing lost while ClickHouse is down ------------------
 files = snapshots(runs[0])
 lsock = socket.socket()
