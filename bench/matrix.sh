@@ -61,7 +61,7 @@ T0=$(date +%s)
 # --- Debian packages: only the missing ones, once
 install_missing() {
     local missing="" p
-    for p in gdb procps $(for q in $PROGRAMS; do eval "echo \$PKGS_$q"; done | tr ' ' '\n' | sort -u); do
+    for p in gdb procps file $(for q in $PROGRAMS; do eval "echo \$PKGS_$q"; done | tr ' ' '\n' | sort -u); do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
     done
     [ -z "$missing" ] && return 0
@@ -141,20 +141,28 @@ cell_procs() {
     echo "${!keep[@]}"
 }
 
-# diagnose FILE PID...: what each process was doing (for a hang)
+# diagnose FILE PID...: what each process was doing (for a hang): per thread its state,
+# blocked signals, wait channel and kernel stack; gdb's backtrace of every thread (of the
+# first 6 processes, through a live thread when the main one is a zombie)
 diagnose() {
-    local f=$1 p n=0
+    local f=$1 p t live n=0
     shift
     for p in "$@"; do
+        live=""
         {
             echo "=== $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-200)"
-            grep -E '^(State|Tgid|PPid|Threads|SigBlk|SigCgt):' "/proc/$p/status" 2>/dev/null
-            echo "--- wchan $(cat "/proc/$p/wchan" 2>/dev/null); kernel stack:"
-            cat "/proc/$p/stack" 2>/dev/null
+            for t in /proc/"$p"/task/*; do
+                echo "--- thread ${t##*/} $(cat "$t/comm" 2>/dev/null):" \
+                    "$(grep -E '^(State|SigBlk):' "$t/status" 2>/dev/null | tr '\n\t' '  ')" \
+                    "wchan $(cat "$t/wchan" 2>/dev/null)"
+                cat "$t/stack" 2>/dev/null
+                [ -z "$live" ] && ! grep -q '^State:.Z' "$t/status" 2>/dev/null && live=${t##*/}
+            done
         } >> "$f"
         n=$((n + 1))
-        [ $n -le 6 ] && timeout 60 gdb -p "$p" -batch -nx -ex 'info threads' -ex 'thread apply all bt 30' \
-            >> "$f" 2>&1 < /dev/null
+        [ $n -le 6 ] && [ -n "$live" ] &&
+            timeout 60 gdb -p "$live" -batch -nx -ex 'info threads' -ex 'thread apply all bt 30' \
+                >> "$f" 2>&1 < /dev/null
     done
 }
 
@@ -181,7 +189,7 @@ run_cell() {
     env MSM_CELL="$token" CELL="$CELL" WORK="$CELL/work" DATA="$OUT/data/$name" M="$m" \
         MODE="$mode" PORT="$port" MEMSIGHT="$MEMSIGHT" SNAPS="$snaps" HERE="$HERE" \
         OUT_FILE="$CELL/out" NAME="$name" \
-        setsid bash -c '. "$HERE/matrix/programs.sh" && cd "$WORK" && "${NAME}_run"' \
+        setsid bash -c 'ulimit -c unlimited; . "$HERE/matrix/programs.sh" && cd "$WORK" && "${NAME}_run"' \
         > "$CELL/out" 2> "$CELL/err" < /dev/null &
     local pid=$! sl who status hung=0
     sleep "$limit" &
@@ -193,7 +201,7 @@ run_cell() {
         # shellcheck disable=SC2046
         diagnose "$CELL/hang.txt" $(cell_procs "$pid" "$token" "$CELL/pids")
         kill -KILL -- "-$pid" 2>/dev/null
-        wait "$pid"
+        { wait "$pid"; } 2>/dev/null
         status=hang
     else
         kill "$sl" 2>/dev/null
@@ -223,7 +231,30 @@ run_cell() {
         kill -KILL $left 2>/dev/null
     fi
     [ -s "$CELL/attach.fail" ] && sed 's/^/attach: /' "$CELL/attach.fail" >> "$CELL/reasons"
+    crashes
     sed "s#$CELL#@CELL@#g" "$CELL/out" > "$CELL/out.norm"
+}
+
+# crashes: the core files a crash left in the cell (when the kernel writes them to the
+# working directory, core_pattern "core"): each one's backtraces in crash.txt and its
+# crashing frame among the reasons; the core is removed
+crashes() {
+    local core exe n=0
+    for core in $(find "$CELL/work" -maxdepth 4 -type f -name 'core*' 2>/dev/null); do
+        file -b "$core" 2>/dev/null | grep -q 'core file' || continue
+        n=$((n + 1))
+        if [ $n -le 3 ]; then
+            exe=$(file -b "$core" | sed -n "s/.*execfn: '\([^']*\)'.*/\1/p")
+            {
+                echo "=== $core ($exe)"
+                timeout 120 gdb -batch -nx -ex 'bt 25' -ex 'thread apply all bt 25' "$exe" "$core" 2>&1 < /dev/null
+            } >> "$CELL/crash.txt"
+            echo "crashed: $(basename "$exe"): $(grep -m1 '^Program terminated' "$CELL/crash.txt" |
+                sed 's/Program terminated with //; s/\.$//'), at $(grep -m1 '^#0' "$CELL/crash.txt" |
+                sed 's/^#0 *\(0x[0-9a-f]* in \)\{0,1\}//' | cut -c1-100) (crash.txt)" >> "$CELL/reasons"
+        fi
+        rm -f "$core"
+    done
 }
 
 # judge PROGRAM MODE: the cell's verdict against the run without the agent
@@ -235,7 +266,9 @@ judge() {
             echo "exit status $(cat "$CELL/status"), without the agent $(cat "$base/status")" >> "$CELL/reasons"
         if ! cmp -s "$CELL/out.norm" "$base/out.norm"; then
             diff "$base/out.norm" "$CELL/out.norm" > "$CELL/out.diff"
-            echo "output differs: $(grep -m1 '^[<>]' "$CELL/out.diff" | cut -c1-120) (diff in $CELL/out.diff)" >> "$CELL/reasons"
+            # the first line the run with the agent has and the reference has not
+            echo "output differs: $({ grep -m1 '^>' "$CELL/out.diff" || grep -m1 '^<' "$CELL/out.diff"; } |
+                cut -c1-120) (diff in $CELL/out.diff)" >> "$CELL/reasons"
         fi
         r=$(OUT_FILE=$CELL/out DATA=$OUT/data/$name HERE=$HERE "${name}_check" 2>&1) ||
             echo "check: $r" >> "$CELL/reasons"
