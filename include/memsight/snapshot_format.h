@@ -203,6 +203,10 @@ enum ms_guard_kind {
     MS_GUARD_KIND_UNDERFLOW = 3, /* before its start */
     MS_GUARD_KIND_DOUBLE_FREE = 4,
     MS_GUARD_KIND_INVALID_FREE = 5, /* a pointer into the pool that is no block's start */
+    MS_GUARD_KIND_SLACK_OVER = 6,   /* bytes written in its page past the end (address: the
+                                     * farthest), found at free, realloc or a snapshot */
+    MS_GUARD_KIND_SLACK_UNDER = 7,  /* bytes written in its page before the start (address:
+                                     * the farthest) */
     MS_GUARD_KIND_COUNT
 };
 /* The names reports use for them (stderr, text and JSON reports). */
@@ -210,7 +214,7 @@ static inline const char *ms_guard_kind_name(unsigned kind)
 {
     static const char *const names[MS_GUARD_KIND_COUNT] = {
         "unknown-in-pool", "use-after-free", "buffer-overflow", "buffer-underflow",
-        "double-free", "invalid-free",
+        "double-free", "invalid-free", "heap-buffer-overflow", "heap-buffer-underflow",
     };
     return kind < MS_GUARD_KIND_COUNT ? names[kind] : names[0];
 }

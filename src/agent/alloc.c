@@ -472,8 +472,11 @@ static void *ms_realloc_impl(void *old, size_t n)
     if (!old)
         return malloc(n);
     if (ms_guard_owns(old)) { /* out of the pool: a double or invalid pointer is reported */
-        if (n && !ms_guard_usable(old))
-            ms_guard_free(old);
+        if (n && !ms_guard_usable(old)) {
+            ms_guard_free(old); /* returns with guard_recover=1 only: nothing to copy */
+            errno = ENOMEM;
+            return NULL;
+        }
         return n ? ms_realloc_copy(old, n) : (free(old), NULL);
     }
     if (n == 0) { /* glibc: frees and returns NULL */

@@ -100,15 +100,22 @@ static void slot_isolate(uintptr_t slot)
     syscall(SYS_madvise, (void *)(slot + ms_guard_page), ms_guard_page, MADV_DONTDUMP);
 }
 
-/* The least recently freed slot, or -1 when every slot is live (or no pool). */
+/* The least recently freed slot, or -1 when every slot is live (or no pool). Retired
+ * slots (guard_recover) leave the ring as they come up. */
 static int slot_take(void)
 {
     int i = -1;
     pool_lock();
-    if (pool_reserve() == 0 && ms_guard_count) {
-        i = (int)ms_guard_ring[ms_guard_head];
-        ms_guard_head = (ms_guard_head + 1) % ms_guard_nslots;
-        ms_guard_count--;
+    if (pool_reserve() == 0) {
+        while (ms_guard_count) {
+            i = (int)ms_guard_ring[ms_guard_head];
+            ms_guard_head = (ms_guard_head + 1) % ms_guard_nslots;
+            ms_guard_count--;
+            if (__atomic_load_n(&ms_guard_slots[i].state, __ATOMIC_ACQUIRE) !=
+                MS_GUARD_SLOT_RETIRED)
+                break;
+            i = -1;
+        }
     }
     pool_unlock();
     return i;
@@ -123,20 +130,21 @@ static void slot_put(uint32_t i)
 }
 
 /* ===========================================================================
- * The countdown: uniform in [1, 2*RATE-1] (mean RATE), as GWP-ASan draws it (RATE is at
- * most 2^30: it fits ms_guard_left).
+ * The countdown: uniform in [1, span] (RATE is at most 2^30: it fits ms_guard_left).
+ * Between guarded allocations span is 2*RATE-1 (mean RATE); a thread's first countdown
+ * counts its first allocation too and spans 2*RATE, as GWP-ASan's does, so that the
+ * first allocation is guarded with probability 1/(2*RATE).
  * ========================================================================= */
-static uint32_t next_countdown(void)
+static uint32_t next_countdown(uint64_t span)
 {
-    uint64_t rate = ms_opt.guard;
-    if (rate <= 1)
+    if (ms_opt.guard <= 1)
         return 1;
     uint64_t x = ms_guard_rng;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
     ms_guard_rng = x;
-    return (uint32_t)(1 + (x * 0x2545F4914F6CDD1DULL >> 11) % (2 * rate - 1));
+    return (uint32_t)(1 + (x * 0x2545F4914F6CDD1DULL >> 11) % span);
 }
 
 /* 1 when this allocation is to be guarded; sets the next countdown either way. */
@@ -163,10 +171,15 @@ static int guard_turn(void)
         ms_enter();
         ms_guard_altstack();
         ms_leave();
-        ms_guard_left = (int32_t)next_countdown() - 1;
-        return ms_opt.guard <= 1;
+        /* this allocation is the first of the countdown: guarded when it is 1 */
+        uint32_t c = next_countdown(2 * ms_opt.guard);
+        if (c > 1) {
+            ms_guard_left = (int32_t)c - 2;
+            return 0;
+        }
     }
-    ms_guard_left = (int32_t)next_countdown() - 1; /* the countdown-th from here decides */
+    /* the countdown-th from here decides */
+    ms_guard_left = (int32_t)next_countdown(2 * ms_opt.guard - 1) - 1;
     return 1;
 }
 
@@ -216,10 +229,15 @@ void *ms_guard_alloc(size_t n, size_t align)
         align = 16;
     /* right: the block ends as close to the next guard page as its alignment allows */
     uintptr_t p = right ? (slot + pg - (n ? n : 1)) & ~(uintptr_t)(align - 1) : slot;
-    if (used) /* zero like a fresh page: calloc's promise, and no bytes of the freed
-               * block beside the new one (a scan of the page could take them for
-               * pointers) */
-        memset((void *)slot, 0, pg);
+    /* The block zero (a fresh page is; a reused one holds the freed block's bytes):
+     * calloc's promise. The rest of the page the fill, checked at free, realloc and in
+     * snapshots for the bytes an overflow or underflow wrote there (no freed block's
+     * bytes are left beside the new one: a scan of the page could take them for
+     * pointers; the fill is no pointer). */
+    memset((void *)slot, MS_GUARD_FILL, p - slot);
+    if (used)
+        memset((void *)p, 0, n);
+    memset((void *)(p + n), MS_GUARD_FILL, slot + pg - (p + n));
     ms_rec_prep rp;
     ms_record_prepare(&rp, n); /* full mode: a live entry as for any block */
     ms_record_commit_entry((void *)p, n, &rp);
@@ -230,11 +248,87 @@ void *ms_guard_alloc(size_t n, size_t align)
     s->free_sid = 0;
     s->free_tid = 0;
     s->live_idx = rp.idx;
+    __atomic_store_n(&s->flags, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->state, MS_GUARD_SLOT_LIVE, __ATOMIC_RELEASE);
     MS_HEALTH_INC(guard_allocs);
     ms_leave();
     errno = saved;
     return (void *)p; /* zeroed: a fresh page, or cleared above */
+}
+
+/* ===========================================================================
+ * The fill around a block
+ * ========================================================================= */
+#define FILL64 (0x0101010101010101ULL * MS_GUARD_FILL)
+
+static uint64_t word_at(uintptr_t a)
+{
+    uint64_t w;
+    memcpy(&w, (const void *)a, 8);
+    return w;
+}
+
+/* The lowest byte of [a, b) that is not the fill, or 0. */
+static uintptr_t first_unfilled(uintptr_t a, uintptr_t b)
+{
+    while (a < b) {
+        if (!(a & 7) && b - a >= 8 && word_at(a) == FILL64) {
+            a += 8;
+            continue;
+        }
+        if (*(const uint8_t *)a != MS_GUARD_FILL)
+            return a;
+        a++;
+    }
+    return 0;
+}
+
+/* The highest byte of [a, b) that is not the fill, or 0. */
+static uintptr_t last_unfilled(uintptr_t a, uintptr_t b)
+{
+    while (b > a) {
+        if (!(b & 7) && b - a >= 8 && word_at(b - 8) == FILL64) {
+            b -= 8;
+            continue;
+        }
+        b--;
+        if (*(const uint8_t *)b != MS_GUARD_FILL)
+            return b;
+    }
+    return 0;
+}
+
+/* Slot i's page around its block (the slot claimed, readable): 0 when the fill is whole,
+ * else the kind of error and in *at the byte written farthest from the block. */
+static unsigned fill_check(uint32_t i, uintptr_t *at)
+{
+    const ms_guard_slot *s = &ms_guard_slots[i];
+    uintptr_t slot = ms_guard_slot_addr(i), end = s->ptr + s->size;
+    if ((*at = last_unfilled(end, slot + ms_guard_page)))
+        return MS_GUARD_KIND_SLACK_OVER;
+    if ((*at = first_unfilled(slot, s->ptr)))
+        return MS_GUARD_KIND_SLACK_UNDER;
+    return 0;
+}
+
+void ms_guard_check_live(void)
+{
+    uint32_t n = __atomic_load_n(&ms_guard_span, __ATOMIC_ACQUIRE) ? ms_guard_nslots : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        ms_guard_slot *s = &ms_guard_slots[i];
+        uint32_t live = MS_GUARD_SLOT_LIVE;
+        /* claimed, so that its free (which waits) cannot take the page away meanwhile */
+        if (!__atomic_compare_exchange_n(&s->state, &live, MS_GUARD_SLOT_CHECKING, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        uintptr_t at = 0;
+        unsigned kind = (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & MS_GUARD_SLOTF_REPORTED)
+                            ? 0
+                            : fill_check(i, &at);
+        __atomic_store_n(&s->state, MS_GUARD_SLOT_LIVE, __ATOMIC_RELEASE);
+        if (kind) /* the block stays live and its page readable: the report reads no page */
+            ms_guard_report_found(kind, at, (int)i);
+    }
 }
 
 /* The slot whose block starts exactly at p, claimed for freeing, or -1 (bad pointer). */
@@ -245,35 +339,60 @@ static int slot_claim(uintptr_t p)
         return -1; /* a guard page */
     uint32_t i = (uint32_t)((k - 1) / 2);
     ms_guard_slot *s = &ms_guard_slots[i];
-    uint32_t live = MS_GUARD_SLOT_LIVE;
-    if (__atomic_load_n(&s->ptr, __ATOMIC_ACQUIRE) != p ||
-        !__atomic_compare_exchange_n(&s->state, &live, MS_GUARD_SLOT_BUSY, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(&s->ptr, __ATOMIC_ACQUIRE) != p)
         return -1;
-    return (int)i;
+    for (;;) {
+        uint32_t st = MS_GUARD_SLOT_LIVE;
+        if (__atomic_compare_exchange_n(&s->state, &st, MS_GUARD_SLOT_BUSY, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return (int)i;
+        if (st != MS_GUARD_SLOT_CHECKING)
+            return -1;
+        ms_arch_cpu_relax(); /* a snapshot checks its fill: a few microseconds */
+    }
 }
 
+/* A pointer in the pool that starts no live block: reported with the block it is about
+ * (the one it points into, or in a guard page the nearer of the two beside it), then
+ * abort(), as the C library does for the double frees it detects; with guard_recover=1
+ * the free is ignored and the program runs on. */
 static MS_NOINLINE void bad_free(uintptr_t p)
 {
     uintptr_t k = (p - ms_guard_lo) / ms_guard_page;
-    int i = (k & 1) ? (int)((k - 1) / 2) : -1;
-    unsigned kind = MS_GUARD_KIND_INVALID_FREE;
-    if (i >= 0 && __atomic_load_n(&ms_guard_slots[i].ptr, __ATOMIC_ACQUIRE) == p)
-        kind = MS_GUARD_KIND_DOUBLE_FREE; /* freed already (or being freed by another thread) */
+    int i;
+    unsigned kind = MS_GUARD_KIND_INVALID_FREE, near;
+    if (k & 1) {
+        i = (int)((k - 1) / 2);
+        if (__atomic_load_n(&ms_guard_slots[i].ptr, __ATOMIC_ACQUIRE) == p)
+            kind = MS_GUARD_KIND_DOUBLE_FREE; /* freed already (or by another thread now) */
+    } else {
+        i = ms_guard_classify(p, &near);
+    }
     ms_guard_report(kind, p, i, NULL);
-    /* the C library aborts on the double frees it detects: so does this */
-    abort();
+    if (!ms_opt.guard_recover)
+        abort();
 }
 
 void ms_guard_free(void *ptr)
 {
     uintptr_t p = ms_ptr_key(ptr);
     int i = slot_claim(p);
-    if (i < 0)
+    if (i < 0) {
         bad_free(p);
+        return;
+    }
+    ms_guard_slot *s = &ms_guard_slots[i];
+    uintptr_t at = 0;
+    unsigned bad = (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & MS_GUARD_SLOTF_REPORTED)
+                       ? 0
+                       : fill_check((uint32_t)i, &at);
+    if (bad) { /* found at free (or realloc): the caller's stack is the free stack */
+        ms_guard_report(bad, at, i, NULL);
+        if (!ms_opt.guard_recover)
+            abort(); /* as the C library does for the heap damage it finds at free */
+    }
     int saved = errno;
     ms_enter();
-    ms_guard_slot *s = &ms_guard_slots[i];
     s->free_sid = ms_current_stack(MS_KIND_HEAP);
     s->free_tid = ms_gettid();
     if (s->live_idx)
@@ -298,7 +417,8 @@ size_t ms_guard_usable(void *ptr)
     if (!(k & 1))
         return 0;
     const ms_guard_slot *s = &ms_guard_slots[(k - 1) / 2];
-    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != MS_GUARD_SLOT_LIVE || s->ptr != p)
+    uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+    if ((st != MS_GUARD_SLOT_LIVE && st != MS_GUARD_SLOT_CHECKING) || s->ptr != p)
         return 0;
     return s->size;
 }
@@ -327,9 +447,33 @@ void ms_guard_fork_parent(void)
         pool_unlock();
 }
 
-/* The child's pool is a copy of the parent's (same protections, same slots). */
+/* The child's pool is a copy of the parent's (same protections, same slots); a check of
+ * a snapshot's thread, which the child has not, is over. */
 void ms_guard_fork_child(void)
 {
-    if (ms_opt.guard)
-        pool_unlock();
+    if (!ms_opt.guard)
+        return;
+    for (uint32_t i = 0; ms_guard_span && i < ms_guard_nslots; i++)
+        if (ms_guard_slots[i].state == MS_GUARD_SLOT_CHECKING)
+            ms_guard_slots[i].state = MS_GUARD_SLOT_LIVE;
+    pool_unlock();
+}
+
+/* guard_recover=1: the program runs on at a bad access. The page it touched is made
+ * readable and writable for good: a guard page (its two slots lose that side's guard),
+ * or a slot's page, whose slot is retired (never handed out again: the program may
+ * still use it through the pointer it kept). */
+void ms_guard_recover_page(uintptr_t addr)
+{
+    uintptr_t k = (addr - ms_guard_lo) / ms_guard_page;
+    if (k & 1) {
+        ms_guard_slot *s = &ms_guard_slots[(k - 1) / 2];
+        uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+        while ((st == MS_GUARD_SLOT_FREED || st == MS_GUARD_SLOT_NEVER) &&
+               !__atomic_compare_exchange_n(&s->state, &st, MS_GUARD_SLOT_RETIRED, 0,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            ;
+    }
+    if (sys_mprotect(ms_guard_lo + k * ms_guard_page, ms_guard_page, PROT_READ | PROT_WRITE) != 0)
+        MS_HEALTH_INC(guard_failures);
 }

@@ -57,7 +57,12 @@ enum {
     MS_GUARD_SLOT_LIVE = 1,
     MS_GUARD_SLOT_FREED = 2,
     MS_GUARD_SLOT_BUSY = 3, /* being handed out or freed */
+    MS_GUARD_SLOT_CHECKING = 4, /* live, its slack being checked by a snapshot (free waits) */
+    MS_GUARD_SLOT_RETIRED = 5,  /* guard_recover: its page left accessible after an error,
+                                 * never handed out again */
 };
+/* ms_guard_slot.flags */
+#define MS_GUARD_SLOTF_REPORTED 1u /* an error of this slot was reported: later ones counted */
 typedef struct ms_guard_slot {
     uint64_t ptr;          /* the program's pointer (0: never used) */
     uint64_t size;         /* bytes asked */
@@ -65,7 +70,13 @@ typedef struct ms_guard_slot {
     uint32_t alloc_sid, free_sid; /* heap stack ids (stacks.c) */
     uint32_t alloc_tid, free_tid;
     uint32_t live_idx;     /* live-table entry (0: not recorded) */
+    uint32_t flags;        /* MS_GUARD_SLOTF_* (atomic) */
 } ms_guard_slot;
+
+/* The byte every guarded block's page holds outside the block (its alignment slack after
+ * it, the rest of the page before or after it), checked at free, realloc and in every
+ * snapshot: a write there is an overflow or underflow no guard page can catch. */
+#define MS_GUARD_FILL 0xbb
 
 extern ms_guard_slot *ms_guard_slots MS_INTERNAL;
 extern uint32_t ms_guard_nslots MS_INTERNAL;
@@ -76,11 +87,21 @@ static inline uintptr_t ms_guard_slot_addr(uint32_t i)
     return ms_guard_lo + (2 * (uintptr_t)i + 1) * ms_guard_page;
 }
 
-/* Writes the report of an error (enum ms_guard_kind, snapshot_format.h) at addr (the faulting address, or the pointer given to
- * free) found by a fault (uc: its signal context) or by free (uc NULL: the caller's
- * stack is the access stack): stderr and a `guard` snapshot. Async-signal-safe; once
- * per process (later errors are only counted). */
+/* Writes the report of an error (enum ms_guard_kind, snapshot_format.h) at addr (the
+ * faulting address, or the pointer given to free) found by a fault (uc: its signal
+ * context) or by free (uc NULL: the caller's stack is the access stack): stderr and a
+ * `guard` snapshot. Async-signal-safe; the first error of each slot (and one no slot
+ * explains), up to MS_GUARD_MAX_REPORTS a process: later errors are only counted. */
+#define MS_GUARD_MAX_REPORTS 16
 void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc) MS_INTERNAL;
+/* The same for an error found in a snapshot (no access stack: the block is live). */
+void ms_guard_report_found(unsigned kind, uintptr_t addr, int slot) MS_INTERNAL;
+/* Checks the fill of every live guarded block's page (before a snapshot is written: not
+ * for the `guard` and `fatal` snapshots); an error is reported and the program runs on. */
+void ms_guard_check_live(void) MS_INTERNAL;
+/* guard_recover=1, in the fault handler after the report: the page at addr (a slot's or a
+ * guard page) is made accessible for good, a slot's retired. */
+void ms_guard_recover_page(uintptr_t addr) MS_INTERNAL;
 /* Maps the report's buffer (guard=RATE only). */
 void ms_guard_report_init(void) MS_INTERNAL;
 /* The slot an address in the pool is about, and the error kind an access there means. */

@@ -1,6 +1,6 @@
 /* Guard pages: the SIGSEGV handler. A fault in the pool is reported (guard_report.c) and
  * the process then dies of it as it would have (default action, the access taken
- * again); any other fault goes to the program's own handler, or to the one that was
+ * again), or with guard_recover=1 the page is opened and the program runs on; any other fault goes to the program's own handler, or to the one that was
  * there before (fatal.c's last snapshot). The program's sigaction and signal calls for
  * SIGSEGV set the handler ours passes faults to, and read it back, so ours stays in
  * place. Runs on an alternate signal stack of its own where the thread has none: only
@@ -98,7 +98,10 @@ static void guard_handler(int sig, siginfo_t *si, void *uc)
         unsigned kind;
         int slot = ms_guard_classify(addr, &kind);
         ms_guard_report(kind, addr, slot, uc);
-        ms_libc_signal(sig, SIG_DFL); /* dies of the access, taken again on return */
+        if (ms_opt.guard_recover) /* the access, taken again on return, goes through */
+            ms_guard_recover_page(addr);
+        else
+            ms_libc_signal(sig, SIG_DFL); /* dies of the access, taken again on return */
     } else {
         chain(sig, si, uc);
     }

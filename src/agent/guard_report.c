@@ -43,6 +43,10 @@ int ms_guard_classify(uintptr_t addr, unsigned *kind)
             *kind = MS_GUARD_KIND_UNDERFLOW;
         }
     }
+    /* beside a freed block: a use after free (its free stack says so), as GWP-ASan has it */
+    if (best >= 0 &&
+        __atomic_load_n(&ms_guard_slots[best].state, __ATOMIC_ACQUIRE) == MS_GUARD_SLOT_FREED)
+        *kind = MS_GUARD_KIND_UAF;
     return best;
 }
 
@@ -58,10 +62,13 @@ typedef struct guard_report {
     ms_snap_guard g;
     guard_stack alloc, free_, access;
 } guard_report;
-/* One report per process, filled once; mapped when guard pages start (no 6 KiB of bss
- * in every process the agent runs in). */
+/* One report at a time (a spinlock: the fault handler may wait for another thread's
+ * report, never for its own); mapped when guard pages start (no 6 KiB of bss in every
+ * process the agent runs in). */
 static guard_report *ms_gr_map;
-static int ms_guard_reported;
+static int ms_gr_lock;            /* tid of the reporting thread, 0: none */
+static uint32_t ms_gr_count;      /* reports written (at most MS_GUARD_MAX_REPORTS) */
+static int ms_gr_unknown;         /* an error no slot explains was reported */
 
 void ms_guard_report_init(void)
 {
@@ -161,14 +168,19 @@ static void say_stack(const char *what, uint32_t tid, const guard_stack *st)
     }
 }
 
-/* "N bytes right of the M-byte block at 0x..." (or left of, or inside). */
+/* "N bytes right of the M-byte block at 0x..." (or left of, or inside; for the fill
+ * around a block, "N bytes written past" or "before"). */
 static void say_where(line *l, const ms_snap_guard *g, uintptr_t addr)
 {
     if (!g->block_address) {
         l_str(l, "no block");
         return;
     }
-    if (addr < g->block_address) {
+    if (g->kind == MS_GUARD_KIND_SLACK_OVER || g->kind == MS_GUARD_KIND_SLACK_UNDER) {
+        int over = g->kind == MS_GUARD_KIND_SLACK_OVER;
+        l_dec(l, over ? addr + 1 - (g->block_address + g->block_size) : g->block_address - addr);
+        l_str(l, over ? " bytes written past" : " bytes written before");
+    } else if (addr < g->block_address) {
         l_dec(l, g->block_address - addr);
         l_str(l, " bytes left of");
     } else if (addr >= g->block_address + g->block_size) {
@@ -184,16 +196,36 @@ static void say_where(line *l, const ms_snap_guard *g, uintptr_t addr)
     l_hex(l, g->block_address);
 }
 
-void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc)
+/* how: 0 a fault (uc its context), 1 free or realloc (the caller's stack), 2 a snapshot's
+ * check (no access stack). */
+static void report(unsigned kind, uintptr_t addr, int slot, const void *uc, int how)
 {
     MS_HEALTH_INC(guard_errors);
-    if (__atomic_exchange_n(&ms_guard_reported, 1, __ATOMIC_ACQ_REL))
-        return; /* one report per process: the first error is the one that matters */
+    if (slot >= 0 && (uint32_t)slot < ms_guard_nslots) {
+        if (__atomic_fetch_or(&ms_guard_slots[slot].flags, MS_GUARD_SLOTF_REPORTED,
+                              __ATOMIC_ACQ_REL) & MS_GUARD_SLOTF_REPORTED)
+            return; /* the first error of a slot is the one that matters */
+    } else if (__atomic_exchange_n(&ms_gr_unknown, 1, __ATOMIC_ACQ_REL)) {
+        return;
+    }
     guard_report *r = ms_gr_map;
     if (!r) {
         MS_HEALTH_INC(guard_failures);
         return;
     }
+    int me = (int)ms_gettid(), free_ = 0;
+    while (!__atomic_compare_exchange_n(&ms_gr_lock, &free_, me, 0, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED)) {
+        if (free_ == me)
+            return; /* an error inside this thread's own report: counted */
+        free_ = 0;
+        ms_arch_cpu_relax();
+    }
+    if (ms_gr_count >= MS_GUARD_MAX_REPORTS) {
+        __atomic_store_n(&ms_gr_lock, 0, __ATOMIC_RELEASE);
+        return;
+    }
+    ms_gr_count++;
     ms_enter();
     ms_snap_guard *g = &r->g;
     memset(g, 0, sizeof *g);
@@ -217,24 +249,33 @@ void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc)
         stack_from_id(&r->free_, g->free_stack_id);
     }
     r->access.flags = 0;
-    if (uc) {
+    r->access.depth = 0;
+    if (how == 0) {
         r->access.depth = ms_unwind_context(uc, r->access.pcs, (unsigned)ms_opt.max_depth,
                                                &r->access.flags);
         r->access.flags |= MS_STACKF_FIRST_IS_PC;
-    } else {
+    } else if (how == 1) {
         r->access.depth = ms_unwind(r->access.pcs, (unsigned)ms_opt.max_depth,
                                        &r->access.flags);
     }
+    int fill = g->kind == MS_GUARD_KIND_SLACK_OVER || g->kind == MS_GUARD_KIND_SLACK_UNDER;
 
     line l = {.n = 0};
     l_str(&l, "memsight: guard: ");
     l_str(&l, ms_guard_kind_name(g->kind));
-    l_str(&l, uc ? " at " : " of ");
+    l_str(&l, how == 1 && !fill ? " of " : " at ");
     l_hex(&l, addr);
     l_str(&l, ": ");
     say_where(&l, g, addr);
     l_out(&l);
-    say_stack(uc ? "accessed" : "free called", g->access_tid, &r->access);
+    if (how == 2) {
+        l_str(&l, "memsight: guard:   found in a snapshot by thread ");
+        l_dec(&l, g->access_tid);
+        l_str(&l, " (the block is live)");
+        l_out(&l);
+    } else {
+        say_stack(how == 0 ? "accessed" : "free called", g->access_tid, &r->access);
+    }
     if (g->block_address)
         say_stack("allocated", g->alloc_tid, &r->alloc);
     if (g->free_tid)
@@ -252,5 +293,20 @@ void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc)
         l_str(&l, "no report file could be written (the lines above are all)");
     }
     l_out(&l);
+    if (ms_opt.guard_recover) {
+        l_str(&l, "memsight: guard: guard_recover=1: the program runs on");
+        l_out(&l);
+    }
     ms_leave();
+    __atomic_store_n(&ms_gr_lock, 0, __ATOMIC_RELEASE);
+}
+
+void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc)
+{
+    report(kind, addr, slot, uc, uc ? 0 : 1);
+}
+
+void ms_guard_report_found(unsigned kind, uintptr_t addr, int slot)
+{
+    report(kind, addr, slot, NULL, 2);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/guard.h"
 #include "agent/arch/arch.h"
 #include "agent/libc/libc.h"
 #include "agent/sampler.h"
@@ -599,6 +600,9 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
 {
     if (ms_state != MS_STATE_READY)
         return -EAGAIN;
+    if (ms_opt.guard && strcmp(reason, "guard") && strcmp(reason, "fatal") &&
+        !ms_snapshot_held_by_me())
+        ms_guard_check_live(); /* guard pages: the fill around live blocks (guard.c) */
     ms_enter();
     uint64_t t0 = ms_now_ns();
     while (__atomic_exchange_n(&ms_snap_lock, 1, __ATOMIC_ACQUIRE))

@@ -96,7 +96,11 @@ static void print_guard_where(FILE *out, const ms_snap_guard *g)
         return;
     }
     uint64_t a = g->address, b = g->block_address, e = b + g->block_size;
-    if (a < b)
+    if (g->kind == MS_GUARD_KIND_SLACK_OVER)
+        fprintf(out, "%" PRIu64 " bytes written past", a + 1 - e);
+    else if (g->kind == MS_GUARD_KIND_SLACK_UNDER)
+        fprintf(out, "%" PRIu64 " bytes written before", b - a);
+    else if (a < b)
         fprintf(out, "%" PRIu64 " bytes left of", b - a);
     else if (a >= e)
         fprintf(out, "%" PRIu64 " bytes right of", a - e);
@@ -111,12 +115,20 @@ static void print_guard(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
     const ms_guard_error *e = s->guard;
     const ms_snap_guard *g = &e->g;
     int by_free = g->kind == MS_GUARD_KIND_DOUBLE_FREE || g->kind == MS_GUARD_KIND_INVALID_FREE;
+    /* the fill around a block: found at free or realloc (the caller's stack), or by a
+     * snapshot (no access stack) */
+    int fill = g->kind == MS_GUARD_KIND_SLACK_OVER || g->kind == MS_GUARD_KIND_SLACK_UNDER;
     fprintf(out, "guard pages caught: %s %s 0x%" PRIx64 ": ", ms_guard_kind_name(g->kind),
             by_free ? "of" : "at", g->address);
     print_guard_where(out, g);
     fputc('\n', out);
-    fprintf(out, "  %s by thread %u:\n", by_free ? "free called" : "accessed", g->access_tid);
-    print_frames(out, s, sym, &e->access);
+    if (fill && e->access.depth == 0) {
+        fprintf(out, "  found in a snapshot by thread %u (the block is live)\n", g->access_tid);
+    } else {
+        fprintf(out, "  %s by thread %u:\n", by_free || fill ? "free called" : "accessed",
+                g->access_tid);
+        print_frames(out, s, sym, &e->access);
+    }
     if (g->block_address) {
         fprintf(out, "  allocated by thread %u:\n", g->alloc_tid);
         print_frames(out, s, sym, &e->alloc);

@@ -79,6 +79,9 @@ const ms_option_def ms_option_table[] = {
     {"guard_side", MS_OPT_ENUM, OFF(guard_side), 8, "alternate", "alternate|right|left",
      "where a guarded block sits in its page: against the next guard page (right: "
      "overflows), the previous one (left: underflows), or each in turn", 0, 0},
+    {"guard_recover", MS_OPT_BOOL, OFF(guard_recover), 8, "0", NULL,
+     "report the first error of each guarded slot and let the program run on (the bad "
+     "access is let through, a bad free ignored) instead of ending it", 0, 0},
     {"metrics_listen", MS_OPT_LISTEN, OFF(metrics_listen), sizeof(((ms_options *)0)->metrics_listen),
      "", NULL, "serve the process's memory on http://ADDR:PORT/metrics for Prometheus, from a "
      "thread of the agent's (docs/fleet.md); empty = off", 0, 0},

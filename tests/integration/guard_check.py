@@ -20,6 +20,20 @@ Usage: guard_check.py CASE
            the same after each guarded allocation and free (a slot's protection changes
            in place: no split, no merge), calloc blocks in reused slots are zero
   python sort   real programs with guard=50: same output and status, blocks guarded
+  first_2 first_10 first_100   gd_first: the use after free of each thread's first
+      allocation, caught (guard_recover=1: counted, the program runs on) in a share of
+      the threads within the binomial interval of 1/(2*RATE), as GWP-ASan's countdown
+      gives (never before: the first countdown skipped it)
+  slack_free slack_realloc slack_under strncpy_overflow   bytes written in a guarded
+      block's page outside it (its alignment slack, or before it), caught at free or
+      realloc: SIGABRT, "heap-buffer-overflow ... N bytes written past the M-byte block"
+      with the free call's and the allocation's stacks
+  slack_snapshot   the same found in the exit snapshot of a program that never frees the
+      block: reported, the program ends normally
+  uaf_beside   an access to the guard page after a freed block: a use after free
+  invalid_free_before   free of the byte before a left-aligned block: tied to it
+  recover   guard_recover=1: one error of each kind, each reported once (the first of its
+      slot), the program runs to its end; guard_errors counts them all
 Environment: MEMSIGHT, MS_PROGRAMS (set by ms_integration_test)."""
 import glob
 import json
@@ -61,6 +75,19 @@ ERRORS = {
                  '0 bytes inside the 32-byte block', 'gd_read', 'gd_release'),
     'own_handler_uaf': ('alternate', signal.SIGSEGV, 'use-after-free',
                         '8 bytes inside the 32-byte block', 'gd_read', 'gd_release'),
+    'uaf_beside': ('right', signal.SIGSEGV, 'use-after-free',
+                   '0 bytes right of the 32-byte block', 'gd_read', 'gd_release'),
+    'invalid_free_before': ('left', signal.SIGABRT, 'invalid-free',
+                            '1 bytes left of the 32-byte block', 'gd_release_inside', None),
+    # the fill around a block, checked at free and realloc: the free call's stack
+    'slack_free': ('right', signal.SIGABRT, 'heap-buffer-overflow',
+                   '3 bytes written past the 40-byte block', 'gd_release', None),
+    'slack_realloc': ('right', signal.SIGABRT, 'heap-buffer-overflow',
+                      '1 bytes written past the 40-byte block', 'gd_grow', None),
+    'slack_under': ('right', signal.SIGABRT, 'heap-buffer-underflow',
+                    '2 bytes written before the 40-byte block', 'gd_release', None),
+    'strncpy_overflow': ('left', signal.SIGABRT, 'heap-buffer-overflow',
+                         '1 bytes written past the 9-byte block', 'gd_release', None),
 }
 ALLOC_FN = {'memalign_overflow': 'gd_make_aligned'}
 
@@ -294,6 +321,87 @@ def case_sort():
     print('ok sort: %d guarded' % h['guard_allocs'])
 
 
+def case_slack_snapshot():
+    """A block never freed: its overflow into the fill is found by the exit snapshot's
+    check, reported without an access stack, and the program ends as it would."""
+    with tempfile.TemporaryDirectory() as d:
+        r = run([os.path.join(PROGS, 'gd_errors'), 'slack_snapshot'], 'guard=1,guard_side=right',
+                d)
+        if r.returncode != 0 or r.stdout != 'MARK\nAFTER\n':
+            fail('slack_snapshot: status %d, stdout %r, stderr %s' % (r.returncode, r.stdout,
+                                                                      r.stderr[-2000:]))
+        if 'memsight: guard: heap-buffer-overflow at ' not in r.stderr or \
+                'found in a snapshot by thread' not in r.stderr:
+            fail('slack_snapshot: stderr does not report it:\n' + r.stderr[-2000:])
+        snaps = glob.glob(os.path.join(d, '*-guard.msnap'))
+        if len(snaps) != 1 or len(glob.glob(os.path.join(d, '*-exit.msnap'))) != 1:
+            fail('slack_snapshot: files %s' % os.listdir(d))
+        rep = subprocess.run([MEMSIGHT, 'report', snaps[0]], capture_output=True, text=True)
+        sec = sections(rep.stdout)
+        want = '1 bytes written past the 40-byte block'
+        if 'heap-buffer-overflow' not in sec['head'] or want not in sec['head'] or \
+                'found in a snapshot' not in rep.stdout or sec.get('allocated', [''])[0] != \
+                'gd_make' or 'freed' in sec or 'accessed' in sec:
+            fail('slack_snapshot: report %s' % rep.stdout[:3000])
+        print('ok slack_snapshot: %s' % sec['head'])
+
+
+def case_recover():
+    """guard_recover=1: each error reported once, the program runs to its end."""
+    with tempfile.TemporaryDirectory() as d:
+        r = run([os.path.join(PROGS, 'gd_errors'), 'recover'],
+                'guard=1,guard_side=right,guard_recover=1', d)
+        if r.returncode != 0 or not r.stdout.startswith('MARK\nAFTER '):
+            fail('recover: status %d, stdout %r, stderr %s' % (r.returncode, r.stdout,
+                                                               r.stderr[-3000:]))
+        heads = [l for l in r.stderr.splitlines()
+                 if re.match(r'memsight: guard: [a-z-]+ (at|of) 0x', l)]
+        kinds = [l.split()[2] for l in heads]
+        want = ['use-after-free', 'buffer-overflow', 'double-free', 'invalid-free',
+                'heap-buffer-overflow']
+        if kinds != want:
+            fail('recover: reported %s, expected %s:\n%s' % (kinds, want, r.stderr[-3000:]))
+        if r.stderr.count('guard_recover=1: the program runs on') != len(want):
+            fail('recover: not every report says the program runs on')
+        snaps = glob.glob(os.path.join(d, '*-guard.msnap'))
+        if len(snaps) != len(want):
+            fail('recover: %d guard snapshots: %s' % (len(snaps), os.listdir(d)))
+        h = health_of(d)
+        # the five reported, and the double free of the retired slot counted
+        if h.get('guard_errors') != 6 or h.get('guard_failures'):
+            fail('recover: guard_errors %r (expected 6), guard_failures %r' % (
+                h.get('guard_errors'), h.get('guard_failures')))
+        print('ok recover: %s, %d errors counted' % (kinds, h['guard_errors']))
+
+
+# first_RATE: threads, and the 4-sigma bounds of the binomial count at p = 1/(2*RATE)
+FIRST = {2: 800, 10: 2000, 100: 6000}
+
+
+def case_first(rate):
+    n = FIRST[rate]
+    p = 1.0 / (2 * rate)
+    mean, sd = n * p, (n * p * (1 - p)) ** 0.5
+    lo, hi = mean - 4 * sd, mean + 4 * sd
+    with tempfile.TemporaryDirectory() as d:
+        r = run([os.path.join(PROGS, 'gd_first'), str(n)],
+                'guard=%d,guard_recover=1,guard_pool=4096' % rate, d, timeout=280)
+        if r.returncode != 0 or r.stdout != 'threads %d\n' % n:
+            fail('first_%d: status %d, stdout %r, stderr %s' % (rate, r.returncode, r.stdout,
+                                                                r.stderr[-2000:]))
+        h = health_of(d)
+    k = h.get('guard_errors', 0)
+    if h.get('guard_pool_full') or h.get('guard_failures'):
+        fail('first_%d: pool full %r, failures %r' % (rate, h.get('guard_pool_full'),
+                                                      h.get('guard_failures')))
+    if not lo <= k <= hi:
+        fail('first_%d: the first allocation\'s use after free caught in %d of %d threads; '
+             'at 1/(2*%d) expected %.1f, 4-sigma interval [%.1f, %.1f]' % (
+                 rate, k, n, rate, mean, lo, hi))
+    print('ok first_%d: caught in %d of %d threads (%.4f; expected %.4f, interval [%.1f, %.1f])'
+          % (rate, k, n, k / n, p, lo, hi))
+
+
 def main():
     c = sys.argv[1]
     if c in ERRORS:
@@ -312,6 +420,12 @@ def main():
         case_python()
     elif c == 'sort':
         case_sort()
+    elif c == 'slack_snapshot':
+        case_slack_snapshot()
+    elif c == 'recover':
+        case_recover()
+    elif c.startswith('first_'):
+        case_first(int(c[6:]))
     else:
         fail('unknown case ' + c)
 

@@ -156,6 +156,80 @@ int main(int argc, char **argv)
         p[127] = 1; /* alignment slack: inside the page, not caught (docs) */
         say("MARK\n");
         gd_write(p, 128);
+    } else if (!strcmp(m, "uaf_beside")) {
+        /* right-aligned: the first byte past a freed block is in the guard page */
+        char *p = gd_make(32);
+        memset(p, 7, 32);
+        gd_release(p);
+        say("MARK\n");
+        v = gd_read(p, 32);
+    } else if (!strcmp(m, "invalid_free_before")) {
+        /* left-aligned: the byte before the block is in the guard page */
+        char *p = gd_make(32);
+        say("MARK\n");
+        gd_release_inside(p - 1);
+    } else if (!strcmp(m, "slack_free") || !strcmp(m, "slack_realloc") ||
+               !strcmp(m, "slack_under") || !strcmp(m, "slack_snapshot")) {
+        /* right-aligned 40 bytes end 8 bytes before the guard page (16-byte alignment):
+         * the writes below touch no guard page, the fill around the block keeps them */
+        char *p = gd_make(40);
+        memset(p, 7, 40);
+        if (m[6] == 'u') {
+            gd_write(p, -1);
+            gd_write(p, -2);
+        } else {
+            gd_write(p, 40);
+            if (m[6] == 'f') {
+                gd_write(p, 41);
+                gd_write(p, 42);
+            }
+        }
+        say("MARK\n");
+        if (m[6] == 'r') {
+            p = gd_grow(p, 100);
+        } else if (m[6] == 's') {
+            say("AFTER\n");
+            return 0; /* never freed: the exit snapshot finds it */
+        } else {
+            gd_release(p);
+        }
+    } else if (!strcmp(m, "strncpy_overflow")) {
+        /* LLVM's strncpy-overflow: 10 bytes copied into a 9-byte block */
+        char *hello = gd_make(6);
+        strcpy(hello, "hello");
+        char *short_buffer = gd_make(9);
+        volatile size_t ten = 10;
+        strncpy(short_buffer, hello, ten);
+        say("MARK\n");
+        gd_release(short_buffer);
+    } else if (!strcmp(m, "recover")) {
+        /* guard_recover=1 (guard_side=right): one error of each kind, the program runs
+         * on past each; a second error of a slot is counted, not reported */
+        say("MARK\n");
+        char *a = gd_make(32);
+        gd_release(a);
+        v += gd_read(a, 8);  /* use after free: its page opened, the slot retired */
+        v += gd_read(a, 9);  /* the page is open: no fault */
+        char *b = gd_make(32);
+        gd_write(b, 32);     /* overflow into the guard page, now open */
+        gd_write(b, 33);
+        gd_release(b);
+        char *c = gd_make(32);
+        gd_release(c);
+        gd_release_again(c); /* double free: ignored */
+        char *d = gd_make(32);
+        gd_release_inside(d + 8); /* invalid free: ignored, d stays live */
+        d[31] = 1;
+        gd_release(d);
+        char *e = gd_make(40);
+        gd_write(e, 40);
+        gd_release(e);       /* the fill: reported at free, freed */
+        gd_release_again(a); /* a's slot reported already: counted */
+        char *f = gd_make(64);
+        memset(f, 3, 64);
+        gd_release(f);
+        printf("AFTER %d\n", v);
+        return 0;
     } else if (!strcmp(m, "own_handler") || !strcmp(m, "wild")) {
         /* a fault outside the pool: the program's handler (or the default) has it */
         char *p = gd_make(32);
