@@ -53,6 +53,8 @@ double ms_report_peak_after_start(const ms_snapshot *s);
  * "frames" key and array; -1 when out of memory. */
 struct ms_json;
 void ms_report_text_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st);
+/* The error guard pages caught (s->guard set), as `memsight report` prints it. */
+void ms_report_text_guard(FILE *out, const ms_snapshot *s, ms_symbolizer *sym);
 int ms_report_json_frames(struct ms_json *j, const ms_snapshot *s, ms_symbolizer *sym,
                           const ms_stack *st);
 void ms_report_html_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym,

@@ -140,6 +140,12 @@ static void print_guard(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
     fputc('\n', out);
 }
 
+void ms_report_text_guard(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
+{
+    if (s->guard)
+        print_guard(out, s, sym);
+}
+
 void ms_report_text_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, const ms_stack *st)
 {
     print_frames(out, s, sym, st);

@@ -876,6 +876,46 @@ static void missing_snapshot_cause(const char *dir, char *why, size_t len)
                  "exec'ed another program: --follow-exec follows it)");
 }
 
+/* The errors guard pages caught in the program (or a child it forked) during the run,
+ * symbolized on stderr as `memsight report` prints them: the agent's own lines, written
+ * from its fault handler, have raw addresses only. Even with -q: an error is no summary. */
+static void print_guard_errors(const char *dir, pid_t pid, time_t since)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    int shown = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && shown < 16) {
+        const char *nm = e->d_name;
+        size_t nl = strlen(nm);
+        struct stat st;
+        if (strncmp(nm, "memsight-", 9) || nl <= 12 || strcmp(nm + nl - 12, "-guard.msnap") ||
+            fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_mtime < since ||
+            !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            continue; /* a name planted by another user is not opened */
+        char path[PATH_MAX + 64], err[512];
+        snprintf(path, sizeof path, "%s/%s", dir, nm);
+        ms_snapshot *s = ms_snapshot_read_awaited(path, geteuid(), err, sizeof err);
+        if (!s) {
+            fprintf(stderr, "memsight: %s\n", err);
+            continue;
+        }
+        const char *sp = ms_snapshot_meta(s, "pid"), *pp = ms_snapshot_meta(s, "ppid");
+        long p = sp ? strtol(sp, NULL, 10) : -1;
+        if (s->guard && (p == (long)pid || (pp && strtol(pp, NULL, 10) == (long)pid))) {
+            ms_symbolizer *sym = ms_symbolizer_new(s);
+            fprintf(stderr, "memsight: process %ld: ", p);
+            ms_report_text_guard(stderr, s, sym);
+            fprintf(stderr, "memsight: report %s\n", path);
+            ms_symbolizer_free(sym);
+            shown++;
+        }
+        ms_snapshot_free(s);
+    }
+    closedir(d);
+}
+
 static void summarise(const char *dir, pid_t pid, time_t since, int top, int status,
                       ms_suppressions *supp)
 {
@@ -969,6 +1009,8 @@ int ms_cmd_run(int argc, char **argv)
     int status = run_child(&ctx, dir, unobservable ? NULL : agent, opts, cmd, &pid);
     if (status < 0)
         return 2;
+    if (!unobservable)
+        print_guard_errors(dir, pid, start);
     if (!ctx.quiet && !unobservable)
         summarise(dir, pid, start, ctx.top, status, ctx.supp);
     return status;

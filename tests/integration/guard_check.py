@@ -6,7 +6,7 @@ Usage: guard_check.py CASE
   uaf_read uaf_write overflow underflow double_free invalid_free realloc_uaf
   memalign_overflow thread_uaf fork_uaf   gd_errors under guard=1: the process dies of
       the error (SIGSEGV at the access, SIGABRT for a bad free) right after MARK, stderr
-      names it, and `memsight report` of the guard snapshot gives kind, offset and the
+      names it (the agent's line, and memsight run's symbolized with file and line), and `memsight report` of the guard snapshot gives kind, offset and the
       allocation / free / access stacks by function name
   own_handler_uaf   the same with the program's own SIGSEGV handler installed
   uaf_read_sampled overflow_sampled double_free_sampled invalid_free_sampled
@@ -156,6 +156,13 @@ def case_error(name, extra=''):
                 fail('%s: not caught at the first bad access: stdout %r' % (name, r.stdout))
         if 'memsight: guard: %s ' % kind not in r.stderr:
             fail('%s: stderr does not name %s:\n%s' % (name, kind, r.stderr[-2000:]))
+        # memsight run prints it symbolized too, with file and line, as ASan does
+        m = re.search(r'^memsight: process \d+: guard pages caught: %s .*%s' % (
+            re.escape(kind), re.escape(where)), r.stderr, re.M)
+        if not m or not re.search(r'^      %s  \S*gd_errors\.c:\d+$' % access_fn,
+                                  r.stderr[m.start():], re.M):
+            fail('%s: memsight run did not print the error symbolized (%s in gd_errors.c:LINE):'
+                 '\n%s' % (name, access_fn, r.stderr[-3000:]))
         snaps = glob.glob(os.path.join(d, '*-guard.msnap'))
         if len(snaps) != 1:
             fail('%s: expected one guard snapshot, found %s' % (name, os.listdir(d)))
