@@ -3,7 +3,7 @@
 # cachegrind (instructions, and misses of a simulated 32 KiB L1 and a 1 MiB last level)
 # uninstrumented, under the floor of any preloaded interposer (bench/floor-preload.c),
 # and with the agent preloaded in sampled modes (sample=524288, sample=4096) and full
-# mode. For each it prints the ratio of instructions to the uninstrumented run's and the
+# mode (and, asked for in MODES, g5000: sample=524288 with guard pages, guard=5000). For each it prints the ratio of instructions to the uninstrumented run's and the
 # ratio of estimated cycles, Ir + 10 x L1 misses + 100 x last-level misses (the usual
 # cachegrind estimate: it knows no prefetcher and no overlap of misses, so it weighs
 # misses more than a real core pays for the streaming ones). The counts do not move with
@@ -59,6 +59,7 @@ sim() {
     floor) pre="LD_PRELOAD=$WORK/floor.so" ;;
     s512k) pre="LD_PRELOAD=$AGENT MEMSIGHT_OPTIONS=$opts,sample=524288" ;;
     s4096) pre="LD_PRELOAD=$AGENT MEMSIGHT_OPTIONS=$opts,sample=4096" ;;
+    g5000) pre="LD_PRELOAD=$AGENT MEMSIGHT_OPTIONS=$opts,sample=524288,guard=5000" ;;
     full) pre="LD_PRELOAD=$AGENT MEMSIGHT_OPTIONS=$opts" ;;
     *) echo "unknown mode $mode" >&2; exit 2 ;;
     esac

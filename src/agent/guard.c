@@ -268,10 +268,26 @@ static uint64_t word_at(uintptr_t a)
     return w;
 }
 
+/* 1 when the 64 bytes at a are all the fill: one pass of wide loads, no branch per word
+ * (a page is checked in some 600 instructions, not 6000) */
+typedef uint64_t ms_v2 __attribute__((vector_size(16)));
+static int filled64(uintptr_t a)
+{
+    ms_v2 w[4];
+    const ms_v2 f = {FILL64, FILL64};
+    memcpy(w, (const void *)a, sizeof w);
+    ms_v2 x = (w[0] ^ f) | (w[1] ^ f) | (w[2] ^ f) | (w[3] ^ f);
+    return (x[0] | x[1]) == 0;
+}
+
 /* The lowest byte of [a, b) that is not the fill, or 0. */
 static uintptr_t first_unfilled(uintptr_t a, uintptr_t b)
 {
     while (a < b) {
+        if (!(a & 7) && b - a >= 64 && filled64(a)) {
+            a += 64;
+            continue;
+        }
         if (!(a & 7) && b - a >= 8 && word_at(a) == FILL64) {
             a += 8;
             continue;
@@ -287,6 +303,10 @@ static uintptr_t first_unfilled(uintptr_t a, uintptr_t b)
 static uintptr_t last_unfilled(uintptr_t a, uintptr_t b)
 {
     while (b > a) {
+        if (!(b & 7) && b - a >= 64 && filled64(b - 64)) {
+            b -= 64;
+            continue;
+        }
         if (!(b & 7) && b - a >= 8 && word_at(b - 8) == FILL64) {
             b -= 8;
             continue;
