@@ -552,9 +552,15 @@ static int fetch_details(ms_ch *ch, res *r, char *err, size_t errlen)
             " arrayStringConcat(arrayMap(x -> toString(x), any(frame_offsets)), '\\x01'),"
             " arrayStringConcat(any(frame_modules), '\\x01'), any(first_is_pc)"
             " FROM memsight_stacks WHERE (program, snapshot_id, stack_hash) IN (");
-    /* by the table's whole key: the frames of one row each, not of every snapshot */
+    /* by the table's whole key: the frames of one row each, not of every snapshot; once
+     * per stack (a stack's hash is its frames': every group's row has the same) */
     size_t k = 0;
-    for (size_t i = 0; i < r->nrows; i++)
+    for (size_t i = 0; i < r->nrows; i++) {
+        int seen = 0;
+        for (size_t e = 0; e < i && !seen; e++)
+            seen = r->rows[e].hash == r->rows[i].hash;
+        if (seen)
+            continue;
         for (size_t j = 0; j < r->nsk; j++)
             if (r->sk[j].sid == r->rows[i].sid) {
                 sbf(&b, "%s(", k++ ? ", " : "");
@@ -564,6 +570,7 @@ static int fetch_details(ms_ch *ch, res *r, char *err, size_t errlen)
                 sbf(&b, ", %" PRIu64 ")", r->rows[i].hash);
                 break;
             }
+    }
     sbf(&b, ") GROUP BY stack_hash FORMAT TabSeparated");
     if (b.oom)
         goto oom;
