@@ -273,9 +273,13 @@ judge() {
         r=$(OUT_FILE=$CELL/out DATA=$OUT/data/$name HERE=$HERE "${name}_check" 2>&1) ||
             echo "check: $r" >> "$CELL/reasons"
     fi
-    # the agent says nothing on the program's stderr or in its logs
+    # the agent says nothing on the program's stderr or in its logs, but that an option
+    # the cell asked for cannot be served here (a notice, kept in the cell's line)
     local said
-    said=$(grep -ih 'memsight' "$CELL/err" "$CELL"/work/*.log 2>/dev/null | head -1 | cut -c1-160)
+    grep -h '^memsight: MEMSIGHT_OPTIONS: .*ignored$' "$CELL/err" "$CELL"/work/*.log 2>/dev/null |
+        sort -u > "$CELL/notice"
+    said=$(grep -ih 'memsight' "$CELL/err" "$CELL"/work/*.log 2>/dev/null |
+        grep -v '^memsight: MEMSIGHT_OPTIONS: .*ignored$' | head -1 | cut -c1-160)
     [ -n "$said" ] && echo "the agent wrote on the program's stderr or log: $said" >> "$CELL/reasons"
     if [ "$mode" != none ]; then
         local snaps
@@ -344,7 +348,10 @@ for name in $PROGRAMS; do
         else
             VERDICT[$name.$mode]=ok
             PASSED=$((PASSED + 1))
-            printf '%-10s %-10s ok   %6s s  %s snapshot(s)\n' "$name" "$mode" "$CELL_SECONDS" "$(cat "$CELL/snapshots" 2>/dev/null || echo 0)"
+            printf '%-10s %-10s ok   %6s s  %s snapshot(s)%s\n' "$name" "$mode" "$CELL_SECONDS" \
+                "$(cat "$CELL/snapshots" 2>/dev/null || echo 0)" \
+                "$([ -s "$CELL/notice" ] && printf '; notice: %s' "$(head -1 "$CELL/notice")")"
+            [ -s "$CELL/notice" ] && printf '%s\t%s\t%s\n' "$name" "$mode" "$(head -1 "$CELL/notice")" >> "$OUT/notices.tsv"
         fi
         printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$mode" "${VERDICT[$name.$mode]}" "$CELL_SECONDS" \
             "$(tr '\n' ';' < "$CELL/reasons")" >> "$RESULTS"
@@ -375,6 +382,11 @@ else
         for m in $MODES; do printf ' %-9s' "${VERDICT[$name.$m]:-}"; done
         echo
     done
+fi
+if [ -s "$OUT/notices.tsv" ]; then
+    echo
+    echo "cells that passed with a notice of the agent (an option it cannot serve there):"
+    awk -F'\t' '{ printf "  %s/%s: %s\n", $1, $2, $3 }' "$OUT/notices.tsv"
 fi
 if [ $FAILED -gt 0 ]; then
     echo
