@@ -4,7 +4,7 @@
 set -eu
 # One line per area, so that work on one area does not touch another's.
 PKGS_BUILD="build-essential cmake pkg-config clang libunwind-dev libdw-dev libelf-dev zlib1g-dev libzstd-dev"
-PKGS_TEST="libcmocka-dev libclang-rt-dev python3 python3-networkx valgrind sqlite3 xz-utils git procps"
+PKGS_TEST="libcmocka-dev libclang-rt-dev python3 python3-networkx valgrind sqlite3 libsqlite3-dev xz-utils git procps"
 PKGS_PEERS="openjdk-17-jdk-headless golang-go chromium heaptrack liblsan0 linux-perf hprof-conv"
 PKGS_SUITES="libpython3.11-testsuite tcl-dev"
 # Programs with other allocators and loaders (tests/alloc.cmake)

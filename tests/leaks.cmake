@@ -53,10 +53,32 @@ foreach(p static tiny thread_arg thread_ret ctor cxx mix)
   ms_integration_test(leaks_vs_valgrind_${p}
     ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py lv_${p})
 endforeach()
+# valgrind's interior-pointer heuristics (std::string's rep, a length prefix, new[]'s
+# count, a second base class): at valgrind's default (all of them) and with none
+ms_test_program(lv_heur SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lv_heur.cpp FLAGS -O0 -g)
+ms_integration_test(leaks_vs_valgrind_heur
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py lv_heur)
+ms_integration_test(leaks_vs_valgrind_heur_none
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py --heuristics=none lv_heur)
+ms_integration_test(leaks_vs_valgrind_heur_some
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py
+  --heuristics=stdstring,multipleinheritance lv_heur)
 # Real programs: Python's start-up and exit (locale, codecs, its own allocator's
 # arenas), and sort (stdio, locale): the same classes as valgrind's.
 ms_integration_test(leaks_vs_valgrind_python3
   ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py /usr/bin/python3 -c pass)
+# SQLite's allocator keeps each block's size in its first 8 bytes (length64): a database
+# left open at exit, at valgrind's default heuristics and with none
+find_path(MS_SQLITE3_INCLUDE sqlite3.h)
+find_library(MS_SQLITE3_LIB sqlite3)
+if(MS_SQLITE3_INCLUDE AND MS_SQLITE3_LIB)
+  ms_test_program(lv_sqlite SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lv_sqlite.c
+    FLAGS -O2 -g LIBS ${MS_SQLITE3_LIB})
+  ms_integration_test(leaks_vs_valgrind_sqlite3
+    ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py lv_sqlite)
+  ms_integration_test(leaks_vs_valgrind_sqlite3_none
+    ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py --heuristics=none lv_sqlite)
+endif()
 ms_integration_test(leaks_vs_valgrind_sort
   ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py /usr/bin/sort
   ${PROJECT_SOURCE_DIR}/README.md)
@@ -78,3 +100,5 @@ set_tests_properties(leaks_requests_stale PROPERTIES TIMEOUT 120)
 # with the cause, instead of a wait until the timeout
 ms_test_program(lk_many SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lk_many.c FLAGS -O2 -g)
 ms_integration_test(leaks_child_dies ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_child_dies.py)
+# the heuristics' option everywhere it is given, and LeakSanitizer's rule (interior)
+ms_integration_test(leaks_heuristics ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_heuristics.sh)

@@ -247,11 +247,22 @@ typedef struct ms_snap_leak_summary {
     uint64_t flags;
 } ms_snap_leak_summary;
 
+/* Interior-pointer heuristics of the leak scan (option leak_heuristics; valgrind's
+ * --leak-check-heuristics, and LeakSanitizer's rule): an interior pointer of one of these
+ * shapes counts as a start pointer. Bit i is heuristic i of ms_leak_heuristic_names. */
+#define MS_LEAK_H_STDSTRING 0x1u /* pointer 3 words in: length, capacity, refcount */
+#define MS_LEAK_H_LENGTH64 0x2u  /* pointer 8 bytes in, after the length of the rest */
+#define MS_LEAK_H_NEWARRAY 0x4u  /* pointer 1 word in, after new[]'s element count */
+#define MS_LEAK_H_MULTIPLEINHERITANCE 0x8u /* a vtable pointer there and at the start */
+#define MS_LEAK_H_INTERIOR 0x10u /* any interior pointer (LeakSanitizer's rule) */
+#define MS_LEAK_H_VALGRIND 0xfu  /* valgrind's "all", its default since 3.11 */
+#define MS_LEAK_H_COUNT 5
+
 typedef struct ms_snap_leak_rec {
     uint32_t stack_id;   /* allocation stack of the lost (root) block */
     uint8_t leak_class;  /* enum ms_leak_class */
     uint8_t sample_len;  /* valid bytes in sample[] */
-    uint16_t reserved;
+    uint16_t heuristics; /* still reachable: MS_LEAK_H_* that kept some of its blocks (was 0) */
     uint64_t blocks;     /* folded: the root block plus what it holds indirectly */
     uint64_t bytes;
     uint64_t example_address;

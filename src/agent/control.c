@@ -41,6 +41,7 @@ static struct {
     uint32_t word;         /* futex: bumped by every wake-up */
     uint32_t pending;      /* bit (1 << request) per pending request */
     uint32_t seen_seq[MS_CTL_REQ_MAX]; /* the last request number per request (repeats) */
+    uint32_t last_seq[MS_CTL_REQ_MAX]; /* the number of the request taken last (0: none) */
     int serving;           /* requests are being served on a program thread (CTL_IDLE) */
     ms_ctl_handler_fn handlers[MS_CTL_REQ_MAX];
     void *handler_args[MS_CTL_REQ_MAX];
@@ -126,6 +127,7 @@ static int ctl_take_request(const siginfo_t *si)
     }
     if (seq && __atomic_exchange_n(&ctl.seen_seq[req], seq, __ATOMIC_ACQ_REL) == seq)
         return 0;
+    __atomic_store_n(&ctl.last_seq[req], seq, __ATOMIC_RELEASE);
     __atomic_fetch_or(&ctl.pending, 1u << req, __ATOMIC_RELEASE);
     return 1;
 }
@@ -594,7 +596,12 @@ static void ctl_leak_scan(const ms_leak_caller *who)
         return;
     ms_leak_caller none;
     memset(&none, 0, sizeof none);
+    /* memsight leaks --leak-check-heuristics: the set rides in the request's number */
+    uint32_t seq = __atomic_load_n(&ctl.last_seq[MS_CTL_REQ_LEAKS], __ATOMIC_ACQUIRE);
+    ms_leak_next_heuristics(seq & MS_CTL_SEQ_HEUR_FLAG ? (int)(seq & (MS_CTL_SEQ_HEUR_FLAG - 1))
+                                                       : -1);
     int rc = ms_leak_check_and_write(who ? who : &none, "leakcheck", NULL, 0);
+    ms_leak_next_heuristics(-1);
     ctl_end_work();
     if (rc == 0)
         STAT_INC(snapshots);

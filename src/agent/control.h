@@ -19,6 +19,9 @@ enum ms_ctl_request {
  * copies of one request share (0: none), so that a copy is not served twice. */
 #define MS_CTL_REQ_CODE_MASK 0xffu
 #define MS_CTL_REQ_SEQ_SHIFT 8
+/* A leak request's number may name the scan's interior-pointer heuristics in its low
+ * bits: MS_CTL_SEQ_HEUR_FLAG | set (MS_LEAK_H_*); without the flag, the agent's option. */
+#define MS_CTL_SEQ_HEUR_FLAG 0x20u
 
 typedef struct ms_control_config {
     int enabled;            /* control=1: install the handler and run the thread */

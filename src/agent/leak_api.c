@@ -33,6 +33,15 @@ int ms_leak_stop_signal(void)
     return SIGRTMAX - 3;
 }
 
+unsigned ms_leak_heuristics(void)
+{
+#ifdef MS_HAVE_LEAK_OPTIONS
+    return (unsigned)ms_opt.leak_heuristics;
+#else
+    return MS_LEAK_H_VALGRIND;
+#endif
+}
+
 /* Full mode only: a scan needs every live block. */
 static int full_mode(void)
 {
@@ -67,7 +76,7 @@ void ms_leak_write_chunk(struct ms_snap_writer *w, void *arg)
         ms_sw_u32(w, x->stack_id);
         ms_sw_u8(w, x->leak_class);
         ms_sw_u8(w, x->sample_len);
-        ms_sw_u16(w, 0);
+        ms_sw_u16(w, x->heuristics);
         ms_sw_u64(w, x->blocks);
         ms_sw_u64(w, x->bytes);
         ms_sw_u64(w, x->example_address);

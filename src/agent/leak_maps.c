@@ -78,6 +78,8 @@ int ms_lk_maps_parse_line(const char *s, size_t len, ms_lk_map *out)
         plen--;
     if (plen == 0 || starts(path, plen, "[heap]") || starts(path, plen, "[anon"))
         f |= MS_LKM_ANON;
+    else if (path[0] == '/')
+        f |= MS_LKM_FILE;
     out->lo = lo;
     out->hi = hi;
     out->flags = f;
@@ -220,4 +222,30 @@ const void *ms_lk_maps_view(void *ctx, uint64_t addr, uint64_t len, uint64_t *av
 const void *ms_lk_maps_view_w(void *ctx, uint64_t addr, uint64_t len, uint64_t *avail)
 {
     return view(ctx, addr, len, avail, MS_LKM_R | MS_LKM_W);
+}
+
+int ms_lk_maps_is_vtable(void *ctx, uint64_t addr)
+{
+    const ms_lk_maps *maps = ctx;
+    const ms_lk_map *m = ms_lk_maps_find(maps, addr);
+    uint32_t need = MS_LKM_R | MS_LKM_FILE;
+    if (!m || (m->flags & need) != need || (m->flags & MS_LKM_SKIP) || m->hi - addr < 8)
+        return 0;
+    uint64_t end = m->hi - addr < 20 * 8 ? m->hi : addr + 20 * 8;
+    unsigned fns = 0;
+    for (uint64_t a = addr; a + 8 <= end; a += 8) {
+        uint64_t avail = 0, w;
+        const void *p = view(maps, a, 8, &avail, MS_LKM_R);
+        if (!p || avail < 8)
+            return 0;
+        memcpy(&w, p, 8);
+        if (w == 0)
+            continue; /* an empty slot (a pure virtual may be one) */
+        const ms_lk_map *f = ms_lk_maps_find(maps, w);
+        if (!f || (f->flags & (MS_LKM_X | MS_LKM_FILE)) != (MS_LKM_X | MS_LKM_FILE))
+            return 0; /* not a function of a loaded module */
+        if (++fns == 2)
+            return 1;
+    }
+    return 0;
 }

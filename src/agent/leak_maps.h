@@ -14,6 +14,7 @@ enum {
     MS_LKM_SKIP = 0x8, /* readable but never read: devices, [vvar], [vsyscall] */
     MS_LKM_STACK = 0x10, /* the main thread's [stack] */
     MS_LKM_ANON = 0x20,  /* anonymous memory, or the [heap] */
+    MS_LKM_FILE = 0x40,  /* a mapping of a file (its path starts with '/') */
 };
 
 typedef struct ms_lk_map {
@@ -50,6 +51,11 @@ const ms_lk_map *ms_lk_maps_find(const ms_lk_maps *maps, uint64_t addr);
  * `need_w`, only writable mappings count (for roots that may be large files). */
 const void *ms_lk_maps_view(void *ctx, uint64_t addr, uint64_t len, uint64_t *avail);
 const void *ms_lk_maps_view_w(void *ctx, uint64_t addr, uint64_t len, uint64_t *avail);
+
+/* ms_lk_vtable_fn over the maps (ctx = ms_lk_maps *): addr lies in a readable file
+ * mapping, and of its first 20 words there, skipping zeros, the first two point into
+ * executable file mappings (valgrind's test for the multipleinheritance heuristic). */
+int ms_lk_maps_is_vtable(void *ctx, uint64_t addr);
 
 /* Text parser of one maps line, exposed for the unit test: returns 1 and fills *out,
  * 0 for an unparsable line. */

@@ -65,6 +65,7 @@ void ms_lk_init(ms_lk_scan *s, ms_lk_block *b, size_t n, uint32_t *stack, size_t
     for (size_t i = 0; i < n; i++) {
         b[i].state = MS_LK_UNREACHED;
         b[i].flags = 0;
+        b[i].heur = 0;
         b[i].leader = (uint32_t)i;
         uint64_t end = b[i].addr + blk_len(&b[i]);
         if (end > s->hi)
@@ -187,6 +188,61 @@ static inline long ref(const ms_lk_scan *s, uint64_t v)
     return i;
 }
 
+/* ---------------------------------------------------------------------------
+ * Interior-pointer heuristics (valgrind's, in its order, and LeakSanitizer's rule). They
+ * run only for an interior pointer into a block not reached yet, and read at most two
+ * words of the block (and, for multipleinheritance, two vtables) through the view.
+ * ------------------------------------------------------------------------- */
+static int read_word(const ms_lk_scan *s, uint64_t addr, uint64_t *out)
+{
+    uint64_t avail = 0;
+    const void *p = s->view(s->ctx, addr, 8, &avail);
+    if (!p || avail < 8)
+        return 0;
+    memcpy(out, p, 8);
+    return 1;
+}
+
+static int vtable_like(const ms_lk_scan *s, uint64_t w)
+{
+    return (w & 7) == 0 && w >= 4096 && s->is_vtable(s->vtable_ctx, ms_arch_untag(w));
+}
+
+void ms_lk_set_heuristics(ms_lk_scan *s, unsigned set, ms_lk_vtable_fn is_vtable, void *ctx)
+{
+    s->heur = set & ((1u << MS_LEAK_H_COUNT) - 1);
+    s->is_vtable = is_vtable;
+    s->vtable_ctx = ctx;
+}
+
+unsigned ms_lk_heuristic(const ms_lk_scan *s, size_t i, uint64_t v, unsigned set)
+{
+    const ms_lk_block *b = &s->b[i];
+    uint64_t off = v - b->addr, w0 = 0, w1 = 0;
+    /* old libstdc++ (copy-on-write) std::string: length, capacity, refcount, then the
+     * characters and their terminating zero, the pointer at the characters */
+    if ((set & MS_LEAK_H_STDSTRING) && off == 24 && read_word(s, b->addr + 8, &w1) &&
+        w1 < b->size && 24 + w1 + 1 == b->size && read_word(s, b->addr, &w0) && w0 <= w1)
+        return 1;
+    /* a 64-bit length of the rest, the pointer after it (sqlite3's allocator) */
+    if ((set & MS_LEAK_H_LENGTH64) && off == 8 && read_word(s, b->addr, &w0) && w0 > 0 &&
+        b->size - 8 == w0)
+        return 2;
+    /* new T[n] of a T with a destructor: the count n, the pointer at the elements */
+    if ((set & MS_LEAK_H_NEWARRAY) && off == 8 && read_word(s, b->addr, &w0) && w0 > 0 &&
+        (b->size - 8) % w0 == 0)
+        return 3;
+    /* a base class after the first: the pointer at its vtable pointer, the block starting
+     * with the first one */
+    if ((set & MS_LEAK_H_MULTIPLEINHERITANCE) && s->is_vtable && (v & 7) == 0 &&
+        read_word(s, v, &w1) && (w1 & 7) == 0 && w1 >= 4096 && read_word(s, b->addr, &w0) &&
+        vtable_like(s, w1) && vtable_like(s, w0))
+        return 4;
+    if (set & MS_LEAK_H_INTERIOR)
+        return 5;
+    return 0;
+}
+
 /* The mark works through a FIFO ring rather than a stack: blocks are taken in the
  * order they were found, so the ones coming next are known and their memory can be
  * prefetched while the current one is scanned (the scan is bound by memory latency).
@@ -214,8 +270,17 @@ static inline void hit_definite(ms_lk_scan *s, uint64_t v)
             b->state = MS_LK_REACHED;
             push(s, (size_t)i);
         }
-    } else {
-        b->flags |= MS_LK_F_INTERIOR;
+        if (b->heur)
+            b->heur = 0; /* a start pointer reaches it after all: no heuristic needed */
+    } else if (b->state != MS_LK_REACHED) {
+        unsigned h = s->heur ? ms_lk_heuristic(s, (size_t)i, v, s->heur) : 0;
+        if (h) {
+            b->state = MS_LK_REACHED;
+            b->heur = (uint8_t)h;
+            push(s, (size_t)i);
+        } else {
+            b->flags |= MS_LK_F_INTERIOR;
+        }
     }
 }
 

@@ -32,7 +32,9 @@ typedef struct ms_lk_block {
     uint8_t state;     /* MS_LK_* while marking, enum ms_leak_class after classify */
     uint8_t flags;     /* MS_LK_F_* */
     uint8_t kind;      /* caller's tag, carried through */
-    uint8_t reserved[5];
+    uint8_t heur;      /* REACHED by an interior pointer a heuristic took for a start:
+                        * its MS_LEAK_H_* bit index + 1 (0: by a start pointer) */
+    uint8_t reserved[4];
 } ms_lk_block;
 
 /* Optional lookup index: 64 KiB granules of the address space -> the range of blocks
@@ -43,6 +45,11 @@ typedef struct ms_lk_gran {
     uint32_t end;   /* one past the last block starting at or before its end */
 } ms_lk_gran;
 #define MS_LK_GRAN_SHIFT 16
+
+/* Whether addr looks like a vtable (multipleinheritance heuristic): it lies in a readable
+ * file mapping, and of its first 20 words (within that mapping), skipping zeros, the first
+ * two point into executable file mappings. */
+typedef int (*ms_lk_vtable_fn)(void *ctx, uint64_t addr);
 
 typedef struct ms_lk_scan {
     ms_lk_block *b; /* sorted by addr, non-overlapping */
@@ -55,6 +62,9 @@ typedef struct ms_lk_scan {
     ms_lk_view_fn view;
     void *ctx;
     uint64_t lo, hi; /* lowest block start, highest block end */
+    unsigned heur;   /* MS_LEAK_H_* in force (ms_lk_set_heuristics); 0 after init */
+    ms_lk_vtable_fn is_vtable; /* NULL: multipleinheritance never matches */
+    void *vtable_ctx;
     /* statistics */
     uint64_t words;         /* words examined */
     uint64_t skipped_bytes; /* unreadable bytes skipped */
@@ -69,6 +79,16 @@ void ms_lk_sort(ms_lk_block *b, size_t n, ms_lk_block *tmp);
  * the address. */
 void ms_lk_init(ms_lk_scan *s, ms_lk_block *b, size_t n, uint32_t *stack, size_t stack_cap,
                 ms_lk_view_fn view, void *ctx);
+
+/* Interior pointers of the shapes in `set` (MS_LEAK_H_*) count as start pointers, as
+ * valgrind's --leak-check-heuristics: a block reached only so is still reachable, and
+ * remembers which heuristic kept it (ms_lk_block.heur) unless a start pointer reaches it
+ * too. Call after ms_lk_init, before the roots. */
+void ms_lk_set_heuristics(ms_lk_scan *s, unsigned set, ms_lk_vtable_fn is_vtable, void *ctx);
+
+/* Which heuristic of `set` takes interior pointer v into block i for a start pointer:
+ * its MS_LEAK_H_* bit index + 1, or 0. Exposed for the unit test. */
+unsigned ms_lk_heuristic(const ms_lk_scan *s, size_t i, uint64_t v, unsigned set);
 
 /* Bytes of workspace ms_lk_index_build needs for these blocks (after ms_lk_init). */
 size_t ms_lk_index_size(const ms_lk_scan *s);

@@ -33,8 +33,13 @@ const char *const ms_leak_stat_names[MS_LKS_COUNT] = {
     "faults",        "module_segments", "mmap_regions",  "stop_ns",
     "fork_ns",       "records_dropped", "loader_blocks", "collect_ns",
     "sort_ns",       "roots_ns",        "mark_ns",       "classify_ns",
-    "untracked_maps",
+    "untracked_maps", "heuristics",
+    "heuristic_stdstring_blocks", "heuristic_length64_blocks", "heuristic_newarray_blocks",
+    "heuristic_multipleinheritance_blocks", "heuristic_interior_blocks",
+    "heuristic_stdstring_bytes", "heuristic_length64_bytes", "heuristic_newarray_bytes",
+    "heuristic_multipleinheritance_bytes", "heuristic_interior_bytes",
 };
+_Static_assert(MS_LEAK_H_COUNT == 5, "one name per heuristic above");
 
 #define LK_MAX_THREADS 8192
 #define LK_MAX_SEGS 8192
@@ -62,6 +67,7 @@ typedef struct lk_state {
     /* the scan in progress */
     const ms_leak_caller *who;
     int sig;
+    unsigned heur; /* MS_LEAK_H_* */
     int pipe_rd;
     long child;
     int child_signals; /* the child exits with SIGCHLD (qemu-user), not silently */
@@ -75,6 +81,12 @@ typedef struct lk_state {
 
 static lk_state *g_lk;
 static int g_lk_busy;
+static int g_next_heur = -1; /* ms_leak_next_heuristics */
+
+void ms_leak_next_heuristics(int set)
+{
+    __atomic_store_n(&g_next_heur, set, __ATOMIC_RELEASE);
+}
 
 static long sys_ret(long r)
 {
@@ -464,6 +476,11 @@ static void child_records(lk_child *c, lk_wire *wire, ms_snap_leak_rec **out, ui
         ms_snap_leak_rec *r = &rec[idx[k] - 1];
         r->blocks++;
         r->bytes += b->size;
+        if (cls == MS_LEAK_REACHABLE && b->heur && b->heur <= MS_LEAK_H_COUNT) {
+            r->heuristics |= (uint16_t)(1u << (b->heur - 1));
+            wire->stat[MS_LKS_HEUR_BLOCKS + b->heur - 1]++;
+            wire->stat[MS_LKS_HEUR_BYTES + b->heur - 1] += b->size;
+        }
         if (b == key && !r->example_address) {
             r->example_address = b->addr;
             r->example_size = b->size;
@@ -567,6 +584,7 @@ static void child_main(lk_state *st, int wfd)
     uint64_t tr = ms_lk_mono_ns();
     syscall(SYS_munmap, tmp, c->cap * sizeof(ms_lk_block));
     ms_lk_init(&c->scan, c->blocks, c->nblocks, stack, c->cap, ms_lk_maps_view, &c->maps);
+    ms_lk_set_heuristics(&c->scan, st->heur, ms_lk_maps_is_vtable, &c->maps);
     size_t ibytes = ms_lk_index_size(&c->scan);
     void *imem = child_mmap(ibytes);
     if (imem)
@@ -659,6 +677,7 @@ static void child_main(lk_state *st, int wfd)
     wire.stat[MS_LKS_REGIONS] = c->regions;
     wire.stat[MS_LKS_LOADER_BLOCKS] = c->loader_blocks;
     wire.stat[MS_LKS_UNTRACKED_MAPS] = c->untracked;
+    wire.stat[MS_LKS_HEURISTICS] = st->heur;
     wire.sum.scan_ns = ms_lk_mono_ns() - t0;
     wire.stat[MS_LKS_CLASSIFY_NS] = ms_lk_mono_ns() - tk;
     if (write_all(wfd, &wire, sizeof wire) || write_all(wfd, rec, (size_t)nrec * sizeof *rec))
@@ -827,6 +846,8 @@ int ms_leak_scan(const ms_leak_caller *who, ms_leak_result **res)
     st->world.skip[1] = ms_metrics_tid(); /* the same for the /metrics thread */
     st->who = who;
     st->sig = ms_leak_stop_signal();
+    int next = __atomic_exchange_n(&g_next_heur, -1, __ATOMIC_ACQ_REL);
+    st->heur = next >= 0 ? (unsigned)next : ms_leak_heuristics();
     memset(&st->res, 0, sizeof st->res);
     for (int attempt = 0; attempt < 4 && !st->done; attempt++) {
         st->nsegs = 0;

@@ -34,7 +34,10 @@ enum {
     MS_LKS_MARK_NS,         /* child: marking through the blocks */
     MS_LKS_CLASSIFY_NS,     /* child: cliques, folding and records */
     MS_LKS_UNTRACKED_MAPS,  /* after memsight attach: mappings rooted as memory from before */
-    MS_LKS_COUNT
+    MS_LKS_HEURISTICS,      /* the interior-pointer heuristics in force (MS_LEAK_H_*) */
+    MS_LKS_HEUR_BLOCKS,     /* still reachable only through a heuristic: blocks, per */
+    MS_LKS_HEUR_BYTES = MS_LKS_HEUR_BLOCKS + MS_LEAK_H_COUNT, /* ...and bytes, per heuristic */
+    MS_LKS_COUNT = MS_LKS_HEUR_BYTES + MS_LEAK_H_COUNT
 };
 extern const char *const ms_leak_stat_names[MS_LKS_COUNT];
 
@@ -82,6 +85,14 @@ void ms_leak_note_exit(const ms_leak_caller *who);
 
 /* The newest scan's bytes and blocks per class: 1, or 0 when no scan has run. */
 int ms_leak_last(uint64_t bytes[MS_LEAK_CLASS_COUNT], uint64_t blocks[MS_LEAK_CLASS_COUNT]);
+
+/* The interior-pointer heuristics of the next scan (MS_LEAK_H_*), in place of the
+ * option leak_heuristics: a request that names its own (memsight leaks
+ * --leak-check-heuristics). Taken by that scan; -1 forgets it. */
+void ms_leak_next_heuristics(int set);
+
+/* The interior-pointer heuristics of a scan (option leak_heuristics, MS_LEAK_H_*). */
+unsigned ms_leak_heuristics(void);
 
 /* The signal that stops threads for a scan (option leak_stop_signal). */
 int ms_leak_stop_signal(void);

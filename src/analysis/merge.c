@@ -213,7 +213,10 @@ static int sum_named(ms_health_item **dst, size_t *ndst, const ms_health_item *s
                 return -1;
             (*ndst)++;
         }
-        (*dst)[k].value += src[j].value;
+        if (!strcmp(src[j].name, "heuristics")) /* the leak scan's set: one of each */
+            (*dst)[k].value |= src[j].value;
+        else
+            (*dst)[k].value += src[j].value;
     }
     return 0;
 }
@@ -372,6 +375,7 @@ static void fold_leaks(ms_snapshot *out)
             d->leak_class == out->leaks[r].leak_class) {
             d->blocks += out->leaks[r].blocks;
             d->bytes += out->leaks[r].bytes;
+            d->heuristics |= out->leaks[r].heuristics;
             continue;
         }
         out->leaks[w++] = out->leaks[r];
@@ -871,7 +875,6 @@ static void write_leaks(ms_snap_writer *w, const ms_snapshot *s)
     ms_sw_u32(w, (uint32_t)s->nleaks);
     for (size_t i = 0; i < s->nleaks; i++) {
         ms_snap_leak_rec r = s->leaks[i];
-        r.reserved = 0;
         ms_sw_bytes(w, &r, sizeof r);
     }
     named_values(w, s->leak_stats, s->nleak_stats);

@@ -450,6 +450,25 @@ static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, frame_tab
     ms_json_kv_u64(j, "pause_ns", ls->pause_ns);
     ms_json_kv_u64(j, "scan_ns", ls->scan_ns);
     ms_json_kv_u64(j, "flags", ls->flags);
+    uint64_t hb[MS_LEAK_H_COUNT], hy[MS_LEAK_H_COUNT];
+    int set = ms_leak_heuristics_used(s, hb, hy);
+    if (set >= 0) {
+        char list[128];
+        ms_leak_heuristic_list((unsigned)set, list, sizeof list);
+        ms_json_kv_str(j, "heuristics", list);
+        ms_json_key(j, "reachable_via_heuristic");
+        ms_json_object_begin(j);
+        for (unsigned h = 0; h < MS_LEAK_H_COUNT; h++) {
+            if (!hb[h])
+                continue;
+            ms_json_key(j, ms_leak_heuristic_names[h]);
+            ms_json_object_begin(j);
+            ms_json_kv_u64(j, "blocks", hb[h]);
+            ms_json_kv_u64(j, "bytes", hy[h]);
+            ms_json_object_end(j);
+        }
+        ms_json_object_end(j);
+    }
     ms_json_object_end(j);
 
     ms_json_key(j, "leak_records");
@@ -464,6 +483,11 @@ static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, frame_tab
         ms_json_key(j, "example_address");
         ms_json_hex(j, r->example_address);
         ms_json_kv_u64(j, "example_size", r->example_size);
+        if (r->heuristics) {
+            char list[128];
+            ms_leak_heuristic_list(r->heuristics, list, sizeof list);
+            ms_json_kv_str(j, "reachable_via_heuristic", list);
+        }
         char hex[2 * sizeof r->sample + 1];
         size_t n = r->sample_len <= sizeof r->sample ? r->sample_len : sizeof r->sample;
         for (size_t b = 0; b < n; b++)

@@ -23,6 +23,53 @@ const char *ms_leak_class_name(unsigned cls)
     return cls < MS_LEAK_CLASS_COUNT ? names[cls] : "unknown";
 }
 
+const char *const ms_leak_heuristic_names[MS_LEAK_H_COUNT] = {
+    "stdstring", "length64", "newarray", "multipleinheritance", "interior"};
+
+void ms_leak_heuristic_list(unsigned set, char *buf, size_t len)
+{
+    size_t o = 0;
+    if (len)
+        buf[0] = 0;
+    for (unsigned i = 0; i < MS_LEAK_H_COUNT; i++) {
+        if (!(set & (1u << i)))
+            continue;
+        int n = snprintf(buf + o, len > o ? len - o : 0, "%s%s", o ? "," : "",
+                         ms_leak_heuristic_names[i]);
+        if (n > 0)
+            o += (size_t)n;
+    }
+    if (!o && len)
+        snprintf(buf, len, "none");
+}
+
+static int leak_stat(const ms_snapshot *s, const char *name, uint64_t *v)
+{
+    for (size_t i = 0; i < s->nleak_stats; i++)
+        if (s->leak_stats[i].name && !strcmp(s->leak_stats[i].name, name)) {
+            *v = s->leak_stats[i].value;
+            return 1;
+        }
+    return 0;
+}
+
+int ms_leak_heuristics_used(const ms_snapshot *s, uint64_t blocks[MS_LEAK_H_COUNT],
+                            uint64_t bytes[MS_LEAK_H_COUNT])
+{
+    uint64_t set = 0;
+    for (unsigned i = 0; i < MS_LEAK_H_COUNT; i++) {
+        char name[64];
+        blocks[i] = bytes[i] = 0;
+        snprintf(name, sizeof name, "heuristic_%s_blocks", ms_leak_heuristic_names[i]);
+        leak_stat(s, name, &blocks[i]);
+        snprintf(name, sizeof name, "heuristic_%s_bytes", ms_leak_heuristic_names[i]);
+        leak_stat(s, name, &bytes[i]);
+    }
+    if (!leak_stat(s, "heuristics", &set))
+        return -1;
+    return (int)(set & ((1u << MS_LEAK_H_COUNT) - 1));
+}
+
 static void add(ms_snap_counters *a, const ms_snap_counters *b)
 {
     a->live_blocks += b->live_blocks;

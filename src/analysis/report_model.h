@@ -62,6 +62,19 @@ void ms_report_html_frames(FILE *out, const ms_snapshot *s, ms_symbolizer *sym,
 
 const char *ms_kind_name(unsigned kind);
 const char *ms_leak_class_name(unsigned cls);
+/* Interior-pointer heuristics of the leak scan (MS_LEAK_H_*, bit i = name i). */
+extern const char *const ms_leak_heuristic_names[MS_LEAK_H_COUNT];
+/* "stdstring,length64" for a set, "none" for 0. */
+void ms_leak_heuristic_list(unsigned set, char *buf, size_t len);
+/* From the scan's statistics: the heuristics in force, or -1 when the snapshot does not
+ * say (written before they existed); the still reachable blocks and bytes each kept. */
+int ms_leak_heuristics_used(const ms_snapshot *s, uint64_t blocks[MS_LEAK_H_COUNT],
+                            uint64_t bytes[MS_LEAK_H_COUNT]);
+
+/* The "of which reachable via heuristic" lines under the leak classes (none when no
+ * block needed one). */
+void ms_report_text_heuristics(FILE *out, const ms_snapshot *s, const char *indent);
+
 /* For a snapshot of an agent started by memsight attach: one line saying what its leak
  * scan covers (docs/leaks.md, "After memsight attach"); NULL otherwise. */
 const char *ms_leak_attach_note(const ms_snapshot *s);

@@ -368,6 +368,7 @@ static void print_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, int
     for (unsigned c = 0; c < MS_LEAK_CLASS_COUNT; c++)
         fprintf(out, "  %-16s %12s in %" PRIu64 " blocks\n", ms_leak_class_name(c),
                 human(s->leak_summary.bytes[c], a, sizeof a), s->leak_summary.blocks[c]);
+    ms_report_text_heuristics(out, s, "  ");
     size_t shown = 0;
     for (size_t i = 0; i < s->nleaks && shown < (size_t)top; i++) {
         const ms_snap_leak_rec *r = &s->leaks[i];
@@ -471,6 +472,24 @@ static size_t top_at_peak(const ms_snapshot *s, const ms_stack **out, size_t k)
     return n;
 }
 
+void ms_report_text_heuristics(FILE *out, const ms_snapshot *s, const char *indent)
+{
+    uint64_t hb[MS_LEAK_H_COUNT], hy[MS_LEAK_H_COUNT];
+    int set = ms_leak_heuristics_used(s, hb, hy);
+    if (set < 0)
+        return;
+    int any = 0;
+    for (unsigned h = 0; h < MS_LEAK_H_COUNT; h++) {
+        if (!hb[h])
+            continue;
+        char a[32];
+        if (!any++)
+            fprintf(out, "%s  of which reachable via heuristic:\n", indent);
+        fprintf(out, "%s    %-19s %12s in %" PRIu64 " blocks\n", indent,
+                ms_leak_heuristic_names[h], human(hy[h], a, sizeof a), hb[h]);
+    }
+}
+
 /* --leak-check=exit: the verdict first, by class, then the largest lost stacks. */
 static void summary_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, int top)
 {
@@ -485,6 +504,7 @@ static void summary_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, i
     for (unsigned c = 0; c < MS_LEAK_CLASS_COUNT; c++)
         fprintf(out, "  %-16s %12s in %" PRIu64 " blocks\n", cls[c],
                 human(ls->bytes[c], a, sizeof a), ls->blocks[c]);
+    ms_report_text_heuristics(out, s, "  ");
     size_t nrec = 0;
     for (size_t i = 0; i < s->nleaks; i++)
         if (s->leaks[i].leak_class != MS_LEAK_REACHABLE)

@@ -336,6 +336,13 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static unsigned g_tag;
+
+void ms_cli_agent_request_tag(unsigned tag)
+{
+    g_tag = tag & (2 * MS_REQ_SEQ_HEUR_FLAG - 1);
+}
+
 int ms_cli_agent_request(int pid, int signo, int request, const char *reason, double timeout,
                          char *path, size_t pathlen, uid_t *owner, char *err, size_t errlen)
 {
@@ -354,8 +361,11 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
     /* copies of this request share a number: the agent serves one of them */
     unsigned number = ((unsigned)getpid() * 2654435761u ^ (unsigned)(now_s() * 1e6)) &
                       MS_REQ_SEQ_MAX;
+    /* the low bits carry the tag (0: none; never random bits the agent would read as
+     * one), the number above them */
+    number = (number & ~(2 * MS_REQ_SEQ_HEUR_FLAG - 1)) | g_tag;
     if (!number)
-        number = 1;
+        number = 2 * MS_REQ_SEQ_HEUR_FLAG;
     int to_thread = 0;
     if (send_request(pid, t.signo, request, number, &to_thread) != 0) {
         set_err(err, errlen, "cannot signal process %d: %s", pid, strerror(errno));

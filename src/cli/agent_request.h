@@ -11,6 +11,11 @@
 #define MS_REQ_LEAKS 2
 #define MS_REQ_SEQ_SHIFT 8        /* MS_CTL_REQ_SEQ_SHIFT: a request number above the code */
 #define MS_REQ_SEQ_MAX 0x7fffffu  /* numbers fit the signal's positive int value */
+#define MS_REQ_SEQ_HEUR_FLAG 0x20u /* MS_CTL_SEQ_HEUR_FLAG: a leak scan's heuristics */
+
+/* The low bits of the next request's number (MS_REQ_SEQ_HEUR_FLAG | set for a leak
+ * request naming its heuristics; 0: none). */
+void ms_cli_agent_request_tag(unsigned tag);
 
 /* Sends `request` to the agent in process `pid` (signal `signo`, 0: the agent's own or the
  * default) and waits up to `timeout` seconds for a new memsight-<pid>-<NNNN>-<reason>.msnap,

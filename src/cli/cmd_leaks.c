@@ -17,6 +17,7 @@
 #include "analysis/symbolize.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "core/agent_options.h"
 #include "core/fileio.h"
 #include "core/snapshot.h"
 
@@ -30,7 +31,8 @@ static const char *const class_names[MS_LEAK_CLASS_COUNT] = {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: memsight leaks [--timeout SEC] [--signal N] [--top N] [--frames N] PID\n"
+            "usage: memsight leaks [--timeout SEC] [--signal N] [--top N] [--frames N]\n"
+            "                      [--leak-check-heuristics SET] PID\n"
             "\n"
             "Asks the memsight agent inside process PID (started with 'memsight run') for a\n"
             "reachability leak scan: its threads stop for the time of a fork, a copy-on-write\n"
@@ -43,6 +45,12 @@ static void usage(FILE *f)
             "                 dump_signal=N and its environment cannot be read\n"
             "  --top N        allocation stacks shown (default 20)\n"
             "  --frames N     frames shown per stack (default 8)\n"
+            "  --leak-check-heuristics SET\n"
+            "                 interior pointers this scan takes for start pointers, as\n"
+            "                 valgrind's option: all (stdstring, length64, newarray,\n"
+            "                 multipleinheritance), none, or a comma list of those and\n"
+            "                 interior (any interior pointer, LeakSanitizer's rule);\n"
+            "                 default: the agent's option leak_heuristics (all)\n"
             "\n"
             "The full result (JSON 'leaks' and 'leak_records') is in the snapshot:\n"
             "  memsight report --format json <snapshot>\n"
@@ -229,6 +237,7 @@ static int print_leaks(const char *path, uid_t owner, int top, int max_frames)
         printf("  %-16s %12s in %llu blocks\n", class_names[c], hb,
                (unsigned long long)sum->blocks[c]);
     }
+    ms_report_text_heuristics(stdout, s, "  ");
     if (sum->flags & MS_LEAK_F_UNSTOPPED)
         printf("  note: some threads did not stop (they block the stop signal); their stacks "
                "were scanned whole, without registers\n");
@@ -283,9 +292,15 @@ static int print_leaks(const char *path, uid_t owner, int top, int max_frames)
                 continue;
             char hb[32];
             human(hb, sizeof hb, r->bytes);
-            printf("    %-16s %10s in %llu blocks%s\n", class_names[c], hb,
+            char via[160] = "";
+            if (c == MS_LEAK_REACHABLE && r->heuristics) {
+                char list[128];
+                ms_leak_heuristic_list(r->heuristics, list, sizeof list);
+                snprintf(via, sizeof via, " (reachable via heuristic: %s)", list);
+            }
+            printf("    %-16s %10s in %llu blocks%s%s\n", class_names[c], hb,
                    (unsigned long long)r->blocks,
-                   c == MS_LEAK_DEFINITE ? " (folded: with what they hold)" : "");
+                   c == MS_LEAK_DEFINITE ? " (folded: with what they hold)" : "", via);
         }
         const ms_snap_leak_rec *ex = sums[j].rec[MS_LEAK_DEFINITE] ? sums[j].rec[MS_LEAK_DEFINITE]
                                                                    : sums[j].rec[MS_LEAK_POSSIBLE];
@@ -306,6 +321,7 @@ int ms_cmd_leaks(int argc, char **argv)
 {
     double timeout = 120;
     long signo = 0, top = 20, frames = 8;
+    unsigned tag = 0;
     int pid = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -313,9 +329,10 @@ int ms_cmd_leaks(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        static const char *const valued[] = {"--timeout", "--signal", "--top", "--frames"};
+        static const char *const valued[] = {"--timeout", "--signal", "--top", "--frames",
+                                             "--leak-check-heuristics"};
         int opt = -1;
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 5; k++) {
             size_t l = strlen(valued[k]);
             if (!strncmp(a, valued[k], l) && (a[l] == 0 || a[l] == '='))
                 opt = k;
@@ -334,8 +351,20 @@ int ms_cmd_leaks(int argc, char **argv)
                 bad = ms_cli_parse_long(val, 1, SIGRTMAX, &signo) != 0;
             } else if (opt == 2) {
                 bad = ms_cli_parse_long(val, 1, 100000, &top) != 0;
+            } else if (opt == 4) {
+                uint64_t set = 0;
+                const ms_option_def *d = ms_option_find("leak_heuristics");
+                bad = !d || ms_option_parse_set(d, val, strlen(val), &set) != 0;
+                tag = MS_REQ_SEQ_HEUR_FLAG | (unsigned)set;
             } else {
                 bad = ms_cli_parse_long(val, 1, 256, &frames) != 0;
+            }
+            if (bad && opt == 4) {
+                fprintf(stderr,
+                        "memsight leaks: bad value '%s' for %s: all, none, or a comma list of "
+                        "stdstring, length64, newarray, multipleinheritance, interior\n",
+                        val, valued[opt]);
+                return 2;
             }
             if (bad) {
                 fprintf(stderr, "memsight leaks: bad value '%s' for %s\n", val, valued[opt]);
@@ -363,6 +392,7 @@ int ms_cmd_leaks(int argc, char **argv)
     }
     char path[PATH_MAX * 2], err[1024];
     uid_t owner;
+    ms_cli_agent_request_tag(tag);
     if (ms_cli_agent_request(pid, (int)signo, MS_REQ_LEAKS, "leakcheck", timeout, path,
                              sizeof path, &owner, err, sizeof err) != 0) {
         fprintf(stderr, "memsight leaks: %s\n", err);

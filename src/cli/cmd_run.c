@@ -171,6 +171,22 @@ static int opt_leak_check(run_ctx *ctx, const char *arg)
     return add_agent_opt(ctx, "leak_check", arg, "--leak-check");
 }
 
+/* valgrind's spelling (a comma list) in the agent's (names joined by '+': a comma
+ * separates agent options) */
+static int opt_leak_heuristics(run_ctx *ctx, const char *arg)
+{
+    char v[256];
+    if (strlen(arg) >= sizeof v) {
+        fprintf(stderr, "memsight %s: --leak-check-heuristics: value too long\n", CTX_CMD(ctx));
+        return -1;
+    }
+    size_t i = 0;
+    for (; arg[i]; i++)
+        v[i] = arg[i] == ',' ? '+' : arg[i];
+    v[i] = 0;
+    return add_agent_opt(ctx, "leak_heuristics", v, "--leak-check-heuristics");
+}
+
 static int opt_label(run_ctx *ctx, const char *arg)
 {
     return ms_cli_add_label("run", ctx->labels, arg);
@@ -224,6 +240,11 @@ static const run_opt run_opts[] = {
      "known leaks (leak:FUNCTION_FILE_OR_MODULE per line) left out of the exit summary"},
     {"leak-check", 0, "WHEN", NULL, opt_leak_check,
      "reachability leak scan: exit (into the exit snapshot) or signal ('memsight leaks PID')"},
+    {"leak-check-heuristics", 0, "SET", NULL, opt_leak_heuristics,
+     "interior pointers the scan takes for start pointers, as valgrind's option: all\n"
+     "                           (default: stdstring, length64, newarray,\n"
+     "                           multipleinheritance), none, or a comma list of those and\n"
+     "                           interior (any interior pointer, LeakSanitizer's rule)"},
     /* production mode (docs/production.md) */
     {"sample", 0, "BYTES", "sample", NULL,
      "Poisson byte sampling, mean BYTES between samples (0 = every block)"},
@@ -261,7 +282,8 @@ const run_opt *ms_run_agent_row(const char *name, char short_name, int *takes_va
 {
     for (size_t k = 0; k < NRUN_OPTS; k++) {
         const run_opt *o = &run_opts[k];
-        if (!o->agent_key && o->handler != opt_agent && o->handler != opt_leak_check)
+        if (!o->agent_key && o->handler != opt_agent && o->handler != opt_leak_check &&
+            o->handler != opt_leak_heuristics)
             continue;
         if ((name && !strcmp(o->name, name)) || (short_name && o->short_name == short_name)) {
             *takes_value = o->arg != NULL;

@@ -42,6 +42,11 @@ const ms_option_def ms_option_table[] = {
      "reachability leak scan: at exit, or on each request (control thread, request 2)", 0, 0},
     {"leak_stop_signal", MS_OPT_SIGNAL, OFF(leak_stop_signal), 8, "0", NULL,
      "signal that stops the threads during a leak scan (0 = SIGRTMAX-3)", 0, 64},
+    {"leak_heuristics", MS_OPT_SET, OFF(leak_heuristics), 8, "all",
+     "stdstring|length64|newarray|multipleinheritance/interior",
+     "interior pointers taken for start pointers by the leak scan: all (valgrind's four, its "
+     "default), none, or some of stdstring, length64, newarray, multipleinheritance and "
+     "interior (any interior pointer, LeakSanitizer's rule) joined by '+'", 0, 0},
     {"fatal_snapshot", MS_OPT_BOOL, OFF(fatal_snapshot), 8, "0", NULL,
      "a last snapshot when a fatal signal kills the process (with the leak scan when "
      "leak_check=exit), then the signal's default action", 0, 0},
@@ -232,6 +237,14 @@ static int opt_set(ms_options *o, const ms_option_def *d, const char *v, size_t 
         }
         break;
     }
+    case MS_OPT_SET:
+        if (ms_option_parse_set(d, v, n, &u) != 0) {
+            puts_(m, "not all, none, or names of ");
+            puts_(m, d->choices);
+            puts_(m, " joined by '+'");
+            return -1;
+        }
+        break;
     case MS_OPT_ENUM: {
         const char *c = d->choices;
         for (u = 0; *c; u++) {
@@ -255,6 +268,72 @@ store:
     if (field)
         memcpy(field, &u, 8);
     return 0;
+}
+
+int ms_option_parse_set(const ms_option_def *d, const char *v, size_t n, uint64_t *out)
+{
+    uint64_t set = 0, all = 0;
+    unsigned idx = 0;
+    int in_all = 1;
+    for (const char *c = d->choices; *c; idx++) {
+        size_t k = 0;
+        while (c[k] && c[k] != '|' && c[k] != '/')
+            k++;
+        if (in_all)
+            all |= 1ull << idx;
+        c += k;
+        if (*c == '/')
+            in_all = 0;
+        if (*c)
+            c++;
+    }
+    if (n == 4 && !memcmp(v, "none", 4)) {
+        *out = 0;
+        return 0;
+    }
+    size_t i = 0;
+    while (i <= n) {
+        size_t j = i;
+        while (j < n && v[j] != '+' && v[j] != ',')
+            j++;
+        size_t len = j - i;
+        if (len == 0)
+            return -1;
+        if (len == 3 && !memcmp(v + i, "all", 3)) {
+            set |= all;
+        } else {
+            const char *c = d->choices;
+            unsigned b = 0;
+            int found = 0;
+            while (*c) {
+                size_t k = 0;
+                while (c[k] && c[k] != '|' && c[k] != '/')
+                    k++;
+                if (k == len && !memcmp(c, v + i, len)) {
+                    set |= 1ull << b;
+                    found = 1;
+                    break;
+                }
+                c += k;
+                if (*c)
+                    c++;
+                b++;
+            }
+            if (!found)
+                return -1;
+        }
+        i = j + 1;
+    }
+    *out = set;
+    return 0;
+}
+
+const ms_option_def *ms_option_find(const char *name)
+{
+    for (size_t i = 0; i < ms_option_count; i++)
+        if (!strcmp(ms_option_table[i].name, name))
+            return &ms_option_table[i];
+    return NULL;
 }
 
 static const ms_option_def *opt_find(const char *k, size_t n)

@@ -34,6 +34,7 @@ typedef struct ms_options {
     uint64_t pc_cache;       /* pc_cache=N: entries of the unwind-rule cache */
     uint64_t leak_check;     /* leak_check=off|exit|signal: reachability scan (leak_*.c) */
     uint64_t leak_stop_signal; /* leak_stop_signal=N: stops threads during a scan */
+    uint64_t leak_heuristics;  /* leak_heuristics=all|none|A+B: MS_LEAK_H_* bits */
     uint64_t fatal_snapshot; /* fatal_snapshot=0|1: a snapshot when a fatal signal kills */
     /* production mode (sampler.c, control.c) */
     uint64_t sample_interval;/* sample=BYTES: Poisson byte sampling, mean interval (0 = all) */
@@ -59,7 +60,8 @@ typedef struct ms_options {
 typedef enum ms_opt_type {
     MS_OPT_U64, MS_OPT_BOOL, MS_OPT_STR, MS_OPT_ENUM, MS_OPT_SIZE,
     MS_OPT_SIGNAL, /* 0 (the default) or a signal a handler can be installed for */
-    MS_OPT_LISTEN  /* empty, or ADDR:PORT (core/listen_addr.h) */
+    MS_OPT_LISTEN, /* empty, or ADDR:PORT (core/listen_addr.h) */
+    MS_OPT_SET     /* names of `choices` joined by '+' (bit i = choice i), all, none */
 } ms_opt_type;
 
 typedef struct ms_option_def {
@@ -80,6 +82,13 @@ extern const size_t ms_option_count;
  * or unreadable, options that contradict each other) are skipped: returns how many, and
  * describes the first in err ("key=value: reason"). */
 unsigned ms_options_parse(ms_options *o, const char *s, char *err, size_t errlen);
+
+/* Parses a MS_OPT_SET value of n bytes against d's choices: names joined by '+' (or by
+ * ','), "all" (every choice before the first '/' in `choices`, or all of them) and
+ * "none". Returns 0 and the bits in *out, or -1. */
+int ms_option_parse_set(const ms_option_def *d, const char *v, size_t n, uint64_t *out);
+/* The row of option `name`, or NULL. */
+const ms_option_def *ms_option_find(const char *name);
 
 /* Checks one item "key=value" (or a bare boolean key) of n bytes: 0, or -1 and the
  * reason in err. */

@@ -556,7 +556,7 @@ static int parse_leak(parser *ps, cursor *c)
         r->stack_id = cur_u32(c);
         r->leak_class = cur_u8(c);
         r->sample_len = cur_u8(c);
-        r->reserved = cur_u16(c);
+        r->heuristics = cur_u16(c);
         r->blocks = cur_u64(c);
         r->bytes = cur_u64(c);
         r->example_address = cur_u64(c);

@@ -4,7 +4,12 @@ valgrind --leak-check=full (with --run-libc-freeres=no --run-cxx-freeres=no, so 
 C library frees nothing valgrind would not see freed under memsight) and under memsight
 run --leak-check=exit, and compares the four classes, bytes and blocks.
 
-  leaks_vs_valgrind.py PROGRAM [ARGS...]   (PROGRAM in tests/programs, or an absolute path)
+  leaks_vs_valgrind.py [--heuristics=SET] PROGRAM [ARGS...]
+      (PROGRAM in tests/programs, or an absolute path; SET as valgrind's
+      --leak-check-heuristics, given to both tools: default valgrind's default, all)
+
+The blocks each interior-pointer heuristic kept still reachable ("of which reachable via
+heuristic") must agree too.
 
 One documented difference is applied before the comparison (docs/leaks.md, "Where
 memsight differs from valgrind"): blocks the dynamic linker allocated (a thread's DTV,
@@ -41,6 +46,8 @@ def num(s):
 RECORD = re.compile(r"==\d+== ([\d,]+)(?: \(([\d,]+) direct, ([\d,]+) indirect\))? bytes in "
                     r"([\d,]+) blocks are (definitely lost|indirectly lost|possibly lost|"
                     r"still reachable) in loss record")
+HEUR = re.compile(r"==\d+==\s+(stdstring|length64|newarray|multipleinheritance)\s*: "
+                  r"([\d,]+) bytes in ([\d,]+) blocks")
 SUMMARY = re.compile(r"(definitely lost|indirectly lost|possibly lost|still reachable): "
                      r"([\d,]+) bytes in ([\d,]+) blocks")
 
@@ -57,9 +64,10 @@ def loader_record(lines):
     return False
 
 
-def valgrind_classes(prog):
+def valgrind_classes(prog, heur):
     r = run(["valgrind", "--leak-check=full", "--show-leak-kinds=all",
-             "--run-libc-freeres=no", "--run-cxx-freeres=no"] + prog)
+             "--run-libc-freeres=no", "--run-cxx-freeres=no"] +
+            (["--leak-check-heuristics=" + heur] if heur else []) + prog)
     if r.returncode != 0:
         fail("valgrind run failed (%d): %s" % (r.returncode, r.stderr[-2000:]))
     got = {c: [0, 0] for c in CLASSES}
@@ -67,6 +75,8 @@ def valgrind_classes(prog):
     if len(summary) == 2:
         for m in SUMMARY.finditer(summary[1]):
             got[m.group(1).replace(" ", "_")] = [num(m.group(3)), num(m.group(2))]
+        for m in HEUR.finditer(summary[1]):
+            got["via " + m.group(1)] = [num(m.group(3)), num(m.group(2))]
     elif "All heap blocks were freed" not in r.stderr and "in use at exit: 0 bytes" not in r.stderr:
         fail("no LEAK SUMMARY in valgrind's output:\n" + r.stderr[-3000:])
     lines = r.stderr.splitlines()
@@ -84,9 +94,10 @@ def valgrind_classes(prog):
     return got, moved, r.stdout
 
 
-def memsight_classes(prog, memsight):
+def memsight_classes(prog, memsight, heur):
     with tempfile.TemporaryDirectory() as d:
-        r = run([memsight, "run", "-q", "-o", d, "--leak-check=exit", "--"] + prog)
+        r = run([memsight, "run", "-q", "-o", d, "--leak-check=exit"] +
+                (["--leak-check-heuristics=" + heur] if heur else []) + ["--"] + prog)
         if r.returncode != 0:
             fail("%s under memsight exited with %d: %s" % (prog, r.returncode, r.stderr))
         found = glob.glob(os.path.join(d, "*-exit.msnap"))
@@ -100,6 +111,10 @@ def memsight_classes(prog, memsight):
         if not leaks:
             fail("the exit snapshot has no leak scan")
         got = {c: [leaks[c]["blocks"], leaks[c]["bytes"]] for c in CLASSES}
+        if "heuristics" not in leaks:
+            fail("the leak scan does not say which heuristics it used")
+        for h, v in leaks.get("reachable_via_heuristic", {}).items():
+            got["via " + h] = [v["blocks"], v["bytes"]]
         loader = []
         for x in doc.get("leak_records", []):
             frames = x.get("frames") or [{}]
@@ -111,19 +126,27 @@ def memsight_classes(prog, memsight):
 
 
 def main():
-    if len(sys.argv) < 2:
-        fail("usage: leaks_vs_valgrind.py PROGRAM [ARGS...]")
-    prog = [os.path.join(os.environ.get("MS_PROGRAMS", "."), sys.argv[1])] + sys.argv[2:]
+    args = sys.argv[1:]
+    heur = None
+    if args and args[0].startswith("--heuristics="):
+        heur = args.pop(0).split("=", 1)[1]
+    if not args:
+        fail("usage: leaks_vs_valgrind.py [--heuristics=SET] PROGRAM [ARGS...]")
+    prog = [os.path.join(os.environ.get("MS_PROGRAMS", "."), args[0])] + args[1:]
     if not os.path.exists(prog[0]):
         print("SKIP: %s is not installed" % prog[0])
         return
-    vg, moved, vg_out = valgrind_classes(prog)
-    ms, loader, ms_out = memsight_classes(prog, os.environ["MEMSIGHT"])
+    vg, moved, vg_out = valgrind_classes(prog, heur)
+    ms, loader, ms_out = memsight_classes(prog, os.environ["MEMSIGHT"], heur)
     if vg_out != ms_out:
         fail("the program's output differs: valgrind %r, memsight %r" % (vg_out, ms_out))
     name = " ".join([os.path.basename(prog[0])] + prog[1:])
-    bad = [c for c in CLASSES if vg[c] != ms[c]]
-    for c in CLASSES:
+    via = sorted(k for k in set(vg) | set(ms) if k.startswith("via "))
+    for k in via:
+        vg.setdefault(k, [0, 0])
+        ms.setdefault(k, [0, 0])
+    bad = [c for c in CLASSES + via if vg[c] != ms[c]]
+    for c in CLASSES + via:
         print("%-16s valgrind %6d blocks %9d bytes   memsight %6d blocks %9d bytes%s" % (
             c, vg[c][0], vg[c][1], ms[c][0], ms[c][1], "   <-- differs" if c in bad else ""))
     print("the dynamic linker's blocks, compared apart: valgrind %s, memsight %s" % (
@@ -134,7 +157,8 @@ def main():
         bad.append("the class of the dynamic linker's blocks")
     if bad:
         fail("%s: memsight and valgrind disagree on %s" % (name, ", ".join(bad)))
-    print("ok %s: %s" % (name, {c: tuple(ms[c]) for c in CLASSES}))
+    print("ok %s (heuristics %s): %s" % (name, heur or "default",
+                                          {c: tuple(ms[c]) for c in CLASSES + via}))
 
 
 if __name__ == "__main__":

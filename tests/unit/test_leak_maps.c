@@ -27,7 +27,7 @@ static void test_parse_lines(void **state)
     assert_int_equal(m.flags, MS_LKM_R | MS_LKM_W | MS_LKM_ANON); /* anonymous */
     assert_int_equal(parse("55d0c0de0000-55d0c0de1000 r-xp 00001000 fe:00 1234   /usr/bin/x", &m),
                      1);
-    assert_int_equal(m.flags, MS_LKM_R | MS_LKM_X);
+    assert_int_equal(m.flags, MS_LKM_R | MS_LKM_X | MS_LKM_FILE);
     assert_int_equal(parse("55d0c0e00000-55d0c0e21000 rw-p 00000000 00:00 0   [heap]", &m), 1);
     assert_int_equal(m.flags, MS_LKM_R | MS_LKM_W | MS_LKM_ANON);
     assert_int_equal(parse("7f0000000000-7f0000001000 rw-p 00000000 00:00 0   [anon:arena]", &m), 1);
@@ -112,6 +112,45 @@ static void test_view(void **state)
     assert_int_equal(avail, 1024);
 }
 
+/* valgrind's vtable test: in a readable file mapping, two non-zero words among the first
+ * 20 that point into executable file mappings, before any that does not. */
+static void test_vtable(void **state)
+{
+    (void)state;
+    static uint64_t tab[3][512] __attribute__((aligned(4096)));
+    uint64_t t = (uint64_t)(uintptr_t)tab[0], code = 0x7f1234560000ull;
+    static ms_lk_map arr[4];
+    ms_lk_maps maps;
+    memset(&maps, 0, sizeof maps);
+    maps.m = arr;
+    maps.n = 3;
+    arr[0] = (ms_lk_map){t, t + 4096, MS_LKM_R | MS_LKM_FILE, 0};           /* .data.rel.ro */
+    arr[1] = (ms_lk_map){t + 4096, t + 8192, MS_LKM_R | MS_LKM_W | MS_LKM_ANON, 0}; /* heap */
+    arr[2] = (ms_lk_map){code, code + 65536, MS_LKM_R | MS_LKM_X | MS_LKM_FILE, 0}; /* .text */
+    uint64_t *v = tab[0];
+    v[0] = 0; /* a zero slot is skipped */
+    v[1] = code + 0x100;
+    v[2] = code + 0x200;
+    assert_true(ms_lk_maps_is_vtable(&maps, t));
+    assert_false(ms_lk_maps_is_vtable(&maps, t + 16)); /* one function, then nothing */
+    v[10] = code + 0x300;
+    v[11] = t + 4096 + 64; /* a pointer into the heap after one function */
+    assert_false(ms_lk_maps_is_vtable(&maps, t + 80));
+    v[32] = code + 0x400; /* 20 words after word 12: not looked at */
+    v[33] = code + 0x500;
+    assert_false(ms_lk_maps_is_vtable(&maps, t + 8 * 12));
+    assert_true(ms_lk_maps_is_vtable(&maps, t + 8 * 32));
+    v[511] = code; /* the mapping ends after one function */
+    assert_false(ms_lk_maps_is_vtable(&maps, t + 8 * 511));
+    /* the same table in anonymous memory (a heap copy): not a vtable */
+    memcpy(tab[1], tab[0], 4096);
+    assert_false(ms_lk_maps_is_vtable(&maps, t + 4096));
+    /* in an unmapped page, or a device, or unaligned nowhere */
+    assert_false(ms_lk_maps_is_vtable(&maps, t + 8192));
+    arr[0].flags |= MS_LKM_SKIP;
+    assert_false(ms_lk_maps_is_vtable(&maps, t));
+}
+
 static void test_read_self(void **state)
 {
     (void)state;
@@ -144,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_parse_lines),
         cmocka_unit_test(test_parse_random_bytes),
         cmocka_unit_test(test_view),
+        cmocka_unit_test(test_vtable),
         cmocka_unit_test(test_read_self),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

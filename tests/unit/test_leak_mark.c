@@ -396,6 +396,168 @@ static void test_index_matches_search(void **state)
     }
 }
 
+
+/* ---------------------------------------------------------------------------
+ * Interior-pointer heuristics: valgrind's four shapes, and LeakSanitizer's rule.
+ * ------------------------------------------------------------------------- */
+static uint64_t vt1 = 0x7f0000001000ull, vt2 = 0x7f0000002000ull; /* "vtables" */
+
+static int fake_vtable(void *ctx, uint64_t addr)
+{
+    (void)ctx;
+    return addr == vt1 || addr == vt2;
+}
+
+static int heur_of(uint64_t addr)
+{
+    long i = ms_lk_find(&scan, addr);
+    assert_true(i >= 0);
+    return blocks[i].heur;
+}
+
+/* One block of each shape, held only by an interior pointer of its shape from a root,
+ * and near misses of each shape. */
+typedef struct shapes {
+    uint64_t str, len64, arr, mi, plain;           /* each matches its shape */
+    uint64_t str_bad, len64_bad, arr_zero, mi_bad; /* near misses */
+} shapes;
+
+static void build_shapes(shapes *h)
+{
+    h->str = blk(0x40000, 24 + 10 + 1, 1); /* length 5, capacity 10, refcount, chars, NUL */
+    put(h->str, 5);
+    put(h->str + 8, 10);
+    put(ROOT + 0, h->str + 24);
+    h->len64 = blk(0x40100, 8 + 40, 2); /* sqlite3MemMalloc: the size of the rest first */
+    put(h->len64, 40);
+    put(ROOT + 8, h->len64 + 8);
+    h->arr = blk(0x40200, 8 + 3 * 16, 3); /* new T[3], sizeof(T) 16: the count first */
+    put(h->arr, 3);
+    put(ROOT + 16, h->arr + 8);
+    h->mi = blk(0x40300, 48, 4); /* a vtable pointer at 0 and at the second base (+16) */
+    put(h->mi, vt1);
+    put(h->mi + 16, vt2);
+    put(ROOT + 24, h->mi + 16);
+    h->plain = blk(0x40400, 64, 5); /* an interior pointer of no shape */
+    put(ROOT + 32, h->plain + 40);
+    h->str_bad = blk(0x40500, 24 + 10 + 1, 6); /* length above capacity */
+    put(h->str_bad, 11);
+    put(h->str_bad + 8, 10);
+    put(ROOT + 40, h->str_bad + 24);
+    h->len64_bad = blk(0x40600, 8 + 40, 7); /* a length that is not the rest: 7 */
+    put(h->len64_bad, 7);
+    put(ROOT + 48, h->len64_bad + 8);
+    h->arr_zero = blk(0x40700, 8 + 48, 8); /* a count of 0 */
+    put(ROOT + 56, h->arr_zero + 8);
+    h->mi_bad = blk(0x40800, 48, 9); /* a vtable at the second base, none at the start */
+    put(h->mi_bad, 0x1234);
+    put(h->mi_bad + 16, vt2);
+    put(ROOT + 64, h->mi_bad + 16);
+    start();
+}
+
+/* Marks and classifies the blocks again from ROOT's 4 KiB, with these heuristics. */
+static void scan_with(unsigned set, ms_lk_vtable_fn vt)
+{
+    ms_lk_init(&scan, blocks, nb, stk, nb, view, NULL);
+    ms_lk_set_heuristics(&scan, set, vt, NULL);
+    ms_lk_root_range(&scan, ROOT, ROOT + 4096);
+    ms_lk_mark(&scan);
+    ms_lk_classify(&scan);
+}
+
+static void test_heuristics_valgrind_default(void **state)
+{
+    (void)state;
+    shapes h;
+    build_shapes(&h);
+    scan_with(MS_LEAK_H_VALGRIND, fake_vtable);
+    assert_int_equal(cls_of(h.str), MS_LEAK_REACHABLE);
+    assert_int_equal(heur_of(h.str), 1);
+    assert_int_equal(cls_of(h.len64), MS_LEAK_REACHABLE);
+    assert_int_equal(heur_of(h.len64), 2); /* length64 before newarray, as valgrind */
+    assert_int_equal(cls_of(h.arr), MS_LEAK_REACHABLE);
+    assert_int_equal(heur_of(h.arr), 3);
+    assert_int_equal(cls_of(h.mi), MS_LEAK_REACHABLE);
+    assert_int_equal(heur_of(h.mi), 4);
+    assert_int_equal(cls_of(h.plain), MS_LEAK_POSSIBLE);
+    assert_int_equal(cls_of(h.str_bad), MS_LEAK_POSSIBLE);
+    /* 40 % 7 != 0: neither length64 nor newarray */
+    assert_int_equal(cls_of(h.len64_bad), MS_LEAK_POSSIBLE);
+    assert_int_equal(cls_of(h.arr_zero), MS_LEAK_POSSIBLE);
+    assert_int_equal(cls_of(h.mi_bad), MS_LEAK_POSSIBLE);
+}
+
+static void test_heuristics_none_and_one(void **state)
+{
+    (void)state;
+    shapes h;
+    build_shapes(&h);
+    /* none: every interior pointer makes a block possibly lost, as before */
+    scan_with(0, fake_vtable);
+    for (size_t i = 0; i < nb; i++) {
+        assert_int_equal(blocks[i].state, MS_LEAK_POSSIBLE);
+        assert_int_equal(blocks[i].heur, 0);
+    }
+    /* newarray alone: the length64 block is a new[] too (40 % 40 == 0), the rest not */
+    scan_with(MS_LEAK_H_NEWARRAY, fake_vtable);
+    assert_int_equal(cls_of(h.arr), MS_LEAK_REACHABLE);
+    assert_int_equal(heur_of(h.len64), 3);
+    assert_int_equal(cls_of(h.str), MS_LEAK_POSSIBLE);
+    assert_int_equal(cls_of(h.mi), MS_LEAK_POSSIBLE);
+    /* multipleinheritance without a vtable test never matches */
+    scan_with(MS_LEAK_H_MULTIPLEINHERITANCE, NULL);
+    assert_int_equal(cls_of(h.mi), MS_LEAK_POSSIBLE);
+}
+
+static void test_heuristic_interior_rule(void **state)
+{
+    (void)state;
+    shapes h;
+    build_shapes(&h);
+    scan_with(MS_LEAK_H_VALGRIND | MS_LEAK_H_INTERIOR, fake_vtable);
+    for (size_t i = 0; i < nb; i++)
+        assert_int_equal(blocks[i].state, MS_LEAK_REACHABLE);
+    assert_int_equal(heur_of(h.len64), 2); /* a named shape first */
+    assert_int_equal(heur_of(h.plain), 5);
+    assert_int_equal(heur_of(h.mi_bad), 5);
+}
+
+/* A start pointer found after the heuristic clears it; a heuristic pointer from a
+ * possibly reachable block or from a lost one does not make a block reachable. */
+static void test_heuristic_paths(void **state)
+{
+    (void)state;
+    uint64_t a = blk(0x50000, 8 + 40, 1); /* root -> a+8 (length64), later b -> a */
+    put(a, 40);
+    uint64_t b = blk(0x50100, 32, 2);
+    uint64_t p = blk(0x50200, 64, 3);     /* root -> p+40: possibly reachable */
+    uint64_t c = blk(0x50300, 8 + 24, 4); /* p -> c+8 (length64): possibly reachable */
+    put(c, 24);
+    uint64_t l = blk(0x50400, 32, 5);     /* lost, -> d+8 (length64): d indirectly lost */
+    uint64_t d = blk(0x50500, 8 + 16, 6);
+    put(d, 16);
+    uint64_t e = blk(0x50600, 8 + 16, 7); /* root -> e+8 (length64) only: keeps its heur */
+    put(e, 16);
+    put(ROOT, a + 8);
+    put(ROOT + 8, b);
+    put(ROOT + 16, p + 40);
+    put(ROOT + 24, e + 8);
+    put(b, a);
+    put(p + 8, c + 8);
+    put(l, d + 8);
+    start();
+    scan_with(MS_LEAK_H_VALGRIND, fake_vtable);
+    assert_int_equal(cls_of(a), MS_LEAK_REACHABLE);
+    assert_int_equal(heur_of(a), 0);
+    assert_int_equal(cls_of(e), MS_LEAK_REACHABLE);
+    assert_int_equal(heur_of(e), 2);
+    assert_int_equal(cls_of(p), MS_LEAK_POSSIBLE);
+    assert_int_equal(cls_of(c), MS_LEAK_POSSIBLE);
+    assert_int_equal(cls_of(l), MS_LEAK_DEFINITE);
+    assert_int_equal(cls_of(d), MS_LEAK_INDIRECT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -410,6 +572,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_chunk_header_pointer_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_matches_search, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heuristics_valgrind_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heuristics_none_and_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heuristic_interior_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heuristic_paths, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
