@@ -48,6 +48,11 @@ foreach(p static tiny thread_arg thread_ret ctor mix)
     FLAGS -O2 -g LIBS Threads::Threads)
 endforeach()
 target_link_libraries(lv_ctor PRIVATE lv_ctorlib)
+# the dynamic linker's blocks of dlopen (docs/leaks.md: roots for memsight)
+ms_test_program(lv_dlopen SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lv_dlopen.c
+  FLAGS -O2 -g LIBS ${CMAKE_DL_LIBS})
+ms_integration_test(leaks_vs_valgrind_dlopen
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_vs_valgrind.py lv_dlopen)
 ms_test_program(lv_cxx SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/lv_cxx.cpp FLAGS -O0 -g)
 foreach(p static tiny thread_arg thread_ret ctor cxx mix)
   ms_integration_test(leaks_vs_valgrind_${p}

@@ -58,7 +58,7 @@ def loader_record(lines):
         if not re.search(r"==\d+==\s+(at|by) 0x", ln):
             break
         if "vgpreload" in ln or "_dl_" not in ln and "ld-linux" not in ln and \
-                re.search(r": (malloc|calloc|realloc|memalign|operator new)", ln):
+                re.search(r": (malloc|calloc|realloc|memalign|operator new|strn?dup)", ln):
             continue
         return "ld-linux" in ln or re.search(r"\((dl-[\w-]+\.c|rtld\.c):\d+\)", ln) is not None
     return False
