@@ -241,10 +241,11 @@ static const run_opt run_opts[] = {
     {"leak-check", 0, "WHEN", NULL, opt_leak_check,
      "reachability leak scan: exit (into the exit snapshot) or signal ('memsight leaks PID')"},
     {"leak-check-heuristics", 0, "SET", NULL, opt_leak_heuristics,
-     "interior pointers the scan takes for start pointers, as valgrind's option: all\n"
-     "                           (default: stdstring, length64, newarray,\n"
-     "                           multipleinheritance), none, or a comma list of those and\n"
-     "                           interior (any interior pointer, LeakSanitizer's rule)"},
+     "interior pointers the leak scan takes for start\n"
+     "                           pointers, as valgrind's option: all (the default:\n"
+     "                           stdstring, length64, newarray, multipleinheritance),\n"
+     "                           none, or a comma list of those and interior (any\n"
+     "                           interior pointer, LeakSanitizer's rule)"},
     /* production mode (docs/production.md) */
     {"sample", 0, "BYTES", "sample", NULL,
      "Poisson byte sampling, mean BYTES between samples (0 = every block)"},

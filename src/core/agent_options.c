@@ -239,9 +239,10 @@ static int opt_set(ms_options *o, const ms_option_def *d, const char *v, size_t 
     }
     case MS_OPT_SET:
         if (ms_option_parse_set(d, v, n, &u) != 0) {
-            puts_(m, "not all, none, or names of ");
-            puts_(m, d->choices);
-            puts_(m, " joined by '+'");
+            puts_(m, "not all, none, or names among ");
+            for (const char *c = d->choices; *c; c++)
+                puts_(m, *c == '|' || *c == '/' ? ", " : (char[2]){*c, 0});
+            puts_(m, " (joined by '+', or by ',' on memsight's command line)");
             return -1;
         }
         break;
