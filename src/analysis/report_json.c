@@ -450,12 +450,17 @@ static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, frame_tab
     ms_json_kv_u64(j, "pause_ns", ls->pause_ns);
     ms_json_kv_u64(j, "scan_ns", ls->scan_ns);
     ms_json_kv_u64(j, "flags", ls->flags);
+    ms_json_object_end(j);
+
+    /* apart from "leaks", whose objects are the classes */
     uint64_t hb[MS_LEAK_H_COUNT], hy[MS_LEAK_H_COUNT];
     int set = ms_leak_heuristics_used(s, hb, hy);
     if (set >= 0) {
         char list[128];
         ms_leak_heuristic_list((unsigned)set, list, sizeof list);
-        ms_json_kv_str(j, "heuristics", list);
+        ms_json_key(j, "leak_heuristics");
+        ms_json_object_begin(j);
+        ms_json_kv_str(j, "in_force", list);
         ms_json_key(j, "reachable_via_heuristic");
         ms_json_object_begin(j);
         for (unsigned h = 0; h < MS_LEAK_H_COUNT; h++) {
@@ -468,8 +473,8 @@ static int leaks(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym, frame_tab
             ms_json_object_end(j);
         }
         ms_json_object_end(j);
+        ms_json_object_end(j);
     }
-    ms_json_object_end(j);
 
     ms_json_key(j, "leak_records");
     ms_json_array_begin(j);

@@ -20,7 +20,8 @@ json() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 L = d["leaks"]
-V = {k: (v["blocks"], v["bytes"]) for k, v in L.get("reachable_via_heuristic", {}).items()}
+H = d["leak_heuristics"]
+V = {k: (v["blocks"], v["bytes"]) for k, v in H["reachable_via_heuristic"].items()}
 ok = eval(sys.argv[2])
 if not ok:
     print("leaks:", L)
@@ -35,7 +36,7 @@ mkdir "$dir/a"
 grep -q 'of which reachable via heuristic' "$dir/out.txt" || fail "the summary names no heuristic"
 grep -Eq 'interior +196 B in 4 blocks' "$dir/out.txt" || fail "the summary: interior 4 blocks"
 snap=$(ls "$dir"/a/*-exit.msnap)
-json "$snap" 'L["heuristics"] == "stdstring,length64,newarray,multipleinheritance,interior" and L["possibly_lost"]["blocks"] == 0 and V["interior"] == (4, 196) and V["length64"] == (1, 48) and V["stdstring"] == (1, 109)'
+json "$snap" 'H["in_force"] == "stdstring,length64,newarray,multipleinheritance,interior" and L["possibly_lost"]["blocks"] == 0 and V["interior"] == (4, 196) and V["length64"] == (1, 48) and V["stdstring"] == (1, 109)'
 
 # 2. the agent option, directly: newarray alone takes the length64 block for a new[] too
 # (40 % 40 == 0), and the block that one holds is reachable with them: 9 - 3 possibly lost
@@ -43,7 +44,7 @@ mkdir "$dir/b"
 MEMSIGHT_OPTIONS="out=$dir/b,leak_check=exit,leak_heuristics=newarray" LD_PRELOAD="$MS_AGENT" \
   "$prog" > /dev/null 2>&1 || fail "the program under MEMSIGHT_OPTIONS"
 snap=$(ls "$dir"/b/*-exit.msnap)
-json "$snap" 'L["heuristics"] == "newarray" and V == {"newarray": (2, 104)} and (L["possibly_lost"]["blocks"], L["possibly_lost"]["bytes"]) == (6, 337)'
+json "$snap" 'H["in_force"] == "newarray" and V == {"newarray": (2, 104)} and (L["possibly_lost"]["blocks"], L["possibly_lost"]["bytes"]) == (6, 337)'
 
 # 3. bad values: refused before anything runs, with the accepted names
 if "$MEMSIGHT" run -o "$dir" --leak-check-heuristics=stdstring,bogus -- true > "$dir/out.txt" 2>&1; then

@@ -111,9 +111,9 @@ def memsight_classes(prog, memsight, heur):
         if not leaks:
             fail("the exit snapshot has no leak scan")
         got = {c: [leaks[c]["blocks"], leaks[c]["bytes"]] for c in CLASSES}
-        if "heuristics" not in leaks:
+        if "leak_heuristics" not in doc:
             fail("the leak scan does not say which heuristics it used")
-        for h, v in leaks.get("reachable_via_heuristic", {}).items():
+        for h, v in doc["leak_heuristics"]["reachable_via_heuristic"].items():
             got["via " + h] = [v["blocks"], v["bytes"]]
         loader = []
         for x in doc.get("leak_records", []):
