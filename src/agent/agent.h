@@ -52,6 +52,7 @@ typedef struct ms_tls {
     uintptr_t stack_hi;
     struct ms_thread_slot *slot;
     int exit_done;        /* thread-exit bookkeeping already ran */
+    int counted;          /* 1: one of the program's threads alive (threads.c) */
     void *cfi;            /* unwinder state, mapped on first use (unwind_cfi.c) */
     void *scache;         /* recent-stack cache, mapped on first use (record.c) */
     void *pend;           /* unflushed live-total changes, mapped on first use (control.c) */

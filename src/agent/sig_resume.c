@@ -143,8 +143,17 @@ int ms_sig_can_serve_waits(void)
 enum { RS_RESTART = 1, RS_REISSUE = 2 };
 static __thread volatile int rs_resuming __attribute__((tls_model("initial-exec")));
 
+/* A request served in a handler writes a snapshot or runs a scan on the interrupted
+ * thread's stack: only on the thread's known stack with this much room below (never a
+ * context stack of a few KiB, a green thread's or a signal stack). */
+#define SERVE_STACK_ROOM (128u * 1024)
+
 int ms_sig_at_wait(const void *ucv)
 {
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    if (!ms_self.stack_hi || sp >= ms_self.stack_hi || sp < ms_self.stack_lo ||
+        sp - ms_self.stack_lo < SERVE_STACK_ROOM)
+        return 0;
     if (rs_resuming)
         return 1; /* in a wait an agent handler resumes: it stopped at one of these */
     uintptr_t pc = ms_arch_context_pc(ucv);

@@ -19,7 +19,8 @@ void ms_sig_resume_interrupted(void *ucontext);
 /* 1 when the context (of a signal handler) stopped the thread waiting in one of the C
  * library's calls that block (read, poll, select, epoll_wait, nanosleep, pause, wait4,
  * accept, recv...), or in such a wait resumed by an agent handler: neither the C library's allocator nor its internal locks are in
- * use on that thread there. Async-signal-safe. */
+ * use on that thread there. 0 too when the handler does not run on the thread's known
+ * stack with room to spare (a small context stack, a signal stack). Async-signal-safe. */
 int ms_sig_at_wait(const void *ucontext);
 
 /* 1 when ms_sig_at_wait can ever say yes in this process: the C library's blocking

@@ -47,24 +47,29 @@ static void slot_top_raise(uint32_t top)
 static ms_thread_slot *ms_main_slot;
 
 /* Program threads alive that the agent saw start (the initialising thread, then every
- * thread started through pthread_create). A thread-specific key's destructor sees each
- * of them leave whichever way it does (return, pthread_exit, cancellation, main() leaving
- * through pthread_exit); at zero the control thread is told to go (control.c). */
-static pthread_key_t ms_thr_key;
-static int ms_thr_key_ok;
+ * thread started through pthread_create). Each is seen leaving whichever way it does: a
+ * return from its start routine or a cleanup handler of ms_thread_start (pthread_exit,
+ * cancellation), main() leaving through pthread_exit in the wrapper; at zero the control
+ * thread is told to go (control.c). A flag in the agent's TLS, not a thread-specific
+ * key: the program gets every one of its PTHREAD_KEYS_MAX keys. */
 static uint32_t ms_prog_threads;
-static void ms_thread_key_gone(void *v);
 
 static void ms_thread_count_me(void)
 {
-    if (ms_thr_key_ok)
-        pthread_setspecific(ms_thr_key, (void *)1);
+    ms_self.counted = 1;
+}
+
+static void ms_thread_uncount_me(void)
+{
+    if (!ms_self.counted)
+        return;
+    ms_self.counted = 0;
+    if (__atomic_sub_fetch(&ms_prog_threads, 1, __ATOMIC_ACQ_REL) == 0)
+        ms_control_program_gone();
 }
 
 int ms_threads_init(uint64_t capacity)
 {
-    /* keys below 32 live in the thread descriptor: setting one never allocates */
-    ms_thr_key_ok = pthread_key_create(&ms_thr_key, ms_thread_key_gone) == 0;
     ms_tlife_init();
     if (capacity < 16)
         capacity = 16;
@@ -315,13 +320,13 @@ static void ms_thread_exit_bookkeeping(uint32_t how)
         slot_finish(s);
 }
 
-static void ms_thread_key_gone(void *v)
+/* Runs when the start routine is left by pthread_exit (whose wrapper did the bookkeeping
+ * already) or by cancellation. */
+static void ms_thread_left(void *v)
 {
     (void)v;
-    /* not done yet: neither a return nor pthread_exit, so cancellation */
     ms_thread_exit_bookkeeping(MS_THR_CANCELLED);
-    if (__atomic_sub_fetch(&ms_prog_threads, 1, __ATOMIC_ACQ_REL) == 0)
-        ms_control_program_gone();
+    ms_thread_uncount_me();
 }
 
 static void *ms_thread_start(void *arg)
@@ -350,9 +355,13 @@ static void *ms_thread_start(void *arg)
     }
     ms_leave();
     __atomic_fetch_or(&s->state, MS_THR_STARTED, __ATOMIC_RELEASE);
-    void *ret = s->start(s->arg);
+    void *ret;
+    pthread_cleanup_push(ms_thread_left, NULL);
+    ret = s->start(s->arg);
+    pthread_cleanup_pop(0);
     s->ret = ret; /* what pthread_join will return: a root until then */
     ms_thread_exit_bookkeeping(MS_THR_RETURNED);
+    ms_thread_uncount_me();
     return ret;
 }
 
@@ -495,6 +504,7 @@ MS_EXPORT void pthread_exit(void *ret)
     if (ms_self.slot && !ms_self.exit_done && !(ms_self.slot->state & MS_THR_MAIN))
         ms_self.slot->ret = ret;
     ms_thread_exit_bookkeeping(MS_THR_PTHREAD_EXIT);
+    ms_thread_uncount_me(); /* main(), or any thread: only once (ms_thread_left) */
     ms_real.pthread_exit(ret);
 }
 

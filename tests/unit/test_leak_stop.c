@@ -17,7 +17,11 @@
 
 #include <cmocka.h>
 
+#include "agent/agent.h"
 #include "agent/leak_stop.h"
+
+/* the agent's per-thread state, which sig_resume.c reads (stack bounds unknown here) */
+__thread ms_tls ms_self;
 
 #define MAGIC 0x5eed000000000000ull
 enum { NT = 64 };
