@@ -59,6 +59,8 @@ endfunction()
 set(MS_GT ${CMAKE_CURRENT_SOURCE_DIR}/integration/agent_groundtruth.py)
 set(MS_LK ${CMAKE_CURRENT_SOURCE_DIR}/integration/leaks_ground_truth.py)
 set(MS_XR ${CMAKE_CURRENT_SOURCE_DIR}/integration/platform_cross.py)
+set(MS_RB_CHECK ${CMAKE_CURRENT_SOURCE_DIR}/integration/robust_check.py)
+string(REPEAT "configuration" 8 MS_RB_TEXT) # text that reads as addresses near 0x6e6f...
 if(MS_QEMU_AARCH64 AND MS_AARCH64_GCC)
   ms_platform_tree(arm64 aarch64-linux-gnu.cmake)
   # exact per-site live bytes, with and without frame pointers, each unwinder
@@ -67,6 +69,10 @@ if(MS_QEMU_AARCH64 AND MS_AARCH64_GCC)
     ms_platform_test(platform_arm64_gt_${p}_fp arm64 ${MS_GT} gt_${p}_fp)
   endforeach()
   ms_platform_test(platform_arm64_gt_deep_fp_fpunwind arm64 ${MS_GT} gt_deep_fp unwind=fp)
+  # frame pointers at the top of the address space, in the environment's text
+  ms_platform_test(platform_arm64_robust_bad_fp arm64 ${MS_RB_CHECK} "unwind=fp full" rb_bad_fp)
+  ms_platform_test(platform_arm64_robust_bad_fp_env arm64 ${MS_RB_CHECK} --frames-known
+    --env RB_TEXT=${MS_RB_TEXT} "unwind=fp full" rb_bad_fp env)
   # return addresses signed with pointer authentication: CFI and frame-pointer walks
   ms_platform_test(platform_arm64_gt_heap_pac arm64 ${MS_GT} gt_heap_pac)
   ms_platform_test(platform_arm64_gt_deep_pacfp_fpunwind arm64 ${MS_GT} gt_deep_pacfp unwind=fp)
@@ -127,6 +133,14 @@ if(MS_MUSL_GCC)
     ms_platform_test(platform_musl_leaks_${p} musl ${MS_LK} lk_${p} api)
   endforeach()
   ms_platform_test(platform_musl_cross_gt_heap_o2 musl ${MS_XR} gt_heap_o2)
+  # a frame pointer into the environment's text above main(): unwind=fp stops there
+  # instead of taking text for return addresses; one at the top of the address space
+  ms_platform_test(platform_musl_robust_bad_fp musl ${MS_RB_CHECK} --frames-known
+    --env RB_TEXT=${MS_RB_TEXT} "unwind=fp full" rb_bad_fp env)
+  ms_platform_test(platform_musl_robust_bad_fp_top musl ${MS_RB_CHECK} "unwind=fp full" rb_bad_fp)
+  # started as ./prog: named by its absolute path, symbolized
+  ms_platform_test(platform_musl_robust_relpath musl
+    ${CMAKE_CURRENT_SOURCE_DIR}/integration/robust_relpath.py gt_heap_fp)
   ms_platform_test(platform_musl_sampling_peak musl ${CMAKE_CURRENT_SOURCE_DIR}/integration/sampling_peak.py)
   # not the idle single-threaded server: musl's waits enter the kernel outside the
   # wrappers the agent knows (docs/platforms.md)

@@ -19,3 +19,19 @@ ms_test_program(rb_keys SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/rb_keys.c
   FLAGS -O2 -g LIBS Threads::Threads)
 ms_integration_test(robust_keys ${MS_RB_CHECK} --status 0 "full sample=4096 leak_check=exit" rb_keys)
 set_tests_properties(robust_ctx_stack_exit robust_ctx_stack_watch robust_keys PROPERTIES LABELS robust)
+
+# the unwinders' stack reads: overflow-safe bounds, the frame-record walk fed random
+# frames (unit), and a program whose frame pointer is 0xfffffffffffffff0 (and near it)
+# when it calls malloc, under every unwinder
+ms_unit_test(robust_unit_unwind_walk SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_unwind_walk.c)
+target_include_directories(robust_unit_unwind_walk PRIVATE ${PROJECT_SOURCE_DIR}/src)
+ms_test_program(rb_bad_fp SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/rb_bad_fp.c FLAGS -O2 -g)
+ms_integration_test(robust_bad_fp ${MS_RB_CHECK} ${MS_RB_MODES} rb_bad_fp)
+string(REPEAT "configuration" 8 MS_RB_TEXT)
+ms_integration_test(robust_bad_fp_env ${MS_RB_CHECK} --frames-known --env RB_TEXT=${MS_RB_TEXT}
+  "full unwind=fp unwind=libunwind" rb_bad_fp env)
+set_tests_properties(robust_unit_unwind_walk robust_bad_fp robust_bad_fp_env PROPERTIES LABELS robust)
+
+# a program started as ./prog is named by its absolute path and symbolized
+ms_integration_test(robust_relpath ${CMAKE_CURRENT_SOURCE_DIR}/integration/robust_relpath.py gt_heap_fp)
+set_tests_properties(robust_relpath PROPERTIES LABELS robust)

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@ typedef struct snap_ctx {
     ms_live_sum *sums;
     size_t sums_len;
     uint32_t sums_max;
+    uintptr_t exe_phdr; /* the program's program headers (AT_PHDR): its module */
 } snap_ctx;
 
 int ms_snapshot_add_hook(ms_snapshot_extra_fn fn, void *arg)
@@ -192,7 +194,9 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg)
     snap_ctx *c = arg;
     ms_snap_writer *w = c->w;
     const char *path = info->dlpi_name;
-    if (!path || !path[0]) {
+    /* the program itself by its absolute path: glibc's loader names it "", musl's as it
+     * was started (./prog), which names no file once read elsewhere */
+    if (!path || !path[0] || (uintptr_t)info->dlpi_phdr == c->exe_phdr) {
         ssize_t k = readlink("/proc/self/exe", c->scratch, MS_SCRATCH - 1);
         c->scratch[k > 0 ? k : 0] = 0;
         path = c->scratch;
@@ -249,6 +253,7 @@ static void write_mods(snap_ctx *c)
     uint64_t at = ms_sw_chunk_pos(c->w);
     ms_sw_u32(c->w, 0);
     c->count = 0;
+    c->exe_phdr = (uintptr_t)getauxval(AT_PHDR);
     ms_dl_iterate(write_module, c);
     ms_sw_patch_u32(c->w, at, (uint32_t)c->count);
     ms_sw_end(c->w);
@@ -624,7 +629,7 @@ int ms_snapshot_write(const char *reason, ms_snapshot_extra_fn extra, void *arg,
         rc = -ENOMEM;
         goto out;
     }
-    snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, UINT64_MAX, ms_ticks(), ms_now_ns(), 0, {0}, NULL, 0, 0};
+    snap_ctx c = {w, (char *)w + sizeof(ms_snap_writer), 0, UINT64_MAX, ms_ticks(), ms_now_ns(), 0, {0}, NULL, 0, 0, 0};
     xfsz_guard xg;
     xfsz_block(&xg);
     rc = ms_sw_open(w, final, ms_sampler_cfg.interval ? MS_SNAP_F_SAMPLED : 0);

@@ -6,6 +6,7 @@
 #include "agent/agent.h"
 #include "agent/arch/arch.h"
 #include "agent/unwind_cfi.h"
+#include "agent/unwind_fp.h"
 #include "agent/unwind_libunwind.h"
 
 static int ms_unwind_mode;
@@ -105,24 +106,11 @@ static MS_NOINLINE unsigned ms_unwind_fp(uint64_t *pcs, unsigned max, unsigned *
         MS_HEALTH_INC(unwind_failures);
         return 0;
     }
-    for (;;) {
-        if (fp < lo || fp + 16 > hi || (fp & 7))
-            break;
-        uintptr_t next = ((const uintptr_t *)fp)[0];
-        uintptr_t ra = ms_arch_strip_pc(((const uintptr_t *)fp)[1]);
-        if (ra < 4096)
-            break;
-        if (!ms_is_self(ra)) {
-            if (n == max) {
-                *flags |= MS_STACKF_TRUNCATED;
-                MS_HEALTH_INC(unwind_truncated);
-                break;
-            }
-            pcs[n++] = ra;
-        }
-        if (next <= fp)
-            break;
-        fp = next;
+    int truncated;
+    n = ms_fp_walk(fp, lo, hi, ms_self_lo, ms_self_hi, pcs, max, &truncated);
+    if (truncated) {
+        *flags |= MS_STACKF_TRUNCATED;
+        MS_HEALTH_INC(unwind_truncated);
     }
     return n;
 }
@@ -176,17 +164,8 @@ unsigned ms_unwind_context(const void *uc, uint64_t *pcs, unsigned max, unsigned
         goto cut;
     }
     pcs[n++] = pc;
-    uintptr_t lo = sp;
-    while (n < max && fp >= lo && fp + 16 <= hi && !(fp & 7)) {
-        uintptr_t next = ((const uintptr_t *)fp)[0];
-        uintptr_t ra = ms_arch_strip_pc(((const uintptr_t *)fp)[1]);
-        if (ra < 4096)
-            break;
-        pcs[n++] = ra;
-        if (next <= fp)
-            break;
-        fp = next;
-    }
+    int truncated;
+    n += ms_fp_walk(fp, sp, hi, 0, 0, pcs + 1, max - 1, &truncated);
 cut:; /* the agent's own frames (its wrapper around main) are cut, as in every stack */
     unsigned d = 1;
     for (unsigned i = 1; i < n; i++)

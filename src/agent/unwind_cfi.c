@@ -16,6 +16,7 @@
 
 #include "agent/agent.h"
 #include "agent/arch/arch.h"
+#include "agent/unwind_fp.h"
 #include "agent/unwind_libunwind.h"
 
 /* ===========================================================================
@@ -1001,7 +1002,7 @@ static inline int rule_cfa(uint64_t rule, uintptr_t sp, uintptr_t bp, uintptr_t 
     case R_CFA_BP: *cfa = bp + (intptr_t)RULE_CFAOFF(rule); return 1;
     default: {
         uintptr_t a = bp + (intptr_t)RULE_CFAOFF(rule);
-        if (a < lo || a + 8 > hi || (a & 7))
+        if (!ms_span_in(a, 8, lo, hi) || (a & 7))
             return 0;
         *cfa = *(const uintptr_t *)a;
         *dslot = a;
@@ -1035,12 +1036,12 @@ static MS_NOINLINE int leave_agent_by_rules(cfi_thread *me, uintptr_t hi, uintpt
         default: return 0; /* the agent's code has no such frames */
         }
         uintptr_t raslot = cfa + (intptr_t)RULE_RAOFF(rule);
-        if (cfa <= sp || cfa > hi || (cfa & 7) || raslot < lo || raslot + 8 > hi)
+        if (cfa <= sp || cfa > hi || (cfa & 7) || !ms_span_in(raslot, 8, lo, hi))
             return 0;
         uintptr_t ra = ms_arch_strip_pc(*(const uintptr_t *)raslot);
         if (RULE_BPSAVED(rule)) {
             uintptr_t a = cfa + (intptr_t)RULE_BPOFF(rule);
-            if (a < lo || a + 8 > hi)
+            if (!ms_span_in(a, 8, lo, hi))
                 return 0;
             bp = *(const uintptr_t *)a;
         }
@@ -1061,7 +1062,7 @@ static MS_NOINLINE int leave_agent_by_rules(cfi_thread *me, uintptr_t hi, uintpt
 static inline int leave_agent_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintptr_t self_lo,
                                  uintptr_t self_hi, uintptr_t *pc, uintptr_t *sp, uintptr_t *bp)
 {
-    for (unsigned i = 0; i < 64 && fp >= lo && fp + 16 <= hi && !(fp & 7); i++) {
+    for (unsigned i = 0; i < 64 && ms_span_in(fp, 16, lo, hi) && !(fp & 7); i++) {
         uintptr_t ra = ms_arch_strip_pc(((const uintptr_t *)fp)[1]);
         uintptr_t next = ((const uintptr_t *)fp)[0];
         if (ra < self_lo || ra >= self_hi) {
@@ -1267,16 +1268,16 @@ int ms_cfi_unwind(uint64_t *pcs, unsigned max, unsigned *flags, uint32_t **sid_s
         uintptr_t cfa, dslot = 0, bpslot = 0, bpval = 0;
         if (!rule_cfa(rule, sp, bp, lo, hi, &cfa, &dslot))
             goto bad;
-        if (cfa < lo + 8 || cfa > hi || (cfa & 7) || cfa <= sp)
+        if (cfa < lo || cfa - lo < 8 || cfa > hi || (cfa & 7) || cfa <= sp)
             goto bad;
         uintptr_t raslot = cfa + (intptr_t)RULE_RAOFF(rule);
-        if (raslot < lo || raslot + 8 > hi)
+        if (!ms_span_in(raslot, 8, lo, hi))
             goto bad;
         uintptr_t rawra = *(const uintptr_t *)raslot;
         uintptr_t ra = ms_arch_strip_pc(rawra);
         if (RULE_BPSAVED(rule)) {
             uintptr_t a = cfa + (intptr_t)RULE_BPOFF(rule);
-            if (a < lo || a + 8 > hi)
+            if (!ms_span_in(a, 8, lo, hi))
                 goto bad;
             bpslot = a;
             bpval = *(const uintptr_t *)a;
@@ -1331,12 +1332,12 @@ int ms_cfi_unwind_from(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, u
         if (!rule_cfa(rule, sp, bp, lo, hi, &cfa, &dslot))
             goto bad;
         uintptr_t raslot = cfa + (intptr_t)RULE_RAOFF(rule);
-        if (cfa <= sp || cfa > hi || (cfa & 7) || raslot < lo || raslot + 8 > hi)
+        if (cfa <= sp || cfa > hi || (cfa & 7) || !ms_span_in(raslot, 8, lo, hi))
             goto bad;
         uintptr_t ra = ms_arch_strip_pc(*(const uintptr_t *)raslot);
         if (RULE_BPSAVED(rule)) {
             uintptr_t a = cfa + (intptr_t)RULE_BPOFF(rule);
-            if (a < lo || a + 8 > hi)
+            if (!ms_span_in(a, 8, lo, hi))
                 goto bad;
             bp = *(const uintptr_t *)a;
         }

@@ -215,19 +215,40 @@ static void load_module(ms_symbolizer *sym, size_t idx)
 {
     const ms_module *m = &sym->s->modules[idx];
     sym->mod_state[idx] = MOD_UNAVAILABLE;
-    if (!m->path || m->path[0] != '/')
+    if (!m->path || !m->path[0] || m->path[0] == '[')
         return; /* [vdso] and other anonymous modules have no file */
     char why[512] = "";
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    const char *file = m->path;
+    int fd = -1;
+    if (m->path[0] != '/') {
+        /* A path relative to a directory the snapshot does not name: musl's loader names
+         * the program as it was started (./prog), and agents before this one wrote it so.
+         * The program's own path is in META: that file, when its build-id matches. */
+        const char *exe = ms_snapshot_meta(sym->s, "exe");
+        const char *base = strrchr(m->path, '/'), *ebase = exe ? strrchr(exe, '/') : NULL;
+        base = base ? base + 1 : m->path;
+        snprintf(why, sizeof why, "a relative path, not the program's");
+        if (ebase && strcmp(ebase + 1, base) == 0) {
+            fd = open(exe, O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                snprintf(why, sizeof why, "a relative path; the program's %s: cannot open (%s)",
+                         exe, strerror(errno));
+            else if (!build_id_matches(m, fd, why, sizeof why)) {
+                close(fd);
+                fd = -1;
+            } else {
+                file = exe;
+                warn(sym, "%s: a relative path; using %s, the program's path", m->path, exe);
+            }
+        }
+    } else if ((fd = open(m->path, O_RDONLY | O_CLOEXEC)) < 0) {
         snprintf(why, sizeof why, "cannot open (%s)", strerror(errno));
-    else if (!build_id_matches(m, fd, why, sizeof why)) {
+    } else if (!build_id_matches(m, fd, why, sizeof why)) {
         close(fd);
         fd = -1;
     }
-    const char *file = m->path;
     char dbg[4096];
-    if (fd < 0 && (fd = open_in_sysroot(m, dbg, sizeof dbg)) >= 0)
+    if (fd < 0 && m->path[0] == '/' && (fd = open_in_sysroot(m, dbg, sizeof dbg)) >= 0)
         file = dbg;
     if (fd < 0) {
         fd = open_by_build_id(m, dbg, sizeof dbg);

@@ -5,13 +5,19 @@ killed and fails the test), with the status and the standard output of the run
 without the agent (or the one --status names), and with an exit snapshot written.
 
 usage: robust_check.py [--status N] [--stdout-has TEXT] [--no-snapshot] [--stderr-clean]
-                       MODES PROGRAM [ARGS...]
+                       [--frames-known] [--env NAME=VALUE] MODES PROGRAM [ARGS...]
   MODES: agent options per run, runs separated by spaces ("full": no option), e.g.
          "full leak_check=exit unwind=fp sample=4096"
   PROGRAM: a name in MS_PROGRAMS or a path.
   --stderr-clean: the agent writes nothing on the program's stderr.
-Environment: MS_AGENT, MS_PROGRAMS (set by ms_integration_test)."""
+  --frames-known: every frame of every stack in the snapshot lies in a loaded module
+                  (no address a walk made up), and at least one stack has a frame.
+  --env NAME=VALUE: set for every run.
+Environment: MS_AGENT, MS_PROGRAMS, MEMSIGHT (set by ms_integration_test); MS_RUNNER, a
+command the program runs under (qemu-user for another architecture, tests/platforms.cmake)."""
+import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -31,9 +37,24 @@ def run(argv, env, what):
         fail('%s: still running after %d s' % (what, LIMIT))
 
 
+def check_frames(snap, what):
+    memsight = os.environ.get('MEMSIGHT', 'memsight').split()
+    r = run(memsight + ['report', '-f', 'json', snap], dict(os.environ), 'report')
+    if r.returncode != 0:
+        fail('%s: report: %s' % (what, r.stderr))
+    stacks = json.loads(r.stdout)['stacks']
+    if not any(s['frames'] for s in stacks):
+        fail('%s: no stack has a frame' % what)
+    for s in stacks:
+        for f in s['frames']:
+            if not f['module']:
+                fail('%s: stack %s has a frame in no module: %s (frames %s)'
+                     % (what, s['id'], f['address'], [g['address'] for g in s['frames']]))
+
+
 def main():
     args = sys.argv[1:]
-    status, has, snapshot, clean = None, None, True, False
+    status, has, snapshot, clean, known, extra_env = None, None, True, False, False, {}
     while args and args[0].startswith('--'):
         opt = args.pop(0)
         if opt == '--status':
@@ -44,20 +65,27 @@ def main():
             snapshot = False
         elif opt == '--stderr-clean':
             clean = True
+        elif opt == '--frames-known':
+            known = True
+        elif opt == '--env':
+            k, v = args.pop(0).split('=', 1)
+            extra_env[k] = v
         else:
             fail('unknown option ' + opt)
     modes, prog = args[0].split(), args[1]
     if '/' not in prog:
         prog = os.path.join(os.environ['MS_PROGRAMS'], prog)
-    argv = [prog] + args[2:]
-    native = run(argv, dict(os.environ), 'without the agent')
+    argv = shlex.split(os.environ.get('MS_RUNNER', '')) + [prog] + args[2:]
+    base_env = dict(os.environ)
+    base_env.update(extra_env)
+    native = run(argv, base_env, 'without the agent')
     want_status = native.returncode if status is None else status
     if native.returncode != want_status:
         fail('without the agent: status %d, expected %d; stdout %r stderr %r'
              % (native.returncode, want_status, native.stdout, native.stderr))
     for mode in modes:
         out = tempfile.mkdtemp(prefix='ms-robust-')
-        env = dict(os.environ)
+        env = dict(base_env)
         env['LD_PRELOAD'] = os.environ['MS_AGENT']
         env['MEMSIGHT_OPTIONS'] = ','.join(['out=' + out] + ([mode] if mode != 'full' else []))
         what = '%s under "%s"' % (' '.join(argv), mode)
@@ -74,6 +102,8 @@ def main():
         snaps = [f for f in os.listdir(out) if f.endswith('-exit.msnap')]
         if snapshot and len(snaps) != 1:
             fail('%s: exit snapshots %r' % (what, os.listdir(out)))
+        if known and snaps:
+            check_frames(os.path.join(out, snaps[0]), what)
         print('ok: %s: status %d%s' % (what, p.returncode, ', snapshot' if snaps else ''))
 
 

@@ -6,9 +6,11 @@
 #define _GNU_SOURCE
 #include "agent/libc/libc.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 const char *ms_libc_name(void) { return "musl"; }
 
@@ -35,8 +37,43 @@ unsigned ms_libc_missing(void)
     return MS_LIBC_NO_MALLINFO2 | MS_LIBC_NO_DTV_LAYOUT;
 }
 
+/* The stack pointer the process started with (/proc/self/stat, field 28): every frame
+ * of the main thread is below it. Above it lie argv, the environment's text and the
+ * auxiliary vector, which a walk of frame records must not take for frames: code
+ * without frame pointers (musl's own start code) leaves any value in the frame-pointer
+ * register, and one pointing into the environment's text made text into return
+ * addresses. 0 when /proc cannot tell. */
+static uintptr_t start_stack(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command's name may hold anything */
+    if (!p)
+        return 0;
+    /* fields from the state (3) on, each after one space: 28 is the 26th */
+    for (int field = 2; field < 28; field++) {
+        p = strchr(p + 1, ' ');
+        if (!p)
+            return 0;
+    }
+    uintptr_t v = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (uintptr_t)(*p - '0');
+    return v;
+}
+
 uintptr_t ms_libc_main_stack_hi(void)
 {
+    uintptr_t sp = start_stack();
+    if (sp)
+        return sp;
     /* the kernel copies the executable's name to the very top of the main stack */
     uintptr_t fn = (uintptr_t)getauxval(AT_EXECFN);
     return fn ? (fn + 4095) & ~(uintptr_t)4095 : 0;
