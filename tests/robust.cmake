@@ -35,3 +35,8 @@ set_tests_properties(robust_unit_unwind_walk robust_bad_fp robust_bad_fp_env PRO
 # a program started as ./prog is named by its absolute path and symbolized
 ms_integration_test(robust_relpath ${CMAKE_CURRENT_SOURCE_DIR}/integration/robust_relpath.py gt_heap_fp)
 set_tests_properties(robust_relpath PROPERTIES LABELS robust)
+
+# children a sandbox keeps from writing their exit snapshot: said once for the run
+ms_test_program(rb_sandbox SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/rb_sandbox.c FLAGS -O2 -g)
+ms_integration_test(robust_sandbox ${CMAKE_CURRENT_SOURCE_DIR}/integration/robust_sandbox.py)
+set_tests_properties(robust_sandbox PROPERTIES LABELS robust)

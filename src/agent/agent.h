@@ -735,6 +735,9 @@ int ms_snapshot_held_by_me(void) MS_INTERNAL;
  * ========================================================================= */
 void ms_fatal_init(void) MS_INTERNAL;
 void ms_snapshot_fork_child(void) MS_INTERNAL;
+/* Maps memsight run's tally of the run's processes that cannot write their exit snapshot
+ * (MEMSIGHT_TALLY), at start (snapshot.c). */
+void ms_snapshot_tally_init(void) MS_INTERNAL;
 /* META keys of an attached agent (attach.c): attached_ns, first_attached_ns,
  * attach_sessions; returns how many it wrote (0 when never attached). */
 uint32_t ms_attach_meta(ms_snap_writer *w) MS_INTERNAL;

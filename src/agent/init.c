@@ -429,6 +429,7 @@ static int ms_init_slow(void)
     ms_tick0 = ms_ticks();
     ms_ns0 = ms_now_ns();
     ms_read_options();
+    ms_snapshot_tally_init();
     ms_dl_iterate(ms_find_self, (void *)(uintptr_t)&ms_init_slow);
     int ok = ms_real.malloc && ms_real.free && ms_real.calloc && ms_real.realloc &&
              ms_stacks_init(ms_opt.stack_capacity) == 0 && ms_live_init(ms_opt.capacity) == 0 &&

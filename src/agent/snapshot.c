@@ -10,8 +10,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -514,10 +518,59 @@ void ms_say(const char *const *parts, size_t nparts)
 
 static int ms_snap_said_errno;
 
+/* memsight run's tally (docs/files.md), MEMSIGHT_TALLY: mapped at start, while this
+ * process may still open files (a sandbox may close that door later). A process of the
+ * run other than the program memsight run started (MEMSIGHT_RUN_ROOT) that cannot write
+ * its exit snapshot for lack of permission counts itself there, and memsight run says
+ * it once for the run, instead of a line per process on the program's stderr (a
+ * browser's sandboxed content processes). */
+static uint64_t *ms_tally;
+static long ms_run_root;
+
+void ms_snapshot_tally_init(void)
+{
+    const char *path = getenv("MEMSIGHT_TALLY"), *root = getenv("MEMSIGHT_RUN_ROOT");
+    if (!path || path[0] != '/' || !root)
+        return;
+    long r = 0;
+    for (; *root >= '0' && *root <= '9' && r < (1L << 40); root++)
+        r = r * 10 + (*root - '0');
+    if (*root || r <= 0)
+        return;
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+        st.st_size >= 4096) {
+        long m = syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m != -1) {
+            ms_run_root = r;
+            ms_tally = (uint64_t *)m;
+        }
+    }
+    close(fd);
+}
+
+/* 1 when the failure was counted in the tally instead of said. */
+static int tally_failure(const char *reason, int err)
+{
+    if (!ms_tally || (long)getpid() == ms_run_root || strcmp(reason, "exit") ||
+        (err != EACCES && err != EPERM && err != EROFS && err != ENOENT && err != ENOSYS))
+        return 0;
+    uint64_t zero = 0;
+    __atomic_compare_exchange_n(&ms_tally[1], &zero, (uint64_t)err, 0, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+    __atomic_fetch_add(&ms_tally[0], 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
 static void say_failure(const char *reason, const char *path, int err)
 {
     MS_HEALTH_INC(snapshot_errors);
     __atomic_store_n(&ms_health.snapshot_last_errno, (uint64_t)err, __ATOMIC_RELAXED);
+    if (tally_failure(reason, err))
+        return;
     /* once per cause: a full disk must not turn interval snapshots into a flood */
     if (__atomic_exchange_n(&ms_snap_said_errno, err, __ATOMIC_RELAXED) == err &&
         strcmp(reason, "exit"))

@@ -55,6 +55,8 @@ typedef struct run_ctx {
     ms_suppressions *supp;      /* --suppress: known leaks left out of the summary */
     int orphan_signal;     /* what the program gets when memsight run dies (0 = nothing) */
     const char *cmd;            /* for messages: "attach" through ms_run_agent_apply, else run */
+    char tally[PATH_MAX + 64];  /* the run's tally file ("" none): processes that could not
+                                 * write their exit snapshot */
 } run_ctx;
 
 #define CTX_CMD(ctx) ((ctx)->cmd ? (ctx)->cmd : "run")
@@ -726,6 +728,13 @@ static int run_child(run_ctx *ctx, const char *dir, const char *agent, const cha
         if (ctx->orphan_signal && (prctl(PR_SET_PDEATHSIG, ctx->orphan_signal) != 0 ||
                                    getppid() != parent))
             _exit(126); /* memsight run is already gone */
+        if (ctx->tally[0]) {
+            char root[24];
+            snprintf(root, sizeof root, "%ld", (long)getpid());
+            if (setenv("MEMSIGHT_TALLY", ctx->tally, 1) != 0 ||
+                setenv("MEMSIGHT_RUN_ROOT", root, 1) != 0)
+                _exit(126);
+        }
         if (ready[1] >= 0) {
             close(ready[0]);
             char num[16];
@@ -939,6 +948,48 @@ static void print_guard_errors(const char *dir, pid_t pid, time_t since)
     closedir(d);
 }
 
+/* The tally file (docs/files.md): one page, made here before the program starts; each
+ * process of the run other than the program itself maps it at start (a sandbox may
+ * later keep it from opening files) and counts itself there when it cannot write its
+ * exit snapshot, instead of saying so on the program's stderr. Word 0: how many, word 1:
+ * the first one's errno. */
+#define TALLY_SIZE 4096
+static void tally_make(run_ctx *ctx, const char *dir)
+{
+    snprintf(ctx->tally, sizeof ctx->tally, "%s/memsight-run-%ld.tally", dir, (long)getpid());
+    int fd = open(ctx->tally, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || ftruncate(fd, TALLY_SIZE) != 0) {
+        if (fd >= 0) {
+            close(fd);
+            unlink(ctx->tally);
+        }
+        ctx->tally[0] = 0; /* every process then says it on stderr, as without memsight run */
+        return;
+    }
+    close(fd);
+}
+
+/* Says once what the run's processes counted in the tally, and removes it. */
+static void tally_say(run_ctx *ctx, const char *dir)
+{
+    if (!ctx->tally[0])
+        return;
+    uint64_t w[2] = {0, 0};
+    int fd = open(ctx->tally, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        if (pread(fd, w, sizeof w, 0) != (ssize_t)sizeof w)
+            w[0] = 0;
+        close(fd);
+    }
+    unlink(ctx->tally);
+    if (w[0] && !ctx->quiet)
+        fprintf(stderr,
+                "memsight: %llu process(es) of this run could not write their exit snapshot into "
+                "%s (%s: a sandbox keeps them from writing); their allocations are in no "
+                "snapshot\n",
+                (unsigned long long)w[0], dir, strerror((int)w[1]));
+}
+
 static void summarise(const char *dir, pid_t pid, time_t since, int top, int status,
                       ms_suppressions *supp)
 {
@@ -1029,12 +1080,18 @@ int ms_cmd_run(int argc, char **argv)
     snprintf(opts, sizeof opts, "out=%s%s%s", dir, ctx.agent_opts_len ? "," : "", ctx.agent_opts);
     pid_t pid = 0;
     time_t start = time(NULL);
+    if (!unobservable)
+        tally_make(&ctx, dir);
     int status = run_child(&ctx, dir, unobservable ? NULL : agent, opts, cmd, &pid);
-    if (status < 0)
+    if (status < 0) {
+        if (ctx.tally[0])
+            unlink(ctx.tally);
         return 2;
+    }
     if (!unobservable)
         print_guard_errors(dir, pid, start);
     if (!ctx.quiet && !unobservable)
         summarise(dir, pid, start, ctx.top, status, ctx.supp);
+    tally_say(&ctx, dir);
     return status;
 }
