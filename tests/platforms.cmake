@@ -71,6 +71,9 @@ if(MS_QEMU_AARCH64 AND MS_AARCH64_GCC)
   ms_platform_test(platform_arm64_gt_deep_fp_fpunwind arm64 ${MS_GT} gt_deep_fp unwind=fp)
   # frame pointers at the top of the address space, in the environment's text
   ms_platform_test(platform_arm64_robust_bad_fp arm64 ${MS_RB_CHECK} "unwind=fp full" rb_bad_fp)
+  # the exit scan does not wait its 1 s stop timeout for qemu's helper thread
+  ms_platform_test(platform_arm64_robust_exit_pause arm64 ${MS_RB_CHECK} --max-pause-ms 700
+    leak_check=exit gt_heap_o2)
   ms_platform_test(platform_arm64_robust_bad_fp_env arm64 ${MS_RB_CHECK} --frames-known
     --env RB_TEXT=${MS_RB_TEXT} "unwind=fp full" rb_bad_fp env)
   # return addresses signed with pointer authentication: CFI and frame-pointer walks

@@ -106,11 +106,14 @@ static uint64_t status_mask(const char *buf, long r, const char *key)
     return 0;
 }
 
-/* 1 when thread tid blocks sig with our signal still pending for it (SigBlk and SigPnd of
- * /proc/self/task/TID/status): it will not answer, so waiting for it would only lengthen
- * the pause. Blocked alone is not enough: a thread that has just entered the stop
- * handler has every signal blocked (the handler's mask) before it marks itself stopped,
- * and the signal it took is no longer pending. */
+/* 1 when thread tid blocks sig with a signal it blocks pending for it (SigBlk and SigPnd
+ * of /proc/self/task/TID/status): it will not answer, so waiting for it would only
+ * lengthen the pause. Blocked alone is not enough: a thread that has just entered the
+ * stop handler has every signal blocked (the handler's mask) before it marks itself
+ * stopped, and the signal it took is no longer pending. The pending signal is ours on a
+ * kernel; under qemu-user, whose /proc is the host's and which carries the guest's
+ * real-time signals on other host signals, it is the host signal ours became (qemu's
+ * helper thread blocks every signal: the stop waited its whole timeout for it). */
 static int sig_blocked(uint32_t tid, int sig)
 {
     char path[64] = "/proc/self/task/";
@@ -134,7 +137,8 @@ static int sig_blocked(uint32_t tid, int sig)
         return 0;
     buf[r] = 0;
     uint64_t bit = 1ull << (sig - 1);
-    return (status_mask(buf, r, "\nSigBlk:") & bit) && (status_mask(buf, r, "\nSigPnd:") & bit);
+    uint64_t blk = status_mask(buf, r, "\nSigBlk:");
+    return (blk & bit) && (blk & status_mask(buf, r, "\nSigPnd:"));
 }
 
 /* Threads that have not answered yet: gone (exited), or blocking the signal. */

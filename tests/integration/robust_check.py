@@ -5,7 +5,8 @@ killed and fails the test), with the status and the standard output of the run
 without the agent (or the one --status names), and with an exit snapshot written.
 
 usage: robust_check.py [--status N] [--stdout-has TEXT] [--no-snapshot] [--stderr-clean]
-                       [--frames-known] [--env NAME=VALUE] MODES PROGRAM [ARGS...]
+                       [--frames-known] [--env NAME=VALUE] [--max-pause-ms N]
+                       MODES PROGRAM [ARGS...]
   MODES: agent options per run, runs separated by spaces ("full": no option), e.g.
          "full leak_check=exit unwind=fp sample=4096"
   PROGRAM: a name in MS_PROGRAMS or a path.
@@ -13,6 +14,7 @@ usage: robust_check.py [--status N] [--stdout-has TEXT] [--no-snapshot] [--stder
   --frames-known: every frame of every stack in the snapshot lies in a loaded module
                   (no address a walk made up), and at least one stack has a frame.
   --env NAME=VALUE: set for every run.
+  --max-pause-ms N: the exit leak scan stopped the threads for less than N ms.
 Environment: MS_AGENT, MS_PROGRAMS, MEMSIGHT (set by ms_integration_test); MS_RUNNER, a
 command the program runs under (qemu-user for another architecture, tests/platforms.cmake)."""
 import json
@@ -37,12 +39,20 @@ def run(argv, env, what):
         fail('%s: still running after %d s' % (what, LIMIT))
 
 
-def check_frames(snap, what):
+def check_report(snap, what, known, max_pause):
     memsight = os.environ.get('MEMSIGHT', 'memsight').split()
     r = run(memsight + ['report', '-f', 'json', snap], dict(os.environ), 'report')
     if r.returncode != 0:
         fail('%s: report: %s' % (what, r.stderr))
-    stacks = json.loads(r.stdout)['stacks']
+    rep = json.loads(r.stdout)
+    if max_pause is not None:
+        pause = rep.get('leaks', {}).get('pause_ns')
+        if pause is None or pause >= max_pause * 1000000:
+            fail('%s: the exit scan paused the threads %s ns (limit %d ms)'
+                 % (what, pause, max_pause))
+    if not known:
+        return
+    stacks = rep['stacks']
     if not any(s['frames'] for s in stacks):
         fail('%s: no stack has a frame' % what)
     for s in stacks:
@@ -55,6 +65,7 @@ def check_frames(snap, what):
 def main():
     args = sys.argv[1:]
     status, has, snapshot, clean, known, extra_env = None, None, True, False, False, {}
+    max_pause = None
     while args and args[0].startswith('--'):
         opt = args.pop(0)
         if opt == '--status':
@@ -67,6 +78,8 @@ def main():
             clean = True
         elif opt == '--frames-known':
             known = True
+        elif opt == '--max-pause-ms':
+            max_pause = int(args.pop(0))
         elif opt == '--env':
             k, v = args.pop(0).split('=', 1)
             extra_env[k] = v
@@ -102,8 +115,8 @@ def main():
         snaps = [f for f in os.listdir(out) if f.endswith('-exit.msnap')]
         if snapshot and len(snaps) != 1:
             fail('%s: exit snapshots %r' % (what, os.listdir(out)))
-        if known and snaps:
-            check_frames(os.path.join(out, snaps[0]), what)
+        if (known or max_pause is not None) and snaps:
+            check_report(os.path.join(out, snaps[0]), what, known, max_pause)
         print('ok: %s: status %d%s' % (what, p.returncode, ', snapshot' if snaps else ''))
 
 

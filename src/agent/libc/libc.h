@@ -27,9 +27,9 @@ enum {
 };
 unsigned ms_libc_missing(void) MS_INTERNAL_LIBC;
 
-/* Upper end of the main thread's stack, above its every frame (glibc: __libc_stack_end
- * rounded up to a page; musl: the initial stack pointer, below the environment's text),
- * 0 if unknown. */
+/* Upper end of the main thread's stack, above its every frame and below argv and the
+ * environment's text (glibc: __libc_stack_end; musl: the initial stack pointer), 0 if
+ * unknown. */
 uintptr_t ms_libc_main_stack_hi(void) MS_INTERNAL_LIBC;
 
 /* 1 when `path` (a module's file name) is the C library, whose malloc never calls an

@@ -27,9 +27,12 @@ ms_sighandler ms_libc_signal(int sig, ms_sighandler h)
 }
 unsigned ms_libc_missing(void) { return 0; }
 
+/* Not rounded up to its page: above __libc_stack_end lie argv and the environment's
+ * text, which a walk of frame records must not take for frames (a frame pointer that code
+ * without frame pointers left pointing there made text into return addresses). */
 uintptr_t ms_libc_main_stack_hi(void)
 {
-    return ((uintptr_t)__libc_stack_end + 4095) & ~(uintptr_t)4095;
+    return (uintptr_t)__libc_stack_end;
 }
 
 static const char *base_name(const char *path)
