@@ -556,7 +556,8 @@ void ms_snapshot_tally_init(void)
 static int tally_failure(const char *reason, int err)
 {
     if (!ms_tally || (long)getpid() == ms_run_root || strcmp(reason, "exit") ||
-        (err != EACCES && err != EPERM && err != EROFS && err != ENOENT && err != ENOSYS))
+        (err != EACCES && err != EPERM && err != EROFS && err != ENOENT && err != ENOSYS &&
+         err != ESRCH))
         return 0;
     uint64_t zero = 0;
     __atomic_compare_exchange_n(&ms_tally[1], &zero, (uint64_t)err, 0, __ATOMIC_RELAXED,
