@@ -8,3 +8,8 @@ add_dependencies(at_target memsight_agent)
 foreach(case threads kill signals refuse python sqlite)
   ms_integration_test(attach_${case} ${CMAKE_CURRENT_SOURCE_DIR}/integration/attach_check.py ${case})
 endforeach()
+# what a careless user meets (attach_live_): requests answered at once with the reason,
+# options that cannot work refused first, one mode per agent, the agent's own errors
+foreach(case sampled options mode full output messages)
+  ms_integration_test(attach_live_${case} ${CMAKE_CURRENT_SOURCE_DIR}/integration/attach_live.py ${case})
+endforeach()

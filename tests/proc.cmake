@@ -14,7 +14,7 @@ ms_test_program(pa_free SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/pa_free.c F
 
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
-  foreach(t smaps top watch watch_java explain explain_mallinfo)
+  foreach(t smaps top watch watch_java explain explain_mallinfo bss)
     ms_integration_test(proc_${t} ${Python3_EXECUTABLE}
                         ${CMAKE_CURRENT_SOURCE_DIR}/integration/proc_${t}.py)
   endforeach()

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define MEMSIGHT_ATTACH_MAGIC 0x4843415454414d53ull /* "SMATTACH" */
-#define MEMSIGHT_ATTACH_VERSION 1
+#define MEMSIGHT_ATTACH_VERSION 2
 #define MEMSIGHT_ATTACH_SYMBOL "memsight_attach_info"
 #define MEMSIGHT_ATTACH_ENTRY "memsight_attach"
 
@@ -34,6 +34,17 @@ typedef struct memsight_attach_state {
     uint64_t live_at_detach; /* recorded heap blocks still live at the last detach */
     char out[512];           /* snapshot directory, as the process sees it */
     char last_snapshot[512]; /* the snapshot written by the last detach */
+    /* version 2: the agent's mode, and its answer to the last request it could not serve
+     * (so that the command that asked learns why at once, rather than waiting its timeout) */
+    uint64_t sample_interval; /* sample= of the running agent (0: full mode) */
+    uint64_t min_size;        /* min_size= of the running agent */
+    uint32_t reply_seq;       /* the request's number (its signal's value above the code) */
+    uint32_t reply_request;   /* the request's code (1 dump, 2 leaks, 3 detach) */
+    int32_t reply_errno;      /* 0: served; else why not (ENOSPC, ENOTSUP: sampled mode...) */
+    uint32_t reply_count;     /* bumped at every reply */
+    char options[1024];       /* the options the recording runs with (a later attach must
+                                 not ask for another mode: attach.c) */
+    char note[256];           /* the agent's own words on the last refusal ("" if none) */
 } memsight_attach_state;
 
 #endif

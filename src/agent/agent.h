@@ -113,6 +113,11 @@ uint32_t ms_attach_sessions(void) MS_INTERNAL;
 /* memsight_start() succeeded: its snapshot directory and signal shown in
  * memsight_attach_info (state still "never attached") for the memsight command. */
 void ms_attach_publish_start(void) MS_INTERNAL;
+/* The agent's mode and options in memsight_attach_info (at start and at every attach). */
+void ms_attach_publish_mode(void) MS_INTERNAL;
+/* The answer to a request (control.h's code, the number its signal carried, 0 or an
+ * errno), in memsight_attach_info for the command waiting on it. */
+void ms_attach_reply(unsigned request, unsigned seq, int err) MS_INTERNAL;
 
 /* The real functions behind our interposers. */
 typedef struct ms_real_fns {

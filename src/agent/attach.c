@@ -31,6 +31,33 @@ static void ms_attach_copy(char *dst, size_t cap, const char *src)
     dst[n] = 0;
 }
 
+/* The agent's mode and options, for the memsight command (its requests and a later
+ * attach read them): at every start, and at an attach. */
+void ms_attach_publish_mode(void)
+{
+    ST.sample_interval = ms_opt.sample_interval;
+    ST.min_size = ms_opt.min_size;
+    ms_attach_copy(ST.options, sizeof ST.options, ms_opt.raw);
+}
+
+void ms_attach_reply(unsigned request, unsigned seq, int err)
+{
+    ST.reply_request = request;
+    ST.reply_seq = seq;
+    ST.reply_errno = err;
+    __atomic_fetch_add(&ST.reply_count, 1, __ATOMIC_RELEASE);
+}
+
+/* A note on the last refusal, for the command (ST.note): the parts joined. */
+static void ms_attach_note(const char *const *parts, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+        for (const char *s = parts[i]; *s && o + 1 < sizeof ST.note; s++)
+            ST.note[o++] = *s;
+    ST.note[o] = 0;
+}
+
 /* The detach request, on the control thread: the last snapshot, recording off, the
  * allocating names' hooks given back, the thread ends. The names that take memory back
  * stay hooked: a block recorded while attached carries a header and must come back
@@ -44,9 +71,12 @@ static void ms_attach_on_detach(unsigned request, void *arg)
         return;
     char path[sizeof ST.last_snapshot];
     path[0] = 0;
-    if (ms_snapshot_write("detach", NULL, NULL, path, sizeof path) != 0)
+    int rc = ms_snapshot_write("detach", NULL, NULL, path, sizeof path);
+    if (rc != 0)
         path[0] = 0;
     ms_attach_copy(ST.last_snapshot, sizeof ST.last_snapshot, path);
+    /* why there is no final snapshot (a full disk...), for `memsight detach` */
+    ms_attach_reply(MS_CTL_REQ_DETACH, ms_control_request_seq(MS_CTL_REQ_DETACH), -rc);
     ms_opt.exit_snapshot = 0;
     /* calls that still reach the agent (function pointers the program took while hooked)
      * allocate plain blocks from now on, as in a child with follow_fork=0 */
@@ -70,6 +100,19 @@ static int ms_attach_again(const char *options)
     /* the same table as every start (core/agent_options.c): bad items are skipped and
      * said in the snapshots, as for the first attach */
     unsigned bad = ms_options_parse(&o, options, oerr, sizeof oerr);
+    /* the mode and the tables are the first session's: a session that asks for another
+     * is refused, rather than run in the old mode with the new options in its snapshots */
+    const ms_option_def *d = ms_options_fixed_diff(&o, &ms_opt);
+    if (d) {
+        char want[128], have[128];
+        ms_option_value_text(&o, d, want, sizeof want);
+        ms_option_value_text(&ms_opt, d, have, sizeof have);
+        const char *parts[] = {d->name, "=", want, " asked, but this agent runs with ",
+                               d->name, "=", have, " since its first attach: the mode "
+                               "and tables of an agent do not change in a running process"};
+        ms_attach_note(parts, sizeof parts / sizeof parts[0]);
+        return -EINVAL;
+    }
     if (bad) {
         memcpy(ms_opt_errors, oerr, sizeof ms_opt_errors);
         __atomic_store_n(&ms_health.bad_options, bad, __ATOMIC_RELAXED);
@@ -81,6 +124,7 @@ static int ms_attach_again(const char *options)
     ms_opt.exit_snapshot = o.exit_snapshot;
     ms_opt.detach_after_ms = o.detach_after_ms;
     ms_opt.interval_ms = o.interval_ms;
+    ms_attach_publish_mode();
     ms_sampler_configure(ms_attach_sampler.interval, ms_attach_sampler.min_size,
                          ms_attach_sampler.has_seed, ms_attach_sampler.seed);
     ms_got_hook_all();
@@ -92,6 +136,7 @@ static int ms_attach_again(const char *options)
 
 static int ms_attach_locked(const char *options)
 {
+    ST.note[0] = 0;
     int s = __atomic_load_n(&ST.state, __ATOMIC_ACQUIRE);
     if (s == MEMSIGHT_ATTACH_RECORDING)
         return -EALREADY;

@@ -41,7 +41,8 @@ static struct {
     uint32_t word;         /* futex: bumped by every wake-up */
     uint32_t pending;      /* bit (1 << request) per pending request */
     uint32_t seen_seq[MS_CTL_REQ_MAX]; /* the last request number per request (repeats) */
-    uint32_t last_seq[MS_CTL_REQ_MAX]; /* the number of the request taken last (0: none) */
+    uint32_t last_seq[MS_CTL_REQ_MAX]; /* the number of the request taken last (0: none):
+                                          its answer goes to it (ms_attach_reply) */
     int serving;           /* requests are being served on a program thread (CTL_IDLE) */
     ms_ctl_handler_fn handlers[MS_CTL_REQ_MAX];
     void *handler_args[MS_CTL_REQ_MAX];
@@ -157,6 +158,12 @@ static void ctl_handler(int sig, siginfo_t *si, void *uc)
     /* `memsight dump` sends to this thread alone; a request sent to the process may
      * land on a program thread: a sleep it cut short goes on for the rest of its time */
     ms_sig_resume_interrupted(uc);
+}
+
+unsigned ms_control_request_seq(unsigned request)
+{
+    return request < MS_CTL_REQ_MAX ? __atomic_load_n(&ctl.last_seq[request], __ATOMIC_ACQUIRE)
+                                    : 0;
 }
 
 uint32_t ms_control_tid(void)
@@ -575,25 +582,26 @@ __attribute__((destructor(102))) static void ctl_stop_at_exit(void)
         sched_yield();
 }
 
-static void ctl_snapshot(const char *reason)
+static int ctl_snapshot(const char *reason)
 {
     if (!ctl_begin_work())
-        return;
+        return -ESHUTDOWN; /* the process is exiting */
     int rc = ms_snapshot_write(reason, NULL, NULL, NULL, 0);
     ctl_end_work();
     if (rc == 0)
         STAT_INC(snapshots);
     else
         STAT_INC(snapshot_errors);
+    return rc;
 }
 
 /* A leak scan asked through the control signal, with a "leakcheck" snapshot as result.
  * On the control thread (who NULL) its stack and registers are not roots; on a program
  * thread (CTL_IDLE) `who` gives that thread's as the request found them. */
-static void ctl_leak_scan(const ms_leak_caller *who)
+static int ctl_leak_scan(const ms_leak_caller *who)
 {
     if (!ctl_begin_work())
-        return;
+        return -ESHUTDOWN;
     ms_leak_caller none;
     memset(&none, 0, sizeof none);
     /* memsight leaks --leak-check-heuristics: the set rides in the request's number */
@@ -605,8 +613,9 @@ static void ctl_leak_scan(const ms_leak_caller *who)
     ctl_end_work();
     if (rc == 0)
         STAT_INC(snapshots);
-    else
+    else if (rc != -ENOTSUP) /* sampled mode: refused, nothing failed */
         STAT_INC(snapshot_errors);
+    return rc;
 }
 
 static void ctl_run_requests(uint32_t pend, const ms_leak_caller *who)
@@ -616,12 +625,20 @@ static void ctl_run_requests(uint32_t pend, const ms_leak_caller *who)
             continue;
         STAT_INC(requests);
         ms_ctl_handler_fn fn = __atomic_load_n(&ctl.handlers[r], __ATOMIC_ACQUIRE);
-        if (fn)
-            fn(r, ctl.handler_args[r]);
-        else if (r == MS_CTL_REQ_DUMP)
-            ctl_snapshot("signal");
+        int rc = 0;
+        if (fn) {
+            fn(r, ctl.handler_args[r]); /* it answers by itself (attach.c's detach) */
+            continue;
+        }
+        if (r == MS_CTL_REQ_DUMP)
+            rc = ctl_snapshot("signal");
         else if (r == MS_CTL_REQ_LEAKS)
-            ctl_leak_scan(who);
+            rc = ctl_leak_scan(who);
+        else
+            rc = -EINVAL; /* a code this agent does not know */
+        /* the answer, for the command that asked: the snapshot's name is its "yes", an
+         * errno (a full disk, sampled mode) its "no", at once rather than at its timeout */
+        ms_attach_reply(r, ms_control_request_seq(r), rc < 0 ? -rc : 0);
     }
 }
 
@@ -1086,6 +1103,7 @@ int ms_hdr_confirm(const void *p)
 
 void ms_production_init(void)
 {
+    ms_attach_publish_mode(); /* the mode, for the memsight command (requests, attach) */
     ms_sampler_configure(ms_opt.sample_interval, ms_opt.min_size, ms_opt.seed != 0, ms_opt.seed);
     /* recorded blocks without header, known by address: in the sampled modes, and in
      * every mode when the real malloc is not the C library's. Such an allocator has

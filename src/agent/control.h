@@ -44,6 +44,10 @@ void ms_production_init(void);
  * parent's control thread; the child's first allocation starts its own. */
 void ms_production_fork_child(void);
 
+/* The number the last request of this code carried (0: none), for its answer
+ * (ms_attach_reply). */
+unsigned ms_control_request_seq(unsigned request);
+
 /* Thread id of the control thread (0 if none): an agent thread, never a root. */
 uint32_t ms_control_tid(void);
 

@@ -1,11 +1,17 @@
 /* Categories of process memory from a parsed smaps, in the manner of dumpsys meminfo,
  * and their text/JSON/CSV output. Works only on what it is given (the parsed smaps and
- * optional hints); never reads /proc itself and never prints except to the FILE given. */
+ * optional hints); never reads /proc itself (an object's ELF header, for the extent of its
+ * .bss, is read from the file) and never prints except to the FILE given. */
 #define _GNU_SOURCE
 #include "analysis/accounting.h"
 
+#include <elf.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 static const char *const cat_names[MS_CAT_COUNT] = {
     [MS_CAT_NATIVE_HEAP] = "native_heap", [MS_CAT_STACK] = "stack",
@@ -125,6 +131,47 @@ static int overlaps_sorted(const ms_addr_range *r, size_t n, uint64_t lo, uint64
     return 0;
 }
 
+/* Whether the anonymous mapping v, right after `data` (a file's writable mapping), lies
+ * within that object's memory image: the end of its writable PT_LOAD (p_memsz) read from
+ * the file, when it is the same file (device and inode as in smaps). A file that cannot
+ * be read, or another one at that path, leaves the old rule: a .bss of any size. */
+static int within_bss(const ms_vma *data, const ms_vma *v)
+{
+    struct stat st;
+    int fd = open(data->name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    Elf64_Ehdr eh;
+    int ok = fstat(fd, &st) == 0 && (uint64_t)st.st_ino == data->inode &&
+             major(st.st_dev) == data->dev_major && minor(st.st_dev) == data->dev_minor &&
+             pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+             !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+             eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 && eh.e_phnum < 256;
+    uint64_t end = 0;
+    int found = 0;
+    for (unsigned k = 0; ok && k < eh.e_phnum; k++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + k * sizeof ph)) != (ssize_t)sizeof ph) {
+            ok = 0;
+            break;
+        }
+        /* the segment this mapping shows: file offsets [data->offset, ...) in it */
+        uint64_t seg_lo = ph.p_offset, seg_hi = ph.p_offset + ph.p_filesz;
+        if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_W) || data->offset < (seg_lo & ~4095ull) ||
+            data->offset > seg_hi)
+            continue;
+        /* address of the segment's start, from where the mapping's offset sits */
+        uint64_t seg_addr = data->start - (data->offset - seg_lo);
+        end = seg_addr + ph.p_memsz;
+        found = 1;
+    }
+    close(fd);
+    if (!ok || !found)
+        return 1;
+    end = (end + 4095) & ~4095ull;
+    return v->end <= end;
+}
+
 int ms_acct_build(ms_acct *a, const ms_smaps *sm, const ms_acct_hints *h, char *err,
                   size_t errlen)
 {
@@ -216,8 +263,13 @@ int ms_acct_build(ms_acct *a, const ms_smaps *sm, const ms_acct_hints *h, char *
             cat = MS_CAT_STACK;
             why = MS_WHY_GUARD_BELOW;
         } else if (i > 0 && sm->v[i - 1].end == v->start && v->name[0] == '\0' &&
-                   a->vma_cat[i - 1] == MS_CAT_CODE && sm->v[i - 1].perms[1] == 'w') {
-            cat = MS_CAT_CODE; /* .bss past the end of an object's data segment */
+                   sm->v[i - 1].name[0] == '/' && a->vma_cat[i - 1] == MS_CAT_CODE &&
+                   sm->v[i - 1].perms[1] == 'w' && within_bss(&sm->v[i - 1], v)) {
+            /* .bss past the end of an object's data segment: only right after the file's
+             * own data (never after another anonymous mapping), and only as far as the
+             * object's image reaches (an arena or mmap'ed blocks the kernel placed, or
+             * merged, right after it are not the object's) */
+            cat = MS_CAT_CODE;
             why = MS_WHY_NEIGHBOUR;
         }
         a->vma_cat[i] = (uint8_t)cat;

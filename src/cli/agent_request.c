@@ -5,8 +5,9 @@
 #include "agent_request.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,6 +33,8 @@ typedef struct agent_target {
     char out[PATH_MAX];
     uid_t owner; /* its file-system uid: whose files its snapshots are */
     int attached; /* by memsight attach, recording: a detach may come while we wait */
+    uint64_t st_addr; /* its memsight_attach_info (0: not readable), for its answers */
+    memsight_attach_state st; /* as read before the request */
 } agent_target;
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -75,9 +78,12 @@ int ms_cli_agent_owner(int pid, uid_t *owner, char *err, size_t errlen)
 /* A permission error reading another process's /proc files says whose it is likely to be. */
 static const char *perm_hint(const char *e)
 {
-    return strstr(e, "Permission denied") || strstr(e, "Operation not permitted")
-               ? " (a process of another user, or not dumpable: run as its user or as root)"
-               : "";
+    if (!strstr(e, "Permission denied") && !strstr(e, "Operation not permitted"))
+        return "";
+    return geteuid() == 0
+               ? " (denied to root too: a process of another user namespace, or one a "
+                 "security module protects)"
+               : " (a process of another user, or not dumpable: run as its user or as root)";
 }
 
 /* The rest of the checks, once options are known: the handler, the directory. */
@@ -163,6 +169,18 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
     }
     int has_agent = strstr(maps, "/libmemsight.so") != NULL;
     free(maps);
+    /* a zombie has no mappings left: it has exited, whatever ran in it */
+    snprintf(path, sizeof path, "/proc/%d/stat", t->pid);
+    char *stat = ms_read_file(path, &len, e2, sizeof e2);
+    const char *rp = stat ? strrchr(stat, ')') : NULL;
+    char state = rp && rp[1] == ' ' ? rp[2] : '?';
+    free(stat);
+    if (state == 'Z' || state == 'X') {
+        set_err(err, errlen, "process %d has exited (a zombie, not yet reaped by its parent): "
+                "it takes no requests; its exit snapshot, if it wrote one, is in its snapshot "
+                "directory", t->pid);
+        return -1;
+    }
     if (!has_agent) {
         set_err(err, errlen,
                 "process %d has no memsight agent (libmemsight.so is not loaded); "
@@ -173,7 +191,11 @@ static int inspect_target(agent_target *t, char *err, size_t errlen)
     }
     /* attached (memsight attach): its options are in its memory, not its environment */
     memsight_attach_state ast;
-    int ar = ms_rattach_state(t->pid, &ast, e2, sizeof e2);
+    int ar = ms_rattach_state_at(t->pid, &ast, &t->st_addr, e2, sizeof e2);
+    if (ar == 1)
+        t->st = ast;
+    else
+        t->st_addr = 0; /* no answers to read: the snapshot's arrival alone tells */
     if (ar == 1 && ast.state == MEMSIGHT_ATTACH_DETACHED) {
         set_err(err, errlen, "memsight was detached from process %d: it records nothing now; "
                 "'memsight attach %d' to start again", t->pid, t->pid);
@@ -343,6 +365,38 @@ void ms_cli_agent_request_tag(unsigned tag)
     g_tag = tag & (2 * MS_REQ_SEQ_HEUR_FLAG - 1);
 }
 
+int ms_cli_sampled_text(uint64_t sample, uint64_t min_size, char *buf, size_t cap)
+{
+    if (sample)
+        snprintf(buf, cap, "sample=%" PRIu64, sample);
+    else if (min_size)
+        snprintf(buf, cap, "min_size=%" PRIu64, min_size);
+    else
+        return 0;
+    return 1;
+}
+
+/* The agent's "no" to a request, in words. */
+static void refused_text(const agent_target *t, int request, int e, char *err, size_t errlen)
+{
+    char mode[64];
+    if (e == ENOTSUP && request == MS_REQ_LEAKS &&
+        ms_cli_sampled_text(t->st.sample_interval, t->st.min_size, mode, sizeof mode)) {
+        set_err(err, errlen, "process %d runs the agent in sampled mode (%s): it records only "
+                "part of the allocations, and a reachability scan needs every live block; "
+                "run it in full mode to scan it", t->pid, mode);
+    } else if (e == ENOTSUP && request == MS_REQ_LEAKS) {
+        set_err(err, errlen, "the agent in process %d refused the leak scan: it runs in "
+                "sampled mode (a reachability scan needs every live block)", t->pid);
+    } else if (e == ESHUTDOWN) {
+        set_err(err, errlen, "process %d is exiting: its agent takes no more requests", t->pid);
+    } else {
+        set_err(err, errlen, "the agent in process %d could not write the %s snapshot into "
+                "%s: %s", t->pid, request == MS_REQ_LEAKS ? "leakcheck" : "requested",
+                t->out, strerror(e));
+    }
+}
+
 int ms_cli_agent_request(int pid, int signo, int request, const char *reason, double timeout,
                          char *path, size_t pathlen, uid_t *owner, char *err, size_t errlen)
 {
@@ -372,7 +426,7 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
         return -1;
     }
     double deadline = now_s() + timeout, resend = now_s() + RESEND_S;
-    char name[NAME_MAX + 1];
+    char name[NAME_MAX + 1], e2[256];
     int planted = 0;
     unsigned polls = 0;
     for (;;) {
@@ -392,10 +446,21 @@ int ms_cli_agent_request(int pid, int signo, int request, const char *reason, do
             set_err(err, errlen, "process %d exited before writing the snapshot", pid);
             return -1;
         }
+        /* the agent's answer: a "no" (a full disk, sampled mode) comes at once */
+        memsight_attach_state now;
+        if (t.st_addr && t.st.version >= 2 &&
+            ms_rattach_read(pid, t.st_addr, &now, e2, sizeof e2) == 0 &&
+            now.reply_count != t.st.reply_count && now.reply_seq == number &&
+            now.reply_request == (uint32_t)request && now.reply_errno != 0) {
+            /* a scan whose copy died still writes its snapshot, before it answers */
+            if (latest_snapshot(t.out, pid, reason, t.owner, name, sizeof name, NULL) > before)
+                continue;
+            refused_text(&t, request, now.reply_errno, err, errlen);
+            return -1;
+        }
         /* detached (a timed detach) after our checks: the request is ignored now (the
          * agent leaves a handler that ignores it), no snapshot will come */
         memsight_attach_state ast;
-        char e2[256];
         if (t.attached && ++polls % 20 == 0 &&
             ms_rattach_state(pid, &ast, e2, sizeof e2) == 1 &&
             ast.state == MEMSIGHT_ATTACH_DETACHED) {

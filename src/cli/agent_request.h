@@ -4,6 +4,7 @@
 #define MS_CLI_AGENT_REQUEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Kept in step with src/agent/control.h (the CLI does not include agent headers). */
@@ -23,6 +24,9 @@ void ms_cli_agent_request_tag(unsigned tag);
  * goes to `path`, its owner to *owner (may be NULL). Returns 0, or -1 with a message. */
 int ms_cli_agent_request(int pid, int signo, int request, const char *reason, double timeout,
                          char *path, size_t pathlen, uid_t *owner, char *err, size_t errlen);
+
+/* "sample=N" or "min_size=N" for an agent in sampled mode: 1, or 0 in full mode. */
+int ms_cli_sampled_text(uint64_t sample, uint64_t min_size, char *buf, size_t cap);
 
 /* The uid whose files process `pid` creates (its file-system uid). 0 or -1 with a message. */
 int ms_cli_agent_owner(int pid, uid_t *owner, char *err, size_t errlen);

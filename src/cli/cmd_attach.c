@@ -80,6 +80,33 @@ static int same_file_content(const char *a, const char *b)
     return same;
 }
 
+/* The tracer of any of the process's threads (an attach in progress seizes one), 0 if
+ * none. */
+static long thread_tracer(int pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    long tracer = 0;
+    struct dirent *de;
+    while (!tracer && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        char path[384], e2[128];
+        size_t len;
+        snprintf(path, sizeof path, "%s/%s/status", dir, de->d_name);
+        char *s = ms_read_file(path, &len, e2, sizeof e2);
+        const char *tp = s ? strstr(s, "\nTracerPid:") : NULL;
+        if (tp)
+            tracer = strtol(tp + 11, NULL, 10);
+        free(s);
+    }
+    closedir(d);
+    return tracer;
+}
+
 /* ===========================================================================
  * Checks before touching anything
  * ========================================================================= */
@@ -180,9 +207,22 @@ static int check_target(int pid, char *lib_in_target, size_t cap, const char *ag
             return -1;
         }
         if (r != 1 || st->state != MEMSIGHT_ATTACH_DETACHED) {
-            fprintf(stderr, "memsight attach: the agent already runs in process %d (started by "
-                    "'memsight run' or by the program itself): ask it with 'memsight dump %d'\n",
-                    pid, pid);
+            /* loaded, not recording: another attach may be loading it right now (it
+             * traces one of the threads), else it was started another way */
+            long tracer = thread_tracer(pid);
+            if (tracer > 0)
+                fprintf(stderr, "memsight attach: process %d is being attached by another "
+                        "memsight (or traced by process %ld) right now: let that one finish, "
+                        "then 'memsight dump %d' or 'memsight detach %d'\n", pid, tracer, pid,
+                        pid);
+            else if (r == 1 && st->sessions == 0 && st->out[0])
+                fprintf(stderr, "memsight attach: the agent already runs in process %d, started "
+                        "by the program itself (memsight_start): ask it with 'memsight dump "
+                        "%d'\n", pid, pid);
+            else
+                fprintf(stderr, "memsight attach: the agent already runs in process %d (started "
+                        "by 'memsight run', LD_PRELOAD or the program itself): ask it with "
+                        "'memsight dump %d'\n", pid, pid);
             return -1;
         }
         return 0; /* attach again: the same library, already loaded */
@@ -272,20 +312,26 @@ int ms_cmd_attach(int argc, char **argv)
     const char *out_dir = ".";
     uint64_t duration_ms = 0;
     double timeout = 30;
-    int pid = 0;
+    int pid = 0, ended = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        if (!ended && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
             attach_usage(stdout);
             return 0;
         }
-        if (a[0] != '-' || !a[1]) {
-            if (ms_cli_parse_pid_arg("attach", a, &pid) != 0 || pid == 0) {
-                if (!pid)
-                    fprintf(stderr, "memsight attach: '%s' is not a process id\n", a);
+        if (!strcmp(a, "--") && !ended && i + 1 < argc) { /* the PID follows */
+            ended = 1;
+            continue;
+        }
+        if (ended || a[0] != '-' || !a[1]) {
+            long p;
+            if (pid || ms_cli_parse_long(a, 1, INT_MAX, &p) != 0) {
+                fprintf(stderr, "memsight attach: '%s' is not a process id%s\n", a,
+                        pid ? " (one PID only)" : "");
                 return 2;
             }
+            pid = (int)p;
             continue;
         }
         /* NAME=VALUE, -XVALUE, or the value in the next argument */
@@ -365,7 +411,72 @@ int ms_cmd_attach(int argc, char **argv)
         return 1;
     if (check_target(pid, lib, sizeof lib, agent, &st, &have_st) != 0)
         return 1;
-    if (ms_run_prepare_out_dir(out_dir, dir, sizeof dir) != 0)
+    /* attach again: the agent keeps the mode and tables of its first session. Options
+     * not given now are the first session's (its options come first, the ones given now
+     * after them, and the last of a key wins); one given now that differs is refused
+     * here, before the process is touched (the agent refuses it too). */
+    if (have_st && st.state == MEMSIGHT_ATTACH_DETACHED && st.version >= 2) {
+        ms_options first;
+        ms_options_parse(&first, st.options, oerr, sizeof oerr);
+        char kept[OPTS_MAX] = "";
+        size_t kn = 0;
+        for (const char *q = st.options; *q;) {
+            const char *item = q;
+            while (*q && *q != ',')
+                q++;
+            size_t il = (size_t)(q - item);
+            if (*q == ',')
+                q++;
+            const char *eq = memchr(item, '=', il);
+            char key[64];
+            size_t kl = eq ? (size_t)(eq - item) : il;
+            if (!il || kl >= sizeof key)
+                continue;
+            memcpy(key, item, kl);
+            key[kl] = 0;
+            if (ms_option_taken_again(key) || kn + il + 2 >= sizeof kept)
+                continue;
+            kn += (size_t)snprintf(kept + kn, sizeof kept - kn, "%s%.*s", kn ? "," : "",
+                                   (int)il, item);
+        }
+        if (kn) {
+            char joined[OPTS_MAX];
+            if ((size_t)snprintf(joined, sizeof joined, "%s%s%s", kept, opts[0] ? "," : "",
+                                 opts) >= sizeof joined) {
+                fprintf(stderr, "memsight attach: agent options too long\n");
+                return 2;
+            }
+            snprintf(opts, sizeof opts, "%s", joined);
+            ms_options_parse(&chk, opts, oerr, sizeof oerr);
+        }
+        const ms_option_def *d = ms_options_fixed_diff(&chk, &first);
+        if (d) {
+            char want[128], have[128];
+            ms_option_value_text(&chk, d, want, sizeof want);
+            ms_option_value_text(&first, d, have, sizeof have);
+            fprintf(stderr, "memsight attach: process %d was attached before with %s=%s, and "
+                    "its agent keeps the mode and tables of that first session (%s=%s asked "
+                    "now): attach with the same options, e.g. -O %s=%s, or restart the "
+                    "program to record another way\n", pid, d->name, have, d->name, want,
+                    d->name, have);
+            return 2;
+        }
+    }
+    /* -o names a directory as the process will use it: /proc/self there is the process,
+     * not this command */
+    char seen[PATH_MAX];
+    const char *self_rest = NULL;
+    if (!strncmp(out_dir, "/proc/self", 10) && (out_dir[10] == '/' || !out_dir[10]))
+        self_rest = out_dir + 10;
+    else if (!strncmp(out_dir, "/proc/thread-self", 17) && (out_dir[17] == '/' || !out_dir[17]))
+        self_rest = out_dir + 17;
+    if (self_rest) {
+        snprintf(seen, sizeof seen, "/proc/%d%s", pid, self_rest);
+        fprintf(stderr, "memsight attach: -o %s: as process %d sees it, %s\n", out_dir, pid,
+                seen);
+        out_dir = seen;
+    }
+    if (ms_run_prepare_out_dir("attach", out_dir, dir, sizeof dir) != 0)
         return 1;
     long uid = proc_uid(pid);
     if (uid >= 0 && (uid_t)uid != geteuid() && geteuid() == 0 && chown(dir, (uid_t)uid, (gid_t)-1) != 0)
@@ -384,11 +495,20 @@ int ms_cmd_attach(int argc, char **argv)
     ms_inject_result res;
     char err[1024];
     if (ms_inject(&q, &res, err, sizeof err) != 0) {
-        fprintf(stderr, "memsight attach: %s\n", err);
+        char now = proc_state(pid);
+        if (now == '?' || now == 'Z' || now == 'X') /* killed meanwhile: say that first */
+            fprintf(stderr, "memsight attach: process %d exited during the attach (%s)\n", pid,
+                    err);
+        else
+            fprintf(stderr, "memsight attach: %s\n", err);
         return 1;
     }
     if (res.rc != 0) {
-        const char *why = res.rc == -EALREADY ? "it is already attached"
+        char note[sizeof st.note + 8] = "";
+        if (res.rc == -EINVAL && ms_rattach_state(pid, &st, err, sizeof err) == 1 && st.note[0])
+            snprintf(note, sizeof note, "%s", st.note);
+        const char *why = note[0]              ? note
+                          : res.rc == -EALREADY ? "it is already attached"
                           : res.rc == -EEXIST ? "the agent was started another way in it"
                           : res.rc == -ENOMEM ? "the agent could not map its tables"
                                               : strerror((int)-res.rc);
@@ -455,6 +575,17 @@ int ms_cmd_detach(int argc, char **argv)
     }
     memsight_attach_state st;
     char err[1024], when[64];
+    char state = proc_state(pid);
+    if (state == '?' && kill(pid, 0) != 0 && errno == ESRCH) {
+        fprintf(stderr, "memsight detach: no process with pid %d (it has exited: nothing to "
+                "detach from)\n", pid);
+        return 1;
+    }
+    if (state == 'Z' || state == 'X') {
+        fprintf(stderr, "memsight detach: process %d has exited (a zombie): nothing to detach "
+                "from; its exit snapshot, if any, is in its snapshot directory\n", pid);
+        return 1;
+    }
     int r = ms_rattach_state(pid, &st, err, sizeof err);
     if (r < 0) {
         fprintf(stderr, "memsight detach: %s\n", err);
@@ -479,7 +610,12 @@ int ms_cmd_detach(int argc, char **argv)
                 "requests (attach with --duration to have it detach by itself)\n", pid);
         return 1;
     }
-    union sigval v = {.sival_int = MS_REQ_DETACH};
+    /* a number, so that the agent's answer (a final snapshot it could not write) is
+     * known to be this request's */
+    unsigned number = (((unsigned)getpid() * 2654435761u) ^ (unsigned)time(NULL)) & MS_REQ_SEQ_MAX;
+    if (!number)
+        number = 1;
+    union sigval v = {.sival_int = (int)(MS_REQ_DETACH | number << MS_REQ_SEQ_SHIFT)};
     if (sigqueue(pid, st.signo, v) != 0) {
         fprintf(stderr, "memsight detach: cannot signal process %d: %s\n", pid, strerror(errno));
         return 1;
@@ -511,8 +647,15 @@ int ms_cmd_detach(int argc, char **argv)
         struct timespec nap = {0, 1000 * 1000};
         nanosleep(&nap, NULL);
     }
-    fprintf(stderr, "memsight: detached from process %d: final snapshot %s\n", pid,
-            st.last_snapshot[0] ? st.last_snapshot : "(could not be written)");
+    if (st.last_snapshot[0])
+        fprintf(stderr, "memsight: detached from process %d: final snapshot %s\n", pid,
+                st.last_snapshot);
+    else if (st.reply_request == MS_REQ_DETACH && st.reply_seq == number && st.reply_errno)
+        fprintf(stderr, "memsight: detached from process %d; its final snapshot could not be "
+                "written into %s: %s\n", pid, st.out, strerror(st.reply_errno));
+    else
+        fprintf(stderr, "memsight: detached from process %d; its final snapshot could not be "
+                "written (the process's stderr says why)\n", pid);
     fprintf(stderr, "memsight: %" PRIu64 " GOT slots given back to the C library", st.restored_slots);
     if (st.live_at_detach)
         fprintf(stderr, "; %" PRIu64 " blocks recorded while attached are still live: free, "

@@ -17,7 +17,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: memsight dump [--timeout SEC] [--signal N] PID\n"
             "\n"
-            "Asks the memsight agent running inside process PID (started with 'memsight run')\n"
+            "Asks the memsight agent running inside process PID (started with 'memsight run',\n"
+            "'memsight attach', or by the program itself)\n"
             "for a snapshot now, waits for the file and prints its path:\n"
             "  <out>/memsight-<pid>-<NNNN>-signal.msnap\n"
             "\n"

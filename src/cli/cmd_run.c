@@ -535,10 +535,10 @@ static const char *why_unobservable(const char *file, int depth, char *why, size
 
 /* Creates the output directory (0700) if needed and returns its absolute path (also for
  * `memsight attach`). */
-int ms_run_prepare_out_dir(const char *dir, char *out, size_t len)
+int ms_run_prepare_out_dir(const char *cmd, const char *dir, char *out, size_t len)
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        fprintf(stderr, "memsight run: cannot create %s: %s\n", dir, strerror(errno));
+        fprintf(stderr, "memsight %s: cannot create %s: %s\n", cmd, dir, strerror(errno));
         return -1;
     }
     /* Snapshots hold the program's data: never into a directory another user's symlink
@@ -546,23 +546,36 @@ int ms_run_prepare_out_dir(const char *dir, char *out, size_t len)
     char err[PATH_MAX + 256];
     int dfd = ms_open_dir_safe(dir, err, sizeof err);
     if (dfd < 0) {
-        fprintf(stderr, "memsight run: %s\n", err);
+        fprintf(stderr, "memsight %s: %s\n", cmd, err);
         return -1;
     }
+    /* the agent writes there only when it is asked, or at the program's exit: a
+     * directory it cannot write to is told now, before the program starts */
+    char probe[64];
+    snprintf(probe, sizeof probe, ".memsight-probe-%d", (int)getpid());
+    int pfd = openat(dfd, probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (pfd < 0) {
+        fprintf(stderr, "memsight %s: cannot write snapshots into %s: %s\n", cmd, dir,
+                strerror(errno));
+        close(dfd);
+        return -1;
+    }
+    close(pfd);
+    unlinkat(dfd, probe, 0);
     close(dfd);
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "memsight run: %s is not a directory\n", dir);
+        fprintf(stderr, "memsight %s: %s is not a directory\n", cmd, dir);
         return -1;
     }
     char real[PATH_MAX];
     if (!realpath(dir, real)) {
-        fprintf(stderr, "memsight run: %s: %s\n", dir, strerror(errno));
+        fprintf(stderr, "memsight %s: %s: %s\n", cmd, dir, strerror(errno));
         return -1;
     }
     if (strchr(real, ',')) {
-        fprintf(stderr, "memsight run: the snapshot directory %s must not contain a comma\n",
-                real);
+        fprintf(stderr, "memsight %s: the snapshot directory %s must not contain a comma\n",
+                cmd, real);
         return -1;
     }
     snprintf(out, len, "%s", real);
@@ -1052,7 +1065,7 @@ int ms_cmd_run(int argc, char **argv)
     }
 
     char dir[PATH_MAX];
-    if (ms_run_prepare_out_dir(ctx.out_dir ? ctx.out_dir : ".", dir, sizeof dir) != 0)
+    if (ms_run_prepare_out_dir("run", ctx.out_dir ? ctx.out_dir : ".", dir, sizeof dir) != 0)
         return 2;
     int stale = ms_remove_stale_snapshot_tmps(dir, geteuid());
     if (stale && !ctx.quiet)

@@ -26,7 +26,9 @@ int ms_cmd_detach(int argc, char **argv);
 #include <stddef.h>
 struct run_opt;
 int ms_run_find_agent(char *out, size_t len);
-int ms_run_prepare_out_dir(const char *dir, char *out, size_t len);
+/* Creates -o DIR (0700) if needed, checks that snapshots can be written there (a probe
+ * file), and gives its real path; messages start "memsight CMD:". 0 or -1. */
+int ms_run_prepare_out_dir(const char *cmd, const char *dir, char *out, size_t len);
 const struct run_opt *ms_run_agent_row(const char *name, char short_name, int *takes_value);
 int ms_run_agent_apply(const struct run_opt *o, const char *val, char *opts, size_t cap);
 

@@ -61,6 +61,16 @@ const char *ms_inject_why_eperm(int pid, char *msg, size_t cap)
     size_t len;
     snprintf(path, sizeof path, "/proc/%d/status", pid);
     char *st = ms_read_file(path, &len, e2, sizeof e2);
+    /* a process that ended (killed while we attached) cannot be traced either */
+    const char *state = st ? strstr(st, "\nState:") : NULL;
+    if (!st || (state && (strstr(state, "\nState:\tZ") == state ||
+                          strstr(state, "\nState:\tX") == state))) {
+        free(st);
+        snprintf(msg, cap, "process %d has exited%s", pid,
+                 st ? " (a zombie: it ended before or while it was being attached)"
+                    : " (it ended before or while it was being attached)");
+        return msg;
+    }
     if (st) {
         const char *tp = strstr(st, "\nTracerPid:");
         long tracer = tp ? strtol(tp + 11, NULL, 10) : 0;

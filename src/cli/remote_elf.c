@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,7 +407,32 @@ int ms_rmem_write(int pid, uint64_t addr, const void *buf, size_t len, char *err
     return mem_io(pid, addr, (void *)(uintptr_t)buf, len, 1, err, errlen);
 }
 
-int ms_rattach_state(int pid, memsight_attach_state *st, char *err, size_t errlen)
+int ms_rattach_read(int pid, uint64_t at, memsight_attach_state *st, char *err, size_t errlen)
+{
+    /* a version-1 agent (an older library still mapped in a long-running process) has
+     * the first part alone: the rest reads as zero (no mode known, no replies) */
+    size_t v1 = offsetof(memsight_attach_state, sample_interval);
+    if (ms_rmem_read(pid, at, st, v1, err, errlen) != 0)
+        return -1;
+    if (st->magic != MEMSIGHT_ATTACH_MAGIC || st->version < 1 ||
+        st->version > MEMSIGHT_ATTACH_VERSION) {
+        set_err(err, errlen, "process %d: the agent's attach state has an unknown "
+                "layout (magic %016" PRIx64 ", version %u)", pid, st->magic, st->version);
+        return -1;
+    }
+    memset((char *)st + v1, 0, sizeof *st - v1);
+    if (st->version >= 2 &&
+        ms_rmem_read(pid, at + v1, (char *)st + v1, sizeof *st - v1, err, errlen) != 0)
+        return -1;
+    st->out[sizeof st->out - 1] = 0;
+    st->last_snapshot[sizeof st->last_snapshot - 1] = 0;
+    st->options[sizeof st->options - 1] = 0;
+    st->note[sizeof st->note - 1] = 0;
+    return 0;
+}
+
+int ms_rattach_state_at(int pid, memsight_attach_state *st, uint64_t *addr, char *err,
+                        size_t errlen)
 {
     ms_rmaps maps;
     if (ms_rmaps_read(pid, &maps, err, errlen) != 0)
@@ -424,18 +450,20 @@ int ms_rattach_state(int pid, memsight_attach_state *st, char *err, size_t errle
             if (!at) {
                 rc = 1; /* an agent without attach support: never attached */
                 memset(st, 0, sizeof *st);
-            } else if (ms_rmem_read(pid, at, st, sizeof *st, err, errlen) == 0) {
-                if (st->magic != MEMSIGHT_ATTACH_MAGIC || st->version != MEMSIGHT_ATTACH_VERSION) {
-                    set_err(err, errlen, "process %d: the agent's attach state has an unknown "
-                            "layout (magic %016" PRIx64 ", version %u)", pid, st->magic, st->version);
-                } else {
-                    st->out[sizeof st->out - 1] = 0;
-                    st->last_snapshot[sizeof st->last_snapshot - 1] = 0;
-                    rc = 1;
-                }
+                if (addr)
+                    *addr = 0;
+            } else if (ms_rattach_read(pid, at, st, err, errlen) == 0) {
+                rc = 1;
+                if (addr)
+                    *addr = at;
             }
         }
     }
     ms_rmaps_free(&maps);
     return rc;
+}
+
+int ms_rattach_state(int pid, memsight_attach_state *st, char *err, size_t errlen)
+{
+    return ms_rattach_state_at(pid, st, NULL, err, errlen);
 }

@@ -58,5 +58,12 @@ int ms_rmem_write(int pid, uint64_t addr, const void *buf, size_t len, char *err
  * with err when it cannot be read. */
 struct memsight_attach_state;
 int ms_rattach_state(int pid, struct memsight_attach_state *st, char *err, size_t errlen);
+/* The same, and the state's address in the process (*addr; 0 for an agent without one),
+ * for reading it again cheaply with ms_rattach_read while waiting for an answer. */
+int ms_rattach_state_at(int pid, struct memsight_attach_state *st, uint64_t *addr, char *err,
+                        size_t errlen);
+/* Reads the state at addr (either layout version); 0, or -1 with err. */
+int ms_rattach_read(int pid, uint64_t addr, struct memsight_attach_state *st, char *err,
+                    size_t errlen);
 
 #endif

@@ -428,6 +428,20 @@ unsigned ms_options_parse(ms_options *o, const char *s, char *err, size_t errlen
         }
         o->leak_stop_signal = 0;
     }
+    /* A reachability scan needs every live block: in sampled mode it would call lost
+     * whatever only an unrecorded block points to, so the agent refuses every scan */
+    if (o->leak_check && (o->sample_interval || o->min_size)) {
+        if (bad++ == 0) {
+            msg e = {err, errlen, 0};
+            puts_(&e, "leak_check=");
+            puts_(&e, o->leak_check == 1 ? "exit" : "signal");
+            puts_(&e, o->sample_interval ? " with sample=" : " with min_size=");
+            putu(&e, o->sample_interval ? o->sample_interval : o->min_size);
+            puts_(&e, ": a leak scan needs every live block (full mode: no sample=, no "
+                      "min_size=); leak_check ignored");
+        }
+        o->leak_check = 0;
+    }
     /* Labels that a reader would refuse or split differently are dropped whole: a
      * snapshot is better without labels than with wrong ones. */
     const char *why;
@@ -447,4 +461,62 @@ unsigned ms_options_parse(ms_options *o, const char *s, char *err, size_t errlen
     if (o->out[0] == 0)
         memcpy(o->out, ".", 2);
     return bad;
+}
+
+/* ====================================================================================
+ * A later attach (src/agent/attach.c): which options it takes anew
+ * ================================================================================== */
+int ms_option_taken_again(const char *name)
+{
+    static const char *const again[] = {"out", "labels", "metrics_listen", "exit_snapshot",
+                                        "detach_after", "interval"};
+    for (size_t i = 0; i < sizeof again / sizeof again[0]; i++)
+        if (!strcmp(name, again[i]))
+            return 1;
+    return 0;
+}
+
+const ms_option_def *ms_options_fixed_diff(const ms_options *a, const ms_options *b)
+{
+    for (size_t i = 0; i < ms_option_count; i++) {
+        const ms_option_def *d = &ms_option_table[i];
+        if (ms_option_taken_again(d->name))
+            continue;
+        const char *x = (const char *)a + d->offset, *y = (const char *)b + d->offset;
+        int differ = d->type == MS_OPT_STR || d->type == MS_OPT_LISTEN
+                         ? strncmp(x, y, d->size) != 0
+                         : memcmp(x, y, sizeof(uint64_t)) != 0;
+        if (differ)
+            return d;
+    }
+    return NULL;
+}
+
+size_t ms_option_value_text(const ms_options *o, const ms_option_def *d, char *buf, size_t cap)
+{
+    msg m = {buf, cap, 0};
+    if (cap)
+        buf[0] = 0;
+    const char *field = (const char *)o + d->offset;
+    if (d->type == MS_OPT_STR || d->type == MS_OPT_LISTEN) {
+        put(&m, field, strnlen(field, d->size));
+        return m.o;
+    }
+    uint64_t v;
+    memcpy(&v, field, sizeof v);
+    if (d->type == MS_OPT_ENUM && d->choices) { /* the v-th of "a|b|c" */
+        const char *c = d->choices;
+        for (uint64_t k = 0; k < v && c; k++) {
+            c = strchr(c, '|');
+            if (c)
+                c++;
+        }
+        if (c) {
+            const char *end = strchr(c, '|');
+            put(&m, c, end ? (size_t)(end - c) : strlen(c));
+            return m.o;
+        }
+    }
+    putu(&m, v);
+    return m.o;
 }

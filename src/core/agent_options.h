@@ -94,4 +94,13 @@ const ms_option_def *ms_option_find(const char *name);
  * reason in err. */
 int ms_option_check(const char *item, size_t n, char *err, size_t errlen);
 
+/* A later attach of a detached agent takes out, labels, metrics_listen, exit_snapshot,
+ * detach_after and interval anew; every other option stays the first session's. The
+ * first of those whose value differs between a and b (its table row), or NULL. */
+const ms_option_def *ms_options_fixed_diff(const ms_options *a, const ms_options *b);
+/* 1 for the options named above that a later attach takes anew. */
+int ms_option_taken_again(const char *name);
+/* An option's value as text ("65536", "signal", a string), for messages; its length. */
+size_t ms_option_value_text(const ms_options *o, const ms_option_def *d, char *buf, size_t cap);
+
 #endif

@@ -582,12 +582,17 @@ CASES = {'threads': case_threads, 'kill': case_kill, 'signals': case_signals,
          'refuse': case_refuse,
          'python': case_python, 'sqlite': case_sqlite}
 
-if __name__ == '__main__':
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        print(__doc__)
+def main(cases, doc):
+    """Runs the case named on the command line; exit status 1 on any problem."""
+    if len(sys.argv) != 2 or sys.argv[1] not in cases:
+        print(doc)
         sys.exit(2)
-    CASES[sys.argv[1]]()
+    cases[sys.argv[1]]()
     if ERRORS:
         print('%d problem(s)' % len(ERRORS))
         sys.exit(1)
     print('ok')
+
+
+if __name__ == '__main__':
+    main(CASES, __doc__)
