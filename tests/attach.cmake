@@ -10,6 +10,7 @@ foreach(case threads kill signals refuse python sqlite)
 endforeach()
 # what a careless user meets (attach_live_): requests answered at once with the reason,
 # options that cannot work refused first, one mode per agent, the agent's own errors
-foreach(case sampled options mode full output messages)
+ms_test_program(at_fork SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/programs/at_fork.c FLAGS -O1 -g)
+foreach(case sampled options mode full output messages children reports)
   ms_integration_test(attach_live_${case} ${CMAKE_CURRENT_SOURCE_DIR}/integration/attach_live.py ${case})
 endforeach()

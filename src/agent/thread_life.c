@@ -125,7 +125,7 @@ static void write_thrl(ms_snap_writer *w, void *arg)
     (void)arg;
     tlife_ctx c = {w, 0, 0, 0};
     ms_sw_begin(w, MS_CHUNK_THRL, 0);
-    ms_sw_u32(w, MS_TLIFE_COUNT + 2);
+    ms_sw_u32(w, MS_TLIFE_COUNT + 3);
     for (int i = 0; i < MS_TLIFE_COUNT; i++) {
         ms_sw_cstr(w, ms_tlife_names[i]);
         ms_sw_u64(w, __atomic_load_n(&ms_tlife_counts[i], __ATOMIC_RELAXED));
@@ -136,6 +136,10 @@ static void write_thrl(ms_snap_writer *w, void *arg)
     ms_sw_cstr(w, "leaked");
     uint64_t at_leaked = ms_sw_chunk_pos(w);
     ms_sw_u64(w, 0);
+    /* the program's threads as /proc shows them now (the agent's own left out): after an
+     * attach, the threads started before it are in no count above */
+    ms_sw_cstr(w, "process_threads");
+    ms_sw_u64(w, (uint64_t)ms_proc_other_threads() + (ms_gettid() != ms_control_tid()));
     ms_sw_u32(w, sizeof(ms_snap_thread_life));
     uint64_t at_n = ms_sw_chunk_pos(w);
     ms_sw_u32(w, 0);

@@ -146,6 +146,12 @@ static void section_overview(FILE *out, const ms_snapshot *s, const ms_agg *a, m
     static const char *const keys[] = {"exe", "pid", "hostname", "reason", "seq", "unwinder",
                                        "options", "labels", "source", "build_fingerprint"};
     fputs("<div class=\"kv\" style=\"margin-top:14px\">\n", out);
+    char as[256];
+    if (ms_report_started_as(s, as, sizeof as)) { /* the name its users know it by */
+        fputs("<div>started as</div><div>", out);
+        esc(out, as);
+        fputs("</div>\n", out);
+    }
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *v = ms_agg_meta(s, keys[i]);
         if (!v || !*v)
@@ -220,10 +226,19 @@ static void stack_items(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, con
         int k = ms_agg_resolve(s, sym, st->pcs[d], ms_agg_is_return_address(st, d), fr, 16);
         for (int j = 0; j < k; j++) {
             fputs("<li>", out);
-            if (fr[j].function)
+            /* as the text report: an unnamed frame is module+offset (the same in every
+             * run of the program), an absolute address only without a module */
+            if (fr[j].function) {
                 esc(out, fr[j].function);
-            else
+            } else if (fr[j].module && !fr[j].file) {
+                const char *b = strrchr(fr[j].module, '/');
+                fputs("?? ", out);
+                esc(out, b ? b + 1 : fr[j].module);
+                fprintf(out, "+0x%" PRIx64 "</li>", fr[j].module_offset);
+                continue;
+            } else {
                 fprintf(out, "0x%" PRIx64, fr[j].address);
+            }
             if (fr[j].file) {
                 const char *b = strrchr(fr[j].file, '/');
                 fputs(" <span class=\"muted\">", out);

@@ -171,6 +171,29 @@ const char *ms_report_option_errors(const ms_snapshot *s)
     return e && *e ? e : NULL;
 }
 
+const char *ms_report_started_as(const ms_snapshot *s, char *buf, size_t cap)
+{
+    const char *exe = ms_snapshot_meta(s, "exe"), *cmd = ms_snapshot_meta(s, "cmdline");
+    if (!exe || !cmd || !*cmd || !cap)
+        return NULL;
+    /* argv[0], up to its first space (a program may rewrite it: "redis-server *:6379") */
+    size_t n = strcspn(cmd, " ");
+    const char *b = cmd;
+    for (size_t i = 0; i < n; i++)
+        if (cmd[i] == '/')
+            b = cmd + i + 1;
+    n -= (size_t)(b - cmd);
+    const char *e = strrchr(exe, '/');
+    e = e ? e + 1 : exe;
+    if (!n || (strlen(e) == n && !memcmp(e, b, n)))
+        return NULL;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, b, n);
+    buf[n] = 0;
+    return buf;
+}
+
 uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len)
 {
     uint64_t sum = 0;

@@ -36,6 +36,9 @@ ms_frame *ms_report_frames(const ms_snapshot *s, ms_symbolizer *sym, const ms_st
 /* Health counters that mean records were lost (dropped_*, lost_*, snapshot_errors) and
  * their sum; the names are joined into buf as "name=value, ...". */
 uint64_t ms_report_lost(const ms_snapshot *s, char *buf, size_t len);
+/* The name the program was started by (argv[0]'s last part) when it is not the name of
+ * its executable (a symlink: redis-server runs /usr/bin/redis-check-rdb), else NULL. */
+const char *ms_report_started_as(const ms_snapshot *s, char *buf, size_t cap);
 /* What the agent said of the option items it ignored (META option_errors), or NULL. */
 const char *ms_report_option_errors(const ms_snapshot *s);
 

@@ -234,6 +234,9 @@ static void print_header(FILE *out, const ms_snapshot *s)
     char b[SAFE_LEN];
     fprintf(out, "memsight report: %s\n", safe(s->path, b));
     fprintf(out, "program: %s", exe ? safe(exe, b) : "(unknown)");
+    char as[256];
+    if (ms_report_started_as(s, as, sizeof as))
+        fprintf(out, ", started as %s", safe(as, b));
     if (pid)
         fprintf(out, " (pid %s)", safe(pid, b));
     if (reason)

@@ -223,9 +223,15 @@ void ms_threads_text(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, int to
     untracked = ms_thr_counter(s, "untracked");
     alive = ms_thr_counter(s, "alive");
     leaked = ms_thr_counter(s, "leaked");
+    uint64_t process = ms_thr_counter(s, "process_threads");
     fprintf(out, "\nThreads: %" PRIu64 " created, %" PRIu64 " joined, %" PRIu64 " detached, %" PRIu64
-                 " ended; now %" PRIu64 " alive, %" PRIu64 " leaked\n",
+                 " ended; now %" PRIu64 " alive, %" PRIu64 " leaked",
             created, joined, detached, exited, alive, leaked);
+    /* after an attach the threads started before it are in none of these counts */
+    if (process > alive)
+        fprintf(out, "; the process runs %" PRIu64 " threads (%" PRIu64 " started before "
+                     "memsight was there, not followed)", process, process - alive);
+    fprintf(out, "\n");
     if (untracked)
         fprintf(out, "warning: %" PRIu64 " threads were created while the thread registry was full "
                      "(thread_capacity): they are in no list below\n", untracked);

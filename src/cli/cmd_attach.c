@@ -542,37 +542,17 @@ int ms_cmd_attach(int argc, char **argv)
 static void detach_usage(FILE *out)
 {
     fprintf(out,
-            "usage: memsight detach [--timeout SECONDS] PID\n\n"
+            "usage: memsight detach [--children] [--timeout SECONDS] PID\n\n"
             "Stops the recording that 'memsight attach' started in PID: a last snapshot is\n"
             "written, every hook of a function that hands out memory is given back, the\n"
-            "agent's thread ends. The library stays mapped; 'memsight attach' may start again.\n");
+            "agent's thread ends. The library stays mapped; 'memsight attach' may start again.\n"
+            "Processes PID forked while attached keep the agent and record on: they are\n"
+            "listed; --children detaches them too (each with its own last snapshot).\n");
 }
 
-int ms_cmd_detach(int argc, char **argv)
+/* Detaches one process (the request, then the wait for its control thread); 0 or 1. */
+static int detach_one(int pid, double timeout)
 {
-    int pid = 0;
-    double timeout = 30;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            detach_usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-            if (ms_cli_parse_timeout(argv[++i], &timeout) != 0) {
-                fprintf(stderr, "memsight detach: --timeout: '%s' is not a number of seconds\n", argv[i]);
-                return 2;
-            }
-            continue;
-        }
-        if (argv[i][0] == '-' || ms_cli_parse_pid_arg("detach", argv[i], &pid) != 0 || !pid) {
-            fprintf(stderr, "memsight detach: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-    }
-    if (!pid) {
-        detach_usage(stderr);
-        return 2;
-    }
     memsight_attach_state st;
     char err[1024], when[64];
     char state = proc_state(pid);
@@ -664,4 +644,117 @@ int ms_cmd_detach(int argc, char **argv)
     fprintf(stderr, "\n");
     printf("%s\n", st.last_snapshot);
     return 0;
+}
+
+/* Whether process pid has a handler for signal signo (SigCgt). */
+static int catches(int pid, int signo)
+{
+    char path[64], e2[128];
+    size_t len;
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    char *st = ms_read_file(path, &len, e2, sizeof e2);
+    const char *c = st ? strstr(st, "\nSigCgt:") : NULL;
+    unsigned long long mask = c ? strtoull(c + 8, NULL, 16) : 0;
+    free(st);
+    return signo >= 1 && signo <= 64 && (mask >> (signo - 1) & 1);
+}
+
+/* Processes descended from pid (through /proc's PPid) whose agent records in the
+ * attached state: forked while an ancestor was attached. At most cap. */
+static size_t recording_descendants(int pid, int *out, size_t cap)
+{
+    int front[1024];
+    size_t nf = 0, n = 0;
+    front[nf++] = pid;
+    for (size_t at = 0; at < nf; at++) {
+        DIR *d = opendir("/proc");
+        if (!d)
+            break;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                continue;
+            int q = atoi(de->d_name);
+            char path[64], e2[128];
+            size_t len;
+            snprintf(path, sizeof path, "/proc/%d/stat", q);
+            char *st = ms_read_file(path, &len, e2, sizeof e2);
+            const char *r = st ? strrchr(st, ')') : NULL;
+            char state = 0;
+            int ppid = 0;
+            if (r)
+                sscanf(r + 1, " %c %d", &state, &ppid);
+            free(st);
+            if (ppid != front[at] || state == 'Z' || state == 'X')
+                continue;
+            if (nf < sizeof front / sizeof front[0])
+                front[nf++] = q;
+            memsight_attach_state ast;
+            char err[256];
+            /* with follow_fork=0 a child records nothing and ignores requests */
+            if (n < cap && ms_rattach_state(q, &ast, err, sizeof err) == 1 &&
+                ast.state == MEMSIGHT_ATTACH_RECORDING && ast.signo > 0 &&
+                catches(q, ast.signo))
+                out[n++] = q;
+        }
+        closedir(d);
+    }
+    return n;
+}
+
+int ms_cmd_detach(int argc, char **argv)
+{
+    int pid = 0, children = 0;
+    double timeout = 30;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            detach_usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--children")) {
+            children = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+            if (ms_cli_parse_timeout(argv[++i], &timeout) != 0) {
+                fprintf(stderr, "memsight detach: --timeout: '%s' is not a number of seconds\n", argv[i]);
+                return 2;
+            }
+            continue;
+        }
+        if (argv[i][0] == '-' || ms_cli_parse_pid_arg("detach", argv[i], &pid) != 0 || !pid) {
+            fprintf(stderr, "memsight detach: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!pid) {
+        detach_usage(stderr);
+        return 2;
+    }
+    /* with --children, a parent detached before (its children listed then) is no error */
+    memsight_attach_state pst;
+    char perr[256];
+    int rc = children && ms_rattach_state(pid, &pst, perr, sizeof perr) == 1 &&
+                     pst.state == MEMSIGHT_ATTACH_DETACHED
+                 ? 0
+                 : detach_one(pid, timeout);
+    /* processes forked while the parent was attached inherited the agent, hooks and
+     * recording included: the parent's detach does not reach them */
+    int kids[256];
+    size_t nk = recording_descendants(pid, kids, sizeof kids / sizeof kids[0]);
+    if (!nk)
+        return rc;
+    if (children) {
+        for (size_t k = 0; k < nk; k++)
+            if (detach_one(kids[k], timeout) != 0)
+                rc = 1;
+        return rc;
+    }
+    fprintf(stderr, "memsight: %zu process(es) forked by %d while it was attached still record "
+            "with the agent:", nk, pid);
+    for (size_t k = 0; k < nk; k++)
+        fprintf(stderr, " %d", kids[k]);
+    fprintf(stderr, "\nmemsight: detach them too with 'memsight detach --children %d', or one "
+            "by one ('memsight detach %d')\n", pid, kids[0]);
+    return rc;
 }

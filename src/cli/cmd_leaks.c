@@ -308,7 +308,14 @@ static int print_leaks(const char *path, uid_t owner, int top, int max_frames)
         if (ex && ex->sample_len)
             print_sample(ex);
     }
-    if (!shown)
+    uint64_t tracked = 0;
+    for (int c = 0; c < MS_LEAK_CLASS_COUNT; c++)
+        tracked += s->leak_summary.blocks[c];
+    if (!shown && !tracked) /* nothing recorded is not "nothing leaked" */
+        printf("\nno verdict: the scan had no live block to judge (the agent recorded none: "
+               "nothing was allocated since it started or attached, or every recorded block "
+               "was freed)\n");
+    else if (!shown)
         printf("\nno leaks: every tracked block is reachable\n");
     if (sym && ms_symbolizer_free)
         ms_symbolizer_free(sym);

@@ -16,6 +16,13 @@ errors reach the command that asked.
   messages  a target killed during the attach, an attach while another one holds the
             process, `attach abc`, `attach -- PID`, detach of an exited process, dump of a
             zombie, dump --help: each says what happened, once
+  children  children forked while the parent was attached keep the agent: the parent's
+            detach lists them and the command; detach --children detaches them, each with
+            its final snapshot
+  reports   a stripped copy of the three-thread target started through a symlink: a scan
+            right after the attach has nothing to judge and says so; the report counts the
+            threads started before the attach, names the program by its symlink too, and
+            its HTML leak table shows unnamed frames as module+offset, as the text does
 usage: attach_live.py CASE"""
 import os
 import resource
@@ -271,7 +278,86 @@ def case_messages():
     shutil.rmtree(out, ignore_errors=True)
 
 
-CASES = {'messages': case_messages, 'output': case_output, 'sampled': case_sampled, 'options': case_options, 'mode': case_mode,
+def attach_state(pid):
+    """'recording', 'detached' or None, as memsight detach sees it (without detaching)."""
+    with open('/proc/%d/maps' % pid) as f:
+        if 'libmemsight.so' not in f.read():
+            return None
+    r = memsight('dump', '--timeout', '5', str(pid))
+    return 'detached' if 'was detached' in r.stderr else 'recording' if r.returncode == 0 else r.stderr
+
+
+def case_children():
+    out = tempfile.mkdtemp(prefix='ms-live-')
+    t = Target([os.path.join(os.environ['MS_PROGRAMS'], 'at_fork')])
+    if check(attach(t.pid, out).returncode == 0, 'attach failed'):
+        kids = [int(x) for x in t.cmd('fork 2').split()[2:]]
+        check(len(kids) == 2, 'fork: %r' % kids)
+        for k in kids:
+            check(attach_state(k) == 'recording', 'child %d does not record: %s'
+                  % (k, attach_state(k)))
+        r = detach(t.pid)
+        check(r.returncode == 0, 'detach of the parent failed')
+        for k in kids:
+            check(str(k) in r.stderr, 'the detach does not name child %d: %s' % (k, r.stderr))
+        check('memsight detach --children %d' % t.pid in r.stderr,
+              'the detach does not offer --children: %s' % r.stderr)
+        check(all(attach_state(k) == 'recording' for k in kids), 'the children stopped')
+        r = memsight('detach', '--children', str(t.pid))
+        print('detach --children: rc %d\n%s' % (r.returncode, r.stderr.strip()))
+        check(r.returncode == 0, 'detach --children failed')
+        finals = r.stdout.split()
+        check(len(finals) == 2 and all(os.path.exists(f) and '-%d-' % k in f
+                                       for f, k in zip(finals, kids)),
+              'detach --children: the final snapshots %r' % finals)
+        for k in kids:
+            check(attach_state(k) == 'detached', 'child %d still records' % k)
+        r = detach(t.pid)
+        check('still record' not in r.stderr, 'children listed after their detach: %s'
+              % r.stderr)
+    text, rc, _ = t.finish('quit')
+    check(rc == 3, 'at_fork exit status %d' % rc)
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def case_reports():
+    base = tempfile.mkdtemp(prefix='ms-live-')
+    copy, alias = os.path.join(base, 'at_copy'), os.path.join(base, 'at_alias')
+    shutil.copy(TARGET, copy)
+    subprocess.run(['strip', '--strip-all', copy], check=True)
+    os.symlink(copy, alias)
+    out = os.path.join(base, 'out')
+    os.mkdir(out)
+    t = Target([alias])
+    t.cmd('prep 10')
+    if check(attach(t.pid, out).returncode == 0, 'attach failed'):
+        lk = memsight('leaks', str(t.pid))
+        print(lk.stdout[-400:])
+        check('no leaks: every tracked block is reachable' not in lk.stdout and
+              'no verdict' in lk.stdout, 'a scan of nothing said "no leaks": %s' % lk.stdout)
+        t.cmd('work')
+        t.cmd('leak')
+        lk = memsight('leaks', str(t.pid))
+        check(lk.returncode == 0, 'leaks: %s' % lk.stderr)
+        snap = lk.stdout.split('snapshot: ', 1)[-1].split()[0] if 'snapshot: ' in lk.stdout else ''
+        txt = memsight('report', snap).stdout
+        m = [l for l in txt.splitlines() if l.startswith('Threads:')]
+        print(m, [l for l in txt.splitlines() if l.startswith('program:')])
+        check(m and 'the process runs 3 threads' in m[0], 'threads after attach: %s' % m)
+        check('started as at_alias' in txt, 'the report does not name the program as started: %s'
+              % txt[:400])
+        html = memsight('report', '--format', 'html', snap).stdout
+        check('started as' in html and 'at_alias' in html, 'the HTML does not say started as')
+        table = html.split('id="leaktable"', 1)[-1].split('</table>', 1)[0]
+        check('at_copy+0x' in table, 'the HTML leak table has no module+offset frame')
+        check('<li>0x' not in table, 'the HTML leak table shows absolute addresses: %s'
+              % table[:600])
+        check(detach(t.pid).returncode == 0, 'detach failed')
+    t.finish('quit')
+    shutil.rmtree(base, ignore_errors=True)
+
+
+CASES = {'children': case_children, 'reports': case_reports, 'messages': case_messages, 'output': case_output, 'sampled': case_sampled, 'options': case_options, 'mode': case_mode,
          'full': case_full}
 
 if __name__ == '__main__':
