@@ -496,6 +496,14 @@ int ms_cmd_attach(int argc, char **argv)
     char err[1024];
     if (ms_inject(&q, &res, err, sizeof err) != 0) {
         char now = proc_state(pid);
+        /* a thread that is exiting answers ptrace with ESRCH before /proc shows it dead */
+        for (int k = 0; k < 100 && strstr(err, "No such process") && now != '?' &&
+                        now != 'Z' && now != 'X';
+             k++) {
+            struct timespec nap = {0, 2 * 1000 * 1000};
+            nanosleep(&nap, NULL);
+            now = proc_state(pid);
+        }
         if (now == '?' || now == 'Z' || now == 'X') /* killed meanwhile: say that first */
             fprintf(stderr, "memsight attach: process %d exited during the attach (%s)\n", pid,
                     err);
