@@ -251,6 +251,39 @@ static int root_region(const ms_live_entry *e, unsigned kind, void *arg)
     return 0;
 }
 
+/* A root range minus the recorded blocks that lie inside it, but for the one holding
+ * `keep` (0: none). A block is heap, reached only through pointers to it, never a root
+ * itself, and musl puts blocks right beside roots: its malloc hands out the unused end of
+ * a module's .data/.bss page ("donation"), and the main thread's TLS, calloc'ed by its
+ * loader, sits among them, inside the range rooted around the thread pointer. */
+static void root_range_unrecorded(lk_child *c, uint64_t lo, uint64_t hi, ms_lk_view_fn view,
+                                  uint64_t keep)
+{
+    const ms_lk_scan *s = &c->scan;
+    size_t a = 0, z = s->n; /* the first block that ends after lo (ends sorted as starts) */
+    while (a < z) {
+        size_t m = a + (z - a) / 2;
+        const ms_lk_block *b = &s->b[m];
+        if (b->addr + (b->size ? b->size : 1) <= lo)
+            a = m + 1;
+        else
+            z = m;
+    }
+    for (size_t i = a; i < s->n && lo < hi; i++) {
+        uint64_t ba = s->b[i].addr, be = ba + (s->b[i].size ? s->b[i].size : 1);
+        if (ba >= hi)
+            break;
+        if (keep >= ba && keep < be)
+            continue;
+        if (ba > lo)
+            root_range(c, lo, ba, view);
+        if (be > lo)
+            lo = be;
+    }
+    if (hi > lo)
+        root_range(c, lo, hi, view);
+}
+
 /* After memsight attach: the program's blocks from before are not enumerable, but they
  * hold pointers to recorded blocks (a list made before, filled after). Every anonymous
  * writable mapping and the [heap] are roots, minus the recorded blocks themselves (marked
@@ -347,7 +380,7 @@ static void root_tls(lk_child *c, lk_state *st, uint64_t tp)
     /* static TLS lies below the thread pointer (x86-64) or above it (AArch64), the
      * thread's control block on the other side */
     uint64_t lo = MS_ARCH_TLS_ABOVE_TP ? (tp > 4096 ? tp - 4096 : 0) : (tp > tls ? tp - tls : 0);
-    root_range(c, lo, MS_ARCH_TLS_ABOVE_TP ? tp + tls : tp + 4096, ms_lk_maps_view);
+    root_range_unrecorded(c, lo, MS_ARCH_TLS_ABOVE_TP ? tp + tls : tp + 4096, ms_lk_maps_view, tp);
     /* glibc: the DTV pointer in the TCB points one 16-byte entry into its block, an
      * interior pointer valgrind calls "possibly lost"; it is the DTV's real reference,
      * so count it as a start */
@@ -617,7 +650,7 @@ static void child_main(lk_state *st, int wfd)
     }
     /* roots 1: writable segments of every module but the agent */
     for (size_t i = 0; i < st->nsegs; i++)
-        root_range(c, st->segs[i].lo, st->segs[i].hi, ms_lk_maps_view);
+        root_range_unrecorded(c, st->segs[i].lo, st->segs[i].hi, ms_lk_maps_view, 0);
     /* roots 2: threads: registers, stack from sp (with the red zone), TLS */
     ms_lk_world *w = &st->world;
     for (size_t i = 0; i < w->n; i++) {
