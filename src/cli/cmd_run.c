@@ -410,6 +410,14 @@ static int usable_file(const char *p)
     return p && access(p, R_OK) == 0;
 }
 
+static int agent_in_dir(const char *dir, char *out, size_t len)
+{
+    if (!dir || !*dir)
+        return 0;
+    int w = snprintf(out, len, "%s/%s", dir, AGENT_NAME);
+    return w > 0 && (size_t)w < len && usable_file(out);
+}
+
 /* Also used by `memsight attach` (commands.h). */
 int ms_run_find_agent(char *out, size_t len)
 {
@@ -438,14 +446,8 @@ int ms_run_find_agent(char *out, size_t len)
             }
         }
     }
-    const char *dirs[] = {getenv("MEMSIGHT_LIBDIR"), MEMSIGHT_LIBDIR};
-    for (size_t i = 0; i < 2; i++) {
-        if (!dirs[i] || !*dirs[i])
-            continue;
-        snprintf(out, len, "%s/%s", dirs[i], AGENT_NAME);
-        if (usable_file(out))
-            return 0;
-    }
+    if (agent_in_dir(getenv("MEMSIGHT_LIBDIR"), out, len) || agent_in_dir(MEMSIGHT_LIBDIR, out, len))
+        return 0;
     fprintf(stderr,
             "memsight run: cannot find %s (looked beside the memsight executable in ../lib and "
             "in %s); set MEMSIGHT_AGENT to its path\n",

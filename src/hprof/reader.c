@@ -2034,7 +2034,7 @@ static int gunzip_to_tmp(int fd, char *err, size_t errlen)
      * its length), so damage or padding is refused where it starts, not after the whole
      * stream was inflated: 1 GiB of zeros after the first record takes a few milliseconds */
     uint64_t next_rec = (uint64_t)(nul - buf) + 1 + 12;
-    uint8_t rhdr[9];
+    uint8_t rhdr[9] = {0}; /* filled across chunks; zeroed so -O2 sees it defined */
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir)
         dir = "/tmp";

@@ -88,7 +88,8 @@ static void stack(ms_snapshot *s, uint64_t live_bytes, uint64_t live_blocks, int
 
 #define PC(x) ((uint64_t)(x))
 
-static char *capture(int (*fn)(const void *, const ms_export_opts *, FILE *, char *, size_t),
+/* noinline: inlined, gcc -O2 takes open_memstream's buffer for a dangling local */
+__attribute__((noinline)) static char *capture(int (*fn)(const void *, const ms_export_opts *, FILE *, char *, size_t),
                      const void *obj, ms_metric m)
 {
     char *buf = NULL, err[256];
