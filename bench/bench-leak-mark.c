@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/leak_maps.h"
-#include "agent/leak_mark.h"
+#include "agent/leak/leak_maps.h"
+#include "agent/leak/leak_mark.h"
 #include "memsight/snapshot_format.h"
 
 int main(int argc, char **argv)

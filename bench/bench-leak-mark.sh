@@ -14,7 +14,7 @@ command -v valgrind >/dev/null || { echo "valgrind is missing" >&2; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/msmarkbench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT INT TERM
 cc -O2 -g -I"$SRC/src" -I"$SRC/include" -o "$WORK/mark" "$SRC/bench/bench-leak-mark.c" \
-  "$SRC/src/agent/leak_mark.c" "$SRC/src/agent/leak_maps.c"
+  "$SRC/src/agent/leak/leak_mark.c" "$SRC/src/agent/leak/leak_maps.c"
 count() {
   valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.$1" --toggle-collect=ms_lk_mark \
     --toggle-collect=ms_lk_root_range "$WORK/mark" "$N" "$2" > "$WORK/out.$1" 2> "$WORK/err.$1" ||

@@ -51,11 +51,11 @@ ms_unit_test(agent_unit_snapshot_write SOURCES ${MS_AGENT_TESTS}/unit/test_snaps
 set_tests_properties(agent_unit_snapshot_write PROPERTIES LABELS agent)
 # The vDSO's clock_gettime, found by the agent's own ELF reading (vdso.c).
 ms_unit_test(agent_unit_vdso SOURCES ${MS_AGENT_TESTS}/unit/test_vdso.c
-  ${PROJECT_SOURCE_DIR}/src/agent/vdso.c ${PROJECT_SOURCE_DIR}/src/agent/elf_mod.c LIBS ${CMAKE_DL_LIBS})
+  ${PROJECT_SOURCE_DIR}/src/agent/platform/vdso.c ${PROJECT_SOURCE_DIR}/src/agent/platform/elf_mod.c LIBS ${CMAKE_DL_LIBS})
 target_include_directories(agent_unit_vdso PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 set_tests_properties(agent_unit_vdso PROPERTIES LABELS agent)
 # The live table on its own: in-use bytes cleared on free, entries reused, read back.
 ms_unit_test(agent_unit_live SOURCES ${MS_AGENT_TESTS}/unit/test_live.c
-  ${PROJECT_SOURCE_DIR}/src/agent/live.c ${PROJECT_SOURCE_DIR}/src/agent/chunks.c)
+  ${PROJECT_SOURCE_DIR}/src/agent/tables/live.c ${PROJECT_SOURCE_DIR}/src/agent/tables/chunks.c)
 target_include_directories(agent_unit_live PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 set_tests_properties(agent_unit_live PROPERTIES LABELS agent)

@@ -1,17 +1,17 @@
 # Tests of the leak-scan area: the reachability core on synthetic images, ground-truth
 # programs under the agent (and under valgrind for comparison). Names start with leaks_.
 ms_unit_test(leaks_unit_mark SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_mark.c
-  ${PROJECT_SOURCE_DIR}/src/agent/leak_mark.c)
+  ${PROJECT_SOURCE_DIR}/src/agent/leak/leak_mark.c)
 target_include_directories(leaks_unit_mark PRIVATE ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/src)
 ms_unit_test(leaks_unit_stop SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_stop.c
-  ${PROJECT_SOURCE_DIR}/src/agent/leak_stop.c ${PROJECT_SOURCE_DIR}/src/agent/sig_resume.c
-  ${PROJECT_SOURCE_DIR}/src/agent/elf_mod.c
+  ${PROJECT_SOURCE_DIR}/src/agent/leak/leak_stop.c ${PROJECT_SOURCE_DIR}/src/agent/platform/sig_resume.c
+  ${PROJECT_SOURCE_DIR}/src/agent/platform/elf_mod.c
   ${MS_AGENT_PLATFORM_SOURCES} LIBS Threads::Threads)
 target_include_directories(leaks_unit_stop PRIVATE ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/src)
 ms_unit_test(leaks_unit_maps SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_leak_maps.c
-  ${PROJECT_SOURCE_DIR}/src/agent/leak_maps.c)
+  ${PROJECT_SOURCE_DIR}/src/agent/leak/leak_maps.c)
 target_include_directories(leaks_unit_maps PRIVATE ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/src)
 

@@ -2,7 +2,7 @@
 # (dump on signal, periodic series, peak, triggers), guardrails and `memsight dump`.
 # Names start with sampling_.
 ms_unit_test(sampling_sampler SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_sampler.c
-  ${PROJECT_SOURCE_DIR}/src/agent/sampler.c LIBS m Threads::Threads)
+  ${PROJECT_SOURCE_DIR}/src/agent/record/sampler.c LIBS m Threads::Threads)
 target_include_directories(sampling_sampler PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 
 # Ground-truth programs (plain -O2, no frame pointers: the default unwinder must cope).
@@ -37,5 +37,5 @@ add_dependencies(sm_boot boot_shim)
 ms_integration_test(sampling_boot ${CMAKE_CURRENT_LIST_DIR}/integration/sampling_boot.py)
 # The address table of recorded blocks on its own
 ms_unit_test(sampling_addr_table SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_addr_table.c
-  ${PROJECT_SOURCE_DIR}/src/agent/addr_table.c LIBS pthread)
+  ${PROJECT_SOURCE_DIR}/src/agent/tables/addr_table.c LIBS pthread)
 target_include_directories(sampling_addr_table PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)

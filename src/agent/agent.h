@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "agent/arch/arch.h"
-#include "agent/chunks.h"
-#include "agent/control.h"
-#include "agent/vdso.h"
+#include "agent/tables/chunks.h"
+#include "agent/services/control.h"
+#include "agent/platform/vdso.h"
 #include "core/agent_options.h"
 #include "core/snapshot_write.h"
 #include "memsight/snapshot_format.h"

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Kept in step with src/agent/control.h (the CLI does not include agent headers). */
+/* Kept in step with src/agent/services/control.h (the CLI does not include agent headers). */
 #define MS_REQ_DUMP 1
 #define MS_REQ_LEAKS 2
 #define MS_REQ_SEQ_SHIFT 8        /* MS_CTL_REQ_SEQ_SHIFT: a request number above the code */

@@ -28,7 +28,7 @@
 #include "remote_elf.h"
 
 #define OPTS_MAX 2048
-#define MS_REQ_DETACH 3 /* src/agent/control.h */
+#define MS_REQ_DETACH 3 /* src/agent/services/control.h */
 
 static void when_text(uint64_t ns, char *buf, size_t cap)
 {

@@ -464,7 +464,7 @@ unsigned ms_options_parse(ms_options *o, const char *s, char *err, size_t errlen
 }
 
 /* ====================================================================================
- * A later attach (src/agent/attach.c): which options it takes anew
+ * A later attach (src/agent/services/attach.c): which options it takes anew
  * ================================================================================== */
 int ms_option_taken_again(const char *name)
 {

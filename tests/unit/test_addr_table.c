@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "agent/addr_table.h"
+#include "agent/tables/addr_table.h"
 
 /* What the table needs from the agent: its mappings (counted) and health counters. */
 ms_health_t ms_health;

@@ -1,5 +1,5 @@
 /* Unit tests of the leak scan's /proc/self/maps parser and checked view
- * (src/agent/leak_maps.c): well-formed and malformed lines, skipped mappings, holes,
+ * (src/agent/leak/leak_maps.c): well-formed and malformed lines, skipped mappings, holes,
  * the scanner's own regions, and the real /proc/self/maps of this process. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "agent/leak_maps.h"
+#include "agent/leak/leak_maps.h"
 
 static int parse(const char *line, ms_lk_map *m)
 {

@@ -1,4 +1,4 @@
-/* Unit tests of the leak-scan core (src/agent/leak_mark.c) on synthetic memory images
+/* Unit tests of the leak-scan core (src/agent/leak/leak_mark.c) on synthetic memory images
  * whose answer is known: classes, counts, folding, cycles, unreadable memory, order
  * independence and a deep chain (no recursion). Never touches real process memory. */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "agent/leak_mark.h"
+#include "agent/leak/leak_mark.h"
 #include "memsight/snapshot_format.h"
 
 /* A fake address space: BASE..BASE+MEMSZ backed by mem[], with one unreadable hole. */

@@ -1,4 +1,4 @@
-/* Unit tests of the leak scan's stop-the-world (src/agent/leak_stop.c) in this process:
+/* Unit tests of the leak scan's stop-the-world (src/agent/leak/leak_stop.c) in this process:
  * 64 threads each spinning with a known value in r12 are stopped with their registers
  * saved and run on after the release; a thread that blocks the signal is detected at
  * once (not after the timeout); threads exiting and being created meanwhile do not
@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "agent/agent.h"
-#include "agent/leak_stop.h"
+#include "agent/leak/leak_stop.h"
 
 /* the agent's per-thread state, which sig_resume.c reads (stack bounds unknown here) */
 __thread ms_tls ms_self;

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "agent/agent.h"
-#include "agent/live_hot.h"
+#include "agent/tables/live_hot.h"
 
 /* What the table needs from the agent: its thread's index cache, mappings, health. */
 __thread ms_tls ms_self __attribute__((tls_model("initial-exec")));

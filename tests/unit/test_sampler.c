@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "agent/sampler.h"
+#include "agent/record/sampler.h"
 
 static void test_neg_log_matches_libm(void **state)
 {

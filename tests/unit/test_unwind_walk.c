@@ -1,4 +1,4 @@
-/* The agent's stack-read bounds and frame-record walk (src/agent/unwind_fp.h) fed random
+/* The agent's stack-read bounds and frame-record walk (src/agent/unwind/unwind_fp.h) fed random
  * frames. The walk runs on a stack image whose [lo, hi) is exactly a mapping between
  * two PROT_NONE pages, so any read outside it faults; its results are compared with a
  * model that computes every bound in 128 bits (no wrap-around). The words are drawn to
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "agent/unwind_fp.h"
+#include "agent/unwind/unwind_fp.h"
 
 typedef unsigned __int128 u128;
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "agent/vdso.h"
+#include "agent/platform/vdso.h"
 
 static uint64_t ns_of(const struct timespec *ts)
 {
