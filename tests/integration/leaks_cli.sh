@@ -10,17 +10,9 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$dir/out.txt" ] && cat "$dir/out.txt"; exit 1; }
 
+. "$(dirname "$0")/start_ready.sh"
 start() { # start [run options...]: runs lk_serve under memsight, sets $pid
-  rm -f "$dir/ready"
-  "$MEMSIGHT" run -q -o "$dir" "$@" -- "$MS_PROGRAMS/lk_serve" > "$dir/ready" &
-  run_pid=$!
-  for i in $(seq 1 200); do
-    grep -q READY "$dir/ready" 2>/dev/null && break
-    sleep 0.05
-  done
-  grep -q READY "$dir/ready" || fail "lk_serve did not start"
-  # memsight run's own child: other lk_serve processes may run on the machine
-  pid=$(pgrep -P "$run_pid" -x lk_serve) || fail "no lk_serve process under memsight run"
+  start_ready lk_serve -q -o "$dir" "$@" -- "$MS_PROGRAMS/lk_serve"
 }
 
 start --leak-check=signal

@@ -54,15 +54,8 @@ grep -q 'leak-check-heuristics' "$dir/out.txt" && grep -q 'multipleinheritance' 
   fail "no clear message for a bad --leak-check-heuristics"
 
 # 4. memsight leaks on the running program: its own set per request, else the agent's
-rm -f "$dir/ready"
-"$MEMSIGHT" run -q -o "$dir" --leak-check=signal -- "$prog" wait > "$dir/ready" &
-run_pid=$!
-for i in $(seq 1 200); do
-  grep -q READY "$dir/ready" 2>/dev/null && break
-  sleep 0.05
-done
-grep -q READY "$dir/ready" || fail "lv_heur did not start"
-pid=$(pgrep -P "$run_pid" -x lv_heur) || fail "no lv_heur process under memsight run"
+. "$(dirname "$0")/start_ready.sh"
+start_ready lv_heur -q -o "$dir" --leak-check=signal -- "$prog" wait
 "$MEMSIGHT" leaks --timeout 60 --leak-check-heuristics=none "$pid" > "$dir/out.txt" 2>&1 ||
   fail "memsight leaks --leak-check-heuristics=none"
 grep -Eq 'possibly lost +465 B in 9 blocks' "$dir/out.txt" || fail "none: 9 possibly lost blocks"
