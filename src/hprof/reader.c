@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "hprof/bigmem.h"
+#include "hprof/gzsrc.h"
 #include "hprof/names.h"
 #include "hprof/sizes.h"
 
@@ -123,6 +124,19 @@ typedef struct rd {
     struct dangref { uint64_t at, id; uint8_t tag, sub; } dang[8];
     uint32_t ndang;
     uint32_t unknown_cls;
+    /* gzip input (gz set): no mapping; the data comes through the window of zs (base
+     * follows it), the length is known once pass 1 has read to the end (until then len
+     * is LEN_UNKNOWN), and the STRING records' bytes are kept in sbuf (str->off is an
+     * offset there) */
+    ms_gzindex *gz;
+    ms_gzsrc *zs;
+    uint8_t *sbuf;
+    size_t nsbuf, capsbuf;
+    /* the top-level record being read: a gzip that ends inside it fails as a file that
+     * is too short for its length */
+    uint64_t rec_at, rec_body;
+    uint32_t rec_len;
+    uint8_t rec_tag;
     /* interned string ids -> strs offsets */
     uint64_t *ih_key;
     uint32_t *ih_val;
@@ -241,6 +255,50 @@ static void problem(rd *r, uint64_t off, uint8_t tag, uint8_t sub, const char *f
         pthread_mutex_unlock(r->mu);
 }
 
+#define LEN_UNKNOWN ((uint64_t)1 << 62)
+
+/* gzip input: makes [from, from + n) readable at r->base. 0, 1 when the data ends before
+ * (r->len is then known), -1 after fail() */
+static int src_need(rd *r, uint64_t from, uint64_t n)
+{
+    char e[200];
+    int rc = ms_gzsrc_need(r->zs, from, n, e, sizeof e);
+    r->base = r->zs->base;
+    if (r->zs->eof)
+        r->len = r->zs->fill;
+    if (rc < 0)
+        snprintf(r->err, r->errlen, "%s", e);
+    return rc;
+}
+
+/* Inside a record: [from, from + n) readable (n cut at the record's end lim), else the
+ * record is longer than what is left of the data, as a plain file fails it up front. */
+static int need_slow(rd *r, uint64_t from, uint64_t n)
+{
+    int rc = src_need(r, from, n);
+    if (rc > 0)
+        return fail(r, r->rec_at, r->rec_tag, 0, "record length %u exceeds the %llu bytes left in the file (truncated?)",
+                    r->rec_len, (unsigned long long)(r->len > r->rec_body ? r->len - r->rec_body : 0));
+    return rc;
+}
+
+static inline int need(rd *r, uint64_t from, uint64_t n, uint64_t lim)
+{
+    if (!r->zs)
+        return 0;
+    if (n > lim - from)
+        n = lim - from;
+    if (from >= r->zs->ws && from <= r->zs->fill && n <= r->zs->fill - from)
+        return 0;
+    return need_slow(r, from, n);
+}
+
+/* The bytes of a STRING record's text. */
+static inline const uint8_t *str_bytes(const rd *r, const strent *s)
+{
+    return r->gz ? r->sbuf + s->off : r->base + s->off;
+}
+
 /* Grows *p (elements of size el) to hold at least need, geometrically. */
 static int grow(void **p, size_t *cap, size_t need, size_t el)
 {
@@ -280,8 +338,16 @@ static void progress(rd *r, uint64_t pos)
         r->dropped_upto = to;
     }
     if (r->o && r->o->progress && pos >= r->prog_next) {
-        uint64_t done = (uint64_t)(r->pass - 1) * r->len + pos;
-        r->o->progress(r->o->progress_arg, done, 3 * r->len);
+        uint64_t len = r->len;
+        if (r->zs && len == LEN_UNKNOWN) {
+            /* gzip, pass 1: the length guessed from the compressed bytes read so far */
+            uint64_t used = r->zs->in_used, cs = ms_gzindex_file_size(r->gz);
+            len = used ? (uint64_t)((double)pos * (double)cs / (double)used) : pos;
+            if (len < pos)
+                len = pos;
+        }
+        uint64_t done = (uint64_t)(r->pass - 1) * len + pos;
+        r->o->progress(r->o->progress_arg, done, 3 * len);
         r->prog_next = pos + (16u << 20);
     }
 }
@@ -361,7 +427,7 @@ static uint32_t intern_sid(rd *r, uint64_t sid)
     size_t n = 0;
     if (s) {
         n = s->len < sizeof buf ? s->len : sizeof buf - 1;
-        memcpy(buf, r->base + s->off, n);
+        memcpy(buf, str_bytes(r, s), n);
         ms_hprof_utf8_sanitize(buf, n);
     } else {
         n = (size_t)snprintf(buf, sizeof buf, "<string 0x%llx>", (unsigned long long)sid);
@@ -757,7 +823,7 @@ static int resolve_classes(rd *r)
         size_t n;
         if (s) {
             n = s->len < sizeof raw ? s->len : sizeof raw - 1;
-            memcpy(raw, r->base + s->off, n);
+            memcpy(raw, str_bytes(r, s), n);
             n = ms_hprof_class_name_normalize(raw, n, norm, sizeof norm);
         } else {
             n = (size_t)snprintf(norm, sizeof norm, "class@0x%llx", (unsigned long long)c->id);
@@ -1030,10 +1096,13 @@ static int add_root(rd *r, uint64_t at, uint8_t rtag, uint8_t type, uint64_t id,
 static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t end)
 {
     ms_hgraph *g = r->g;
-    const uint8_t *b = r->base;
     uint64_t p = *pp;
     uint32_t ids = r->ids;
     uint64_t fixed = (uint64_t)7 * ids + 8 + 2;
+    /* gzip: the whole class dump in the window, from its tag on (each part's most) */
+    if (need(r, at, p - at + fixed, end))
+        return -1;
+    const uint8_t *b = r->base;
     if (end - p < fixed)
         return fail(r, at, rtag, 0x20, "truncated class header");
     uint64_t id = rid(r, b + p);
@@ -1046,6 +1115,9 @@ static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t e
     /* constant pool */
     uint32_t ncp = be16(b + p);
     p += 2;
+    if (need(r, at, p - at + (uint64_t)ncp * 11 + 2, end))
+        return -1;
+    b = r->base;
     for (uint32_t i = 0; i < ncp; i++) {
         if (end - p < 3)
             return fail(r, at, rtag, 0x20, "truncated constant pool entry %u of %u", i, ncp);
@@ -1060,6 +1132,9 @@ static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t e
         return fail(r, at, rtag, 0x20, "truncated static field count");
     uint32_t nst = be16(b + p);
     p += 2;
+    if (need(r, at, p - at + (uint64_t)nst * (ids + 9) + 2, end))
+        return -1;
+    b = r->base;
     uint64_t st_start = p;
     for (uint32_t i = 0; i < nst; i++) {
         if (end - p < (uint64_t)ids + 1)
@@ -1075,6 +1150,9 @@ static int class_dump(rd *r, uint8_t rtag, uint64_t at, uint64_t *pp, uint64_t e
         return fail(r, at, rtag, 0x20, "truncated instance field count");
     uint32_t nf = be16(b + p);
     p += 2;
+    if (need(r, at, p - at + (uint64_t)nf * (ids + 1), end))
+        return -1;
+    b = r->base;
     uint64_t f_start = p;
     if (end - p < (uint64_t)nf * (ids + 1))
         return fail(r, at, rtag, 0x20, "%u instance fields do not fit in the record", nf);
@@ -1195,7 +1273,7 @@ static uint32_t class_for_array(rd *r, uint64_t cid)
     char raw[1024], norm[1024];
     if (st) {
         size_t n = st->len < sizeof raw ? st->len : sizeof raw - 1;
-        memcpy(raw, r->base + st->off, n);
+        memcpy(raw, str_bytes(r, st), n);
         ms_hprof_class_name_normalize(raw, n, norm, sizeof norm);
     } else {
         snprintf(norm, sizeof norm, "(unknown class)");
@@ -1235,12 +1313,18 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
          * record's bytes (array contents) are skipped: the hardware sees no stream to
          * prefetch, and every record header was a miss to memory (most of the time of a
          * pass). Asking for every line some kilobytes ahead turns that into a stream. */
-        if (pf < p + PREFETCH_AHEAD) {
+        if (pf < p + PREFETCH_AHEAD && !r->zs) {
             uint64_t lim = end - p > PREFETCH_AHEAD ? p + PREFETCH_AHEAD : end;
             for (pf = pf > p ? pf : p; pf < lim; pf += 64)
                 __builtin_prefetch(b + pf);
         }
         uint64_t at = p;
+        if (r->zs) {
+            /* gzip: every fixed part of a sub-record (the longer ones ask again) */
+            if (need(r, p, 64, end))
+                return -1;
+            b = r->base;
+        }
         uint8_t t = b[p++];
         uint64_t left = end - p;
         if (p1)
@@ -1312,6 +1396,11 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
             if (left - (2ull * ids + 8) < n)
                 return fail(r, at, rtag, t, "instance 0x%llx claims %u bytes of fields, only %llu left in the record",
                             (unsigned long long)id, n, (unsigned long long)(left - (2ull * ids + 8)));
+            if (!p1 && n > 64 - 25 && r->zs) {
+                if (need(r, at, 1 + 2ull * ids + 8 + n, end))
+                    return -1;
+                b = r->base;
+            }
             const uint8_t *data = b + p + 2 * ids + 8;
             p += 2ull * ids + 8 + n;
             if (p1) {
@@ -1377,6 +1466,11 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                 return fail(r, at, rtag, t, "object array 0x%llx claims %u elements (%llu bytes), only %llu left in the record",
                             (unsigned long long)id, n, (unsigned long long)need,
                             (unsigned long long)(left - (2ull * ids + 8)));
+            if (!p1 && need > 64 - 25 && r->zs) {
+                if (need_slow(r, at, 1 + 2ull * ids + 8 + need))
+                    return -1;
+                b = r->base;
+            }
             const uint8_t *data = b + p + 2 * ids + 8;
             p += 2ull * ids + 8 + need;
             if (p1) {
@@ -1466,6 +1560,24 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
     return 0;
 }
 
+/* gzip, pass 1: the text of a STRING record, kept (the record will not be read again) */
+static int copy_string(rd *r, uint64_t from, uint32_t n)
+{
+    if (GROW(r, r->sbuf, r->capsbuf, r->nsbuf + n + 1))
+        return -1;
+    r->str[r->nstr].off = r->nsbuf;
+    while (n) {
+        uint32_t k = n < (1u << 20) ? n : 1u << 20;
+        if (need(r, from, k, from + k))
+            return -1;
+        memcpy(r->sbuf + r->nsbuf, r->base + from, k);
+        r->nsbuf += k;
+        from += k;
+        n -= k;
+    }
+    return 0;
+}
+
 static int walk(rd *r)
 {
     ms_hgraph *g = r->g;
@@ -1475,13 +1587,29 @@ static int walk(rd *r)
     r->dropped_upto = 0;
     r->populated_upto = 0;
     progress(r, pos);
-    while (pos < r->len) {
+    for (;;) {
+        if (r->zs) {
+            /* gzip: the record header; where the data ends, the length becomes known */
+            int rc = src_need(r, pos, 9);
+            if (rc < 0)
+                return -1;
+            if (rc && pos > r->len)
+                return fail(r, r->rec_at, r->rec_tag, 0, "record length %u exceeds the %llu bytes left in the file (truncated?)",
+                            r->rec_len, (unsigned long long)(r->len - r->rec_body));
+            b = r->base;
+        }
+        if (pos >= r->len)
+            break;
         if (r->len - pos < 9)
             return fail(r, pos, 0, 0, "truncated record header (%llu bytes left in the file)",
                         (unsigned long long)(r->len - pos));
         uint8_t tag = b[pos];
         uint32_t len = be32(b + pos + 5);
         uint64_t body = pos + 9;
+        r->rec_at = pos;
+        r->rec_tag = tag;
+        r->rec_len = len;
+        r->rec_body = body;
         if (!known_record_tag(tag))
             return fail(r, pos, tag, 0, "unknown record tag 0x%02x (HPROF defines no such record: "
                         "damaged or not a heap dump)", tag);
@@ -1497,9 +1625,15 @@ static int walk(rd *r)
             if (r->pass == 1) {
                 if (GROW(r, r->str, r->capstr, r->nstr + 1))
                     return -1;
+                if (need(r, body, r->ids, body + len))
+                    return -1;
+                b = r->base;
                 r->str[r->nstr].id = rid(r, b + body);
                 r->str[r->nstr].off = body + r->ids;
                 r->str[r->nstr].len = len - r->ids;
+                if (r->zs && copy_string(r, body + r->ids, len - r->ids))
+                    return -1;
+                b = r->base;
                 r->nstr++;
                 g->nstrings++;
             }
@@ -1508,6 +1642,9 @@ static int walk(rd *r)
             if (len < 8 + 2 * r->ids)
                 return fail(r, pos, tag, 0, "length %u, a LOAD_CLASS needs %u", len, 8 + 2 * r->ids);
             if (r->pass == 1) {
+                if (need(r, body, 8 + 2 * r->ids, body + len))
+                    return -1;
+                b = r->base;
                 if (GROW(r, r->lc, r->caplc, r->nlc + 1))
                     return -1;
                 r->lc[r->nlc].cid = rid(r, b + body + 4);
@@ -1532,6 +1669,7 @@ static int walk(rd *r)
             }
             if (heap_records(r, tag, body, body + len))
                 return -1;
+            b = r->base;
             break;
         case 0x03: case 0x04: case 0x05: case 0x06: case 0x07: case 0x0A: case 0x0B:
         case 0x0D: case 0x0E: case 0x2C:
@@ -1547,7 +1685,30 @@ static int walk(rd *r)
 
 /* Passes 2 and 3 over heap-dump records [from, to) found by pass 1 (whose lengths it
  * has checked). */
+static int walk_heaps_in(rd *r, size_t from, size_t to);
+
 static int walk_heaps(rd *r, size_t from, size_t to)
+{
+    if (r->gz) {
+        /* gzip: a stream of this pass's own, from the access point before its records */
+        ms_gzsrc zs;
+        char e[200];
+        if (ms_gzsrc_open(&zs, r->gz, from < r->nhrec ? r->hrec[from] : 0, 0, e, sizeof e)) {
+            snprintf(r->err, r->errlen, "%s", e);
+            return -1;
+        }
+        r->zs = &zs;
+        r->base = zs.base;
+        int rc = walk_heaps_in(r, from, to);
+        r->zs = NULL;
+        r->base = NULL;
+        ms_gzsrc_close(&zs);
+        return rc;
+    }
+    return walk_heaps_in(r, from, to);
+}
+
+static int walk_heaps_in(rd *r, size_t from, size_t to)
 {
     const uint8_t *b = r->base;
     r->kcls = from < r->nhrec ? r->hrec_kcls[from] : 0;
@@ -1559,9 +1720,22 @@ static int walk_heaps(rd *r, size_t from, size_t to)
         progress(r, r->hrec[from]);
     for (size_t j = from; j < to; j++) {
         uint64_t pos = r->hrec[j];
+        if (r->zs) {
+            int rc = src_need(r, pos, 9);
+            if (rc < 0)
+                return -1;
+            if (rc)
+                return fail(r, pos, 0, 0, "the decompressed data ends before this record, unlike in the first pass");
+            b = r->base;
+        }
         uint32_t len = be32(b + pos + 5);
-        if (heap_records(r, b[pos], pos + 9, pos + 9 + len))
+        r->rec_at = pos;
+        r->rec_tag = b[pos];
+        r->rec_len = len;
+        r->rec_body = pos + 9;
+        if (heap_records(r, r->rec_tag, pos + 9, pos + 9 + len))
             return -1;
+        b = r->base;
         progress(r, pos + 9 + len);
     }
     return 0;
@@ -1710,6 +1884,7 @@ static void rd_free(rd *r)
     free(r->ih_key);
     free(r->ih_val);
     free(r->jni_ids);
+    free(r->sbuf);
 }
 
 static int cmp_problem(const void *a, const void *b)
@@ -1730,7 +1905,8 @@ static int cmp_classobj(const void *a, const void *b, void *arg)
 static int store_edges(rd *r, int threads);
 static int finish(rd *r);
 
-static int read_all(rd *r)
+/* The header and pass 1. */
+static int pass1(rd *r)
 {
     ms_hgraph *g = r->g;
     if (parse_header(r))
@@ -1746,8 +1922,33 @@ static int read_all(rd *r)
         r->capobj = g->obj_id64 ? cap : 0;
     }
     r->pass = 1;
-    if (walk(r))
+    return walk(r);
+}
+
+static int read_all(rd *r)
+{
+    ms_hgraph *g = r->g;
+    if (r->gz) {
+        /* gzip: pass 1 inflates the whole file once, recording access points for the
+         * passes after it; the length of the data is known at its end */
+        ms_gzsrc zs;
+        char e[200];
+        if (ms_gzsrc_open(&zs, r->gz, 0, 1, e, sizeof e)) {
+            snprintf(r->err, r->errlen, "%s", e);
+            return -1;
+        }
+        r->zs = &zs;
+        r->len = LEN_UNKNOWN;
+        int rc = src_need(r, 0, 77) < 0 || pass1(r) ? -1 : 0;
+        r->zs = NULL;
+        r->base = NULL;
+        ms_gzsrc_close(&zs);
+        if (rc)
+            return -1;
+        g->file_size = r->len;
+    } else if (pass1(r)) {
         return -1;
+    }
     /* a dump cut at a record boundary reads without error: say that it ends early */
     if (r->len == r->hdr_len)
         return fail(r, r->len, 0, 0, "the file ends after its header: no records (truncated?)");
@@ -1948,14 +2149,15 @@ static int finish(rd *r)
     return 0;
 }
 
-static int read_buffer(const uint8_t *data, uint64_t len, int can_drop, const ms_hprof_read_opts *opts,
-                       ms_hgraph **out, char *err, size_t errlen)
+static int read_buffer(const uint8_t *data, uint64_t len, int can_drop, ms_gzindex *gz,
+                       const ms_hprof_read_opts *opts, ms_hgraph **out, char *err, size_t errlen)
 {
     rd r;
     memset(&r, 0, sizeof r);
     r.base = data;
     r.len = len;
     r.can_drop = can_drop;
+    r.gz = gz;
     r.err = err;
     r.errlen = errlen;
     r.o = opts;
@@ -1983,144 +2185,7 @@ int ms_hprof_read_mem(const void *data, size_t len, const ms_hprof_read_opts *op
                       ms_hgraph **out, char *err, size_t errlen)
 {
     *out = NULL;
-    return read_buffer(data, len, 0, opts, out, err, errlen);
-}
-
-/* zlib names a stream opened with gzdopen "<fd:N>"; the caller names the file. */
-static const char *gz_msg(gzFile z)
-{
-    int e;
-    const char *m = gzerror(z, &e);
-    const char *c = !strncmp(m, "<fd:", 4) ? strstr(m, ">: ") : NULL;
-    return c ? c + 3 : m;
-}
-
-/* Decompresses a gzip file into an unlinked temporary file; returns its fd or -1. The
- * first bytes must be an HPROF header before anything is written, and the data may not
- * take more than the file system holds less a margin (a gzip bomb is refused early). */
-static int gunzip_to_tmp(int fd, char *err, size_t errlen)
-{
-    enum { CHUNK = 1 << 20 };
-    int dfd = dup(fd);
-    gzFile z = dfd >= 0 ? gzdopen(dfd, "rb") : NULL;
-    if (!z) {
-        if (dfd >= 0)
-            close(dfd);
-        snprintf(err, errlen, "cannot open the gzip stream");
-        return -1;
-    }
-    gzbuffer(z, CHUNK);
-    char *buf = malloc(CHUNK);
-    if (!buf) {
-        gzclose(z);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int n = gzread(z, buf, CHUNK);
-    if (n < 0) {
-        snprintf(err, errlen, "gzip: %s", gz_msg(z));
-        free(buf);
-        gzclose(z);
-        return -1;
-    }
-    const char *nul = n >= 13 ? memchr(buf, 0, n < 64 ? (size_t)n : 64) : NULL;
-    if (n < 13 || memcmp(buf, "JAVA PROFILE ", 13) || !nul) {
-        snprintf(err, errlen, "not an HPROF file (the gzip data does not start with \"JAVA PROFILE\")");
-        free(buf);
-        gzclose(z);
-        return -1;
-    }
-    /* the record headers are checked as the data comes (tag known, next record found by
-     * its length), so damage or padding is refused where it starts, not after the whole
-     * stream was inflated: 1 GiB of zeros after the first record takes a few milliseconds */
-    uint64_t next_rec = (uint64_t)(nul - buf) + 1 + 12;
-    uint8_t rhdr[9] = {0}; /* filled across chunks; zeroed so -O2 sees it defined */
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir)
-        dir = "/tmp";
-    int out = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
-    if (out < 0) {
-        /* file systems without O_TMPFILE: a private name, unlinked at once */
-        char tmpl[4096];
-        snprintf(tmpl, sizeof tmpl, "%s/memsight-hprof-XXXXXX", dir);
-        out = mkostemp(tmpl, O_CLOEXEC);
-        if (out >= 0)
-            unlink(tmpl);
-    }
-    if (out < 0) {
-        snprintf(err, errlen, "cannot create a temporary file in %s for decompression: %s", dir, strerror(errno));
-        free(buf);
-        gzclose(z);
-        return -1;
-    }
-    /* room: what the file system has free for us, less 5% and 64 MB for everyone else */
-    struct statvfs fs;
-    uint64_t room = UINT64_MAX, done = 0;
-    if (fstatvfs(out, &fs) == 0) {
-        uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize, keep = avail / 20 + (64u << 20);
-        room = avail > keep ? avail - keep : 0;
-    }
-    int rc = 0;
-    while (!rc) {
-        if (n < 0) {
-            snprintf(err, errlen, "gzip: %s", gz_msg(z));
-            rc = -1;
-            break;
-        }
-        if (n == 0) {
-            int e = Z_OK;
-            gzerror(z, &e);
-            if (e != Z_OK) { /* a stream cut short ends with Z_BUF_ERROR, not -1 */
-                snprintf(err, errlen, "gzip: %s (the compressed file is truncated?)", gz_msg(z));
-                rc = -1;
-            }
-            break;
-        }
-        if ((uint64_t)n > room - done) {
-            snprintf(err, errlen, "the decompressed dump would not fit in %s (%llu bytes free for it); "
-                     "decompress it elsewhere or set TMPDIR", dir, (unsigned long long)room);
-            rc = -1;
-            break;
-        }
-        uint64_t base = done;
-        done += (uint64_t)n;
-        while (next_rec < done) {
-            /* the 9 header bytes may straddle chunks: those in this one are copied now */
-            for (uint64_t i = 0; i < 9; i++)
-                if (next_rec + i >= base && next_rec + i < done)
-                    rhdr[i] = (uint8_t)buf[next_rec + i - base];
-            if (next_rec + 9 > done)
-                break;
-            if (!known_record_tag(rhdr[0])) {
-                snprintf(err, errlen, "offset %llu (0x%llx) of the decompressed data: unknown record tag 0x%02x "
-                         "(HPROF defines no such record: damaged or not a heap dump)",
-                         (unsigned long long)next_rec, (unsigned long long)next_rec, rhdr[0]);
-                rc = -1;
-                break;
-            }
-            next_rec += 9 + (uint64_t)be32(rhdr + 5);
-        }
-        if (rc)
-            break;
-        for (int w = 0; w < n;) {
-            ssize_t k = write(out, buf + w, (size_t)(n - w));
-            if (k < 0) {
-                snprintf(err, errlen, "writing the decompressed dump: %s", strerror(errno));
-                rc = -1;
-                break;
-            }
-            w += (int)k;
-        }
-        if (!rc)
-            n = gzread(z, buf, CHUNK);
-    }
-    free(buf);
-    gzclose(z);
-    if (rc) {
-        close(out);
-        return -1;
-    }
-    return out;
+    return read_buffer(data, len, 0, NULL, opts, out, err, errlen);
 }
 
 int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **out, char *err,
@@ -2144,18 +2209,16 @@ int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     unsigned char magic[2] = {0, 0};
     if (pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-        int t = gunzip_to_tmp(fd, e, sizeof e);
+        /* gzip: read in passes through a small window, no decompressed copy (gzsrc.h) */
+        ms_gzindex *ix = ms_gzindex_new(fd);
+        int rc = ix ? read_buffer(NULL, 0, 0, ix, opts, out, e, sizeof e) : -1;
+        if (!ix)
+            snprintf(e, sizeof e, "out of memory");
+        ms_gzindex_free(ix);
         close(fd);
-        if (t < 0) {
+        if (rc)
             snprintf(err, errlen, "%s: %s", path, e);
-            return -1;
-        }
-        fd = t;
-    }
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
-        close(fd);
-        return -1;
+        return rc;
     }
     if (st.st_size == 0) {
         snprintf(err, errlen, "%s: empty file", path);
@@ -2169,7 +2232,7 @@ int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **
         return -1;
     }
     madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
-    int rc = read_buffer(m, (uint64_t)st.st_size, 1, opts, out, e, sizeof e);
+    int rc = read_buffer(m, (uint64_t)st.st_size, 1, NULL, opts, out, e, sizeof e);
     munmap(m, (size_t)st.st_size);
     if (rc)
         snprintf(err, errlen, "%s: %s", path, e);

@@ -1,7 +1,7 @@
 /* libFuzzer target for the HPROF reader: any input must be read or refused with a
  * message, never crash, and a graph it returns must be consistent (indices in range,
  * CSR monotonic) and the same when read on two threads or counting references only;
- * summary, histogram, leak finding (inspectors, reference matchers, the second pass
+ * the same gzipped; summary, histogram, leak finding (inspectors, reference matchers, the second pass
  * over the file for primitive values) and KOOM's large objects run over it too; strip and
  * convert must either refuse it or write a dump that reads to the same objects and
  * references (strip) or the same objects (convert). Test code only. */
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "hprof/histogram.h"
 #include "hprof/large.h"
@@ -87,6 +88,46 @@ static void leaks(const ms_hgraph *g, const uint8_t *data, size_t size)
     unlink(leak_file);
 }
 
+/* The input gzipped in two members (as jcmd -gz writes several) reads, on one thread and
+ * on two, to the same graph as the plain bytes. */
+static void gzipped(const ms_hgraph *g, const uint8_t *data, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/fuzz_hprof_gz.%d", (int)getpid());
+    for (int m = 0; m < 2; m++) {
+        gzFile z = gzopen(path, m ? "ab1" : "wb1");
+        if (!z)
+            return;
+        size_t from = m ? size / 2 : 0, n = m ? size - size / 2 : size / 2;
+        if (n && gzwrite(z, data + from, (unsigned)n) != (int)n) {
+            gzclose(z);
+            return;
+        }
+        if (gzclose(z) != Z_OK)
+            return;
+    }
+    char err[512];
+    for (int t = 1; t <= 2; t++) {
+        ms_hgraph *h = NULL;
+        ms_hprof_read_opts o = {.threads = t};
+        if (ms_hprof_read(path, &o, &h, err, sizeof err))
+            __builtin_trap();
+        if (h->nobj != g->nobj || h->nedge != g->nedge || h->dangling_refs != g->dangling_refs ||
+            h->file_size != g->file_size ||
+            memcmp(h->obj_class, g->obj_class, g->nobj * sizeof *g->obj_class) ||
+            memcmp(h->obj_size, g->obj_size, g->nobj * sizeof *g->obj_size) ||
+            memcmp(h->edge_dst, g->edge_dst, g->nedge * sizeof *g->edge_dst) ||
+            memcmp(h->edge_off, g->edge_off, ((size_t)g->nobj + 1) * sizeof *g->edge_off))
+            __builtin_trap();
+        /* on one thread, as g was read: the same problems at the same offsets */
+        if (t == 1 && (h->problem_total != g->problem_total || h->nproblem != g->nproblem ||
+                       memcmp(h->problems, g->problems, g->nproblem * sizeof *g->problems)))
+            __builtin_trap();
+        ms_hgraph_free(h);
+    }
+    unlink(path);
+}
+
 static void consistent(const ms_hgraph *g)
 {
     for (uint32_t i = 0; i < g->nobj; i++) {
@@ -137,6 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcmp(g2->edge_off, g->edge_off, ((size_t)g->nobj + 1) * sizeof *g->edge_off))
         __builtin_trap();
     ms_hgraph_free(g2);
+    gzipped(g, data, size);
     /* counts only (summary, histogram without retained sizes), on one and two threads:
      * the same objects, reference count and problems, no references stored */
     for (int t = 1; t <= 2; t++) {

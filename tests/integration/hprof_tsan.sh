@@ -1,5 +1,5 @@
 #!/bin/sh
-# Reads the sample dumps and the fuzzer's seed corpus on two threads under
+# Reads the sample dumps (plain and gzipped) and the fuzzer's seed corpus on two threads under
 # ThreadSanitizer (clang -fsanitize=thread): any data race in the reader's threaded
 # passes fails the test. Usage: hprof_tsan.sh CLANG
 set -eu
@@ -30,7 +30,11 @@ int main(int argc, char **argv)
 C
 "$CLANG" -g -O1 -std=gnu11 -fsanitize=thread -I"$SRC/src" -I"$SRC/include" "$OUT/read_two_threads.c" \
     "$SRC/src/hprof/reader.c" "$SRC/src/hprof/graph.c" "$SRC/src/hprof/bigmem.c" "$SRC/src/hprof/names.c" "$SRC/src/hprof/sizes.c" \
-    -lz -o "$OUT/read_two_threads"
+    "$SRC/src/hprof/gzsrc.c" -lz -o "$OUT/read_two_threads"
+# gzipped too: the two threads share the access points of one index
+for f in "$SRC"/tests/data/hprof/*.hprof "$SRC"/tests/data/hprof/*android-hprof; do
+    gzip -1 -c "$f" > "$OUT/$(basename "$f").gz"
+done
 TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$OUT/read_two_threads" \
     "$SRC"/tests/data/hprof/*.hprof "$SRC"/tests/data/hprof/*.bin "$SRC"/tests/data/hprof/*android-hprof \
-    "$SRC"/tests/fuzz/corpus/hprof/*
+    "$SRC"/tests/fuzz/corpus/hprof/* "$OUT"/*.gz
