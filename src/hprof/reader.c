@@ -137,6 +137,14 @@ typedef struct rd {
     uint64_t rec_at, rec_body;
     uint32_t rec_len;
     uint8_t rec_tag;
+    uint64_t fail_at; /* file offset of the error fail() reported */
+    /* pass 1 on two threads (plain files): the first thread's walk leaves the heap-dump
+     * records from p1_split on to the second, which reads them into a graph of its own
+     * and gives up (p1_abort) at a class dump or heap info, whose order matters: the
+     * first thread then reads them after its walk */
+    uint64_t p1_split;
+    int p1_second, p1_abort;
+    uint64_t first_arr_start, first_arr_end; /* the second thread's first object array */
     /* interned string ids -> strs offsets */
     uint64_t *ih_key;
     uint32_t *ih_val;
@@ -231,6 +239,7 @@ static int fail(rd *r, uint64_t off, uint8_t tag, uint8_t sub, const char *fmt, 
     va_end(ap);
     where(w, sizeof w, off, tag, sub);
     snprintf(r->err, r->errlen, "%s: %s", w, m);
+    r->fail_at = off;
     return -1;
 }
 
@@ -1372,6 +1381,10 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
             p += ids + 8;
             break;
         case 0xFE: {
+            if (r->p1_second) {
+                r->p1_abort = 1;
+                return -1;
+            }
             if (left < ids + 4ull)
                 return fail(r, at, rtag, t, "truncated");
             if (r->pass <= 2) {
@@ -1384,6 +1397,10 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
             break;
         }
         case 0x20:
+            if (r->p1_second) {
+                r->p1_abort = 1;
+                return -1;
+            }
             if (class_dump(r, rtag, at, &p, end))
                 return -1;
             break;
@@ -1480,6 +1497,10 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                  * 16 + 8n bytes shows a 12-byte header: compressed class pointers */
                 if (ids == 8 && id == r->prev_arr_end && r->prev_arr_start)
                     r->klass_hint = 1;
+                if (!r->prev_arr_start) {
+                    r->first_arr_start = id;
+                    r->first_arr_end = id + 16 + (uint64_t)n * 8;
+                }
                 r->prev_arr_start = id;
                 r->prev_arr_end = id + 16 + (uint64_t)n * 8;
                 if (add_obj(r, id))
@@ -1666,6 +1687,8 @@ static int walk(rd *r)
                 r->hrec[r->nhrec] = pos;
                 r->hrec_kcls[r->nhrec] = g->nclass;
                 r->nhrec++;
+                if (r->p1_split && pos >= r->p1_split)
+                    break; /* the second thread's */
             }
             if (heap_records(r, tag, body, body + len))
                 return -1;
@@ -1678,7 +1701,8 @@ static int walk(rd *r)
             break;
         }
         pos = body + len;
-        progress(r, pos);
+        if (!r->p1_split || pos < r->p1_split)
+            progress(r, pos); /* not behind the second thread: it would drop its pages */
     }
     return 0;
 }
@@ -1905,6 +1929,167 @@ static int cmp_classobj(const void *a, const void *b, void *arg)
 static int store_edges(rd *r, int threads);
 static int finish(rd *r);
 
+/* Threads for the passes: two for large dumps when there are two cores. */
+static int threads_for(const rd *r)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int want = r->o ? r->o->threads : 0;
+    return want == 2 || (want == 0 && r->len >= (64u << 20) && ncpu > 1) ? 2 : 1;
+}
+
+typedef struct p1half {
+    rd r;
+    ms_hgraph g;
+    const uint64_t *rec;
+    size_t nrec;
+    char err[400];
+    int rc;
+} p1half;
+
+static void *run_p1half(void *arg)
+{
+    p1half *h = arg;
+    rd *r = &h->r;
+    /* pages from the next megabyte on: the first thread may still read the one before */
+    r->dropped_upto = (h->rec[0] + 0xFFFFF) & ~(uint64_t)0xFFFFF;
+    r->populated_upto = h->rec[0] & ~(uint64_t)4095;
+    for (size_t j = 0; j < h->nrec && !h->rc; j++) {
+        uint64_t pos = h->rec[j];
+        uint32_t len = be32(r->base + pos + 5);
+        h->rc = heap_records(r, r->base[pos], pos + 9, pos + 9 + len);
+        progress(r, pos + 9 + len);
+    }
+    return NULL;
+}
+
+/* Pass 1 on two threads: the top-level record headers are walked first (a few thousand
+ * reads); the second thread takes the heap-dump records of the second half, collecting
+ * ids, roots and sub-record counts into a graph of its own, appended after the first
+ * thread's (the order of a walk on one thread). A dump whose second half has class dumps
+ * or heap info (their order counts) has that half read by the first thread after all. */
+static int walk_two(rd *r)
+{
+    ms_hgraph *g = r->g;
+    uint64_t *hs = NULL;
+    size_t n = 0, cap = 0;
+    for (uint64_t pos = r->hdr_len; r->len - pos >= 9;) {
+        uint8_t tag = r->base[pos];
+        uint64_t len = be32(r->base + pos + 5);
+        if (!known_record_tag(tag) || len > r->len - pos - 9)
+            break; /* the walk reports it */
+        if (tag == 0x0C || tag == 0x1C) {
+            if (grow((void **)&hs, &cap, n + 1, sizeof *hs)) {
+                free(hs);
+                return walk(r);
+            }
+            hs[n++] = pos;
+        }
+        pos += 9 + len;
+    }
+    size_t j = 0;
+    if (n >= 2) {
+        uint64_t mid = hs[0] + (hs[n - 1] - hs[0]) / 2;
+        for (j = 1; j < n && hs[j] < mid; j++)
+            ;
+    }
+    p1half *h = j && j < n ? calloc(1, sizeof *h) : NULL;
+    if (!h) {
+        free(hs);
+        return walk(r);
+    }
+    h->r = *r;
+    rd *b = &h->r;
+    b->g = &h->g;
+    h->g.id_size = g->id_size;
+    b->o = NULL;
+    b->err = h->err;
+    b->errlen = sizeof h->err;
+    b->p1_second = 1;
+    b->nrec = 0;
+    b->capobj = 0;
+    b->caproot = 0;
+    b->root_off = NULL;
+    b->root_rec = NULL;
+    b->prev_arr_start = b->prev_arr_end = 0;
+    b->compressed = b->klass_hint = 0;
+    if ((r->len - hs[j]) / 14 < UINT32_MAX) {
+        size_t c = (size_t)((r->len - hs[j]) / 14) + 16;
+        h->g.obj_id64 = ms_hbig_malloc(c * sizeof *h->g.obj_id64);
+        b->capobj = h->g.obj_id64 ? c : 0;
+    }
+    h->rec = hs + j;
+    h->nrec = n - j;
+    r->p1_split = hs[j];
+    pthread_t t;
+    int started = pthread_create(&t, NULL, run_p1half, h) == 0;
+    if (!started)
+        r->p1_split = 0; /* all on this thread */
+    int rc = walk(r);
+    uint64_t split = r->p1_split;
+    r->p1_split = 0;
+    if (started)
+        pthread_join(t, NULL);
+    if (started && h->rc && !b->p1_abort && (!rc || b->fail_at < r->fail_at)) {
+        snprintf(r->err, r->errlen, "%s", h->err); /* the first error in the file */
+        rc = -1;
+    }
+    if (!rc && started && !b->p1_abort) {
+        for (int k = 0; k < 256; k++)
+            g->subrecord_count[k] += h->g.subrecord_count[k];
+        if (r->nrec + b->nrec >= UINT32_MAX - 1)
+            rc = fail(r, 0, 0, 0, "more than %u objects", UINT32_MAX - 1);
+        else if (r->nrec + b->nrec > r->capobj &&
+                 GROW(r, g->obj_id64, r->capobj, r->nrec + b->nrec))
+            rc = -1;
+        if (!rc && b->nrec) {
+            memcpy(g->obj_id64 + r->nrec, h->g.obj_id64, b->nrec * sizeof *g->obj_id64);
+            r->nrec += b->nrec;
+        }
+        for (uint32_t k = 0; !rc && k < h->g.nroot; k++) {
+            const ms_hroot *x = &h->g.roots[k];
+            rc = add_root(r, b->root_off[k], b->root_rec[k], x->type, x->id, x->thread_serial, x->frame);
+        }
+        /* the compressed-reference guesses, as if one walk had read both halves */
+        if (r->ids == 8 && b->first_arr_start && r->prev_arr_start) {
+            if (b->first_arr_start > r->prev_arr_start && b->first_arr_start < r->prev_arr_end)
+                r->compressed = 1;
+            if (b->first_arr_start == r->prev_arr_end)
+                r->klass_hint = 1;
+        }
+        r->compressed |= b->compressed;
+        r->klass_hint |= b->klass_hint;
+        if (b->prev_arr_start) {
+            r->prev_arr_start = b->prev_arr_start;
+            r->prev_arr_end = b->prev_arr_end;
+        }
+    } else if (started && b->p1_abort && (!rc || r->fail_at >= split)) {
+        /* the second half met a class dump or heap info: read here, in order, up to
+         * where the walk failed if it did (an error before that comes first) */
+        uint64_t stop = rc ? r->fail_at : UINT64_MAX;
+        int rc2 = 0;
+        r->dropped_upto = split & ~(uint64_t)0xFFFFF;
+        r->populated_upto = r->dropped_upto;
+        for (size_t k = 0; !rc2 && k < r->nhrec; k++) {
+            uint64_t pos = r->hrec[k];
+            if (pos < split || pos >= stop)
+                continue;
+            r->hrec_kcls[k] = g->nclass;
+            uint32_t len = be32(r->base + pos + 5);
+            rc2 = heap_records(r, r->base[pos], pos + 9, pos + 9 + len);
+            progress(r, pos + 9 + len);
+        }
+        if (rc2)
+            rc = -1;
+    }
+    free(h->g.obj_id64);
+    free(h->g.roots);
+    free(b->root_off);
+    free(b->root_rec);
+    free(h);
+    free(hs);
+    return rc;
+}
+
 /* The header and pass 1. */
 static int pass1(rd *r)
 {
@@ -1922,7 +2107,7 @@ static int pass1(rd *r)
         r->capobj = g->obj_id64 ? cap : 0;
     }
     r->pass = 1;
-    return walk(r);
+    return r->gz || threads_for(r) < 2 ? walk(r) : walk_two(r);
 }
 
 static int read_all(rd *r)
@@ -2011,9 +2196,7 @@ static int read_all(rd *r)
     memset(g->obj_kind, 0xFF, n);
     /* two threads for large dumps whose ids are all distinct (a repeated id would have
      * both threads claim one object) */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int want = r->o ? r->o->threads : 0;
-    int threads = want == 2 || (want == 0 && r->len >= (64u << 20) && ncpu > 1) ? 2 : 1;
+    int threads = threads_for(r);
     if (g->duplicate_ids)
         threads = 1;
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
