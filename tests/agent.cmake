@@ -59,3 +59,8 @@ ms_unit_test(agent_unit_live SOURCES ${MS_AGENT_TESTS}/unit/test_live.c
   ${PROJECT_SOURCE_DIR}/src/agent/tables/live.c ${PROJECT_SOURCE_DIR}/src/agent/tables/chunks.c)
 target_include_directories(agent_unit_live PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 set_tests_properties(agent_unit_live PROPERTIES LABELS agent)
+
+# The agent's layering (src/agent/LAYERS, docs/agent.md): no file includes a header of a
+# folder above its own, no .c file at the top of src/agent, at most 15 in a folder.
+ms_integration_test(agent_layers ${MS_AGENT_TESTS}/integration/agent_layers.py)
+set_tests_properties(agent_layers PROPERTIES LABELS agent)

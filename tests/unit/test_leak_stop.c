@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "agent/agent.h"
+#include "agent/platform/platform.h"
 #include "agent/leak/leak_stop.h"
 
 /* the agent's per-thread state, which sig_resume.c reads (stack bounds unknown here) */

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "agent/agent.h"
+#include "agent/tables/tables.h"
 #include "agent/tables/live_hot.h"
 
 /* What the table needs from the agent: its thread's index cache, mappings, health. */

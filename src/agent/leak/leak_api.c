@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/leak/leak.h"
 #include "agent/leak/leak_scan.h"
 #include "memsight/memsight.h"
 

@@ -19,9 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
-#include "agent/services/metrics_serve.h"
-#include "agent/services/control.h"
+#include "agent/leak/leak.h"
 #include "agent/leak/leak_maps.h"
 #include "agent/leak/leak_mark.h"
 #include "agent/leak/leak_stop.h"

@@ -10,7 +10,7 @@
 #include <link.h>
 #include <sched.h>
 
-#include "agent/agent.h"
+#include "agent/platform/platform.h"
 
 static int dl_active;  /* walks in progress, counting each thread once */
 static int dl_forking; /* fork prepare handlers waiting or past their wait */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/agent.h"
+#include "agent/platform/platform.h"
 
 typedef struct ms_mod_view {
     uintptr_t base;

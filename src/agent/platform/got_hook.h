@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "agent/agent.h"
+#include "agent/platform/platform.h"
 
 typedef struct ms_got_stats {
     uint64_t modules;  /* modules in which at least one slot was patched */

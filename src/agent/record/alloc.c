@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "agent/tables/addr_table.h"
-#include "agent/agent.h"
+#include "agent/record/record.h"
 #include "agent/record/guard.h"
 #include "agent/record/record_addr_hot.h"
 #include "agent/record/record_hot.h"
@@ -39,6 +39,40 @@ static inline int ms_fast_ok(void)
 {
     return MS_LIKELY(__atomic_load_n(&ms_state, __ATOMIC_RELAXED) == MS_STATE_READY) &&
            MS_LIKELY(ms_self.busy == 0);
+}
+
+/* ===========================================================================
+ * Bootstrap arena: dlsym may call calloc/malloc before we know the real functions.
+ * Blocks carry a 16-byte header with their size; free() of them is a no-op. Each is held
+ * in the address filter, where free() in the address modes finds it behind a "maybe".
+ * ========================================================================= */
+unsigned char ms_boot_arena[MS_BOOT_SIZE] __attribute__((aligned(64)));
+static size_t ms_boot_used;
+
+void *ms_boot_alloc(size_t n, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    MS_HEALTH_INC(boot_allocs);
+    for (;;) {
+        size_t old = __atomic_load_n(&ms_boot_used, __ATOMIC_RELAXED);
+        size_t start = (old + 16 + align - 1) & ~(align - 1);
+        if (n > MS_BOOT_SIZE || start + n > MS_BOOT_SIZE)
+            return NULL;
+        if (__atomic_compare_exchange_n(&ms_boot_used, &old, start + n, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            memcpy(ms_boot_arena + start - 16, &n, sizeof n);
+            ms_addr_hold(ms_boot_arena + start); /* free() in the address modes */
+            return ms_boot_arena + start;
+        }
+    }
+}
+
+size_t ms_boot_size(const void *p)
+{
+    size_t n;
+    memcpy(&n, (const unsigned char *)p - 16, sizeof n);
+    return n;
 }
 
 /* ===========================================================================

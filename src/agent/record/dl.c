@@ -13,7 +13,7 @@
 #include <link.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "agent/record/record.h"
 #include "agent/platform/got_hook.h"
 #include "agent/libc/libc.h"
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/agent.h"
+#include "agent/record/record.h"
 
 /* Allocations that pass before the next one decides (the slow path decides when it
  * goes below 0, e.g. at the thread's first allocation). With guard=0 the slow path sets
@@ -44,7 +44,6 @@ void ms_guard_free(void *p) MS_INTERNAL;
 size_t ms_guard_usable(void *p) MS_INTERNAL;
 
 void ms_guard_init(void) MS_INTERNAL;
-void ms_guard_thread_exit(void) MS_INTERNAL;
 void ms_guard_fork_prepare(void) MS_INTERNAL;
 void ms_guard_fork_parent(void) MS_INTERNAL;
 void ms_guard_fork_child(void) MS_INTERNAL;
@@ -87,6 +86,19 @@ static inline uintptr_t ms_guard_slot_addr(uint32_t i)
     return ms_guard_lo + (2 * (uintptr_t)i + 1) * ms_guard_page;
 }
 
+/* Checks the fill of every live guarded block's page (before a snapshot is written: not
+ * for the `guard` and `fatal` snapshots); an error is reported and the program runs on. */
+void ms_guard_check_live(void) MS_INTERNAL;
+/* guard_recover=1, in the fault handler after the report: the page at addr (a slot's or a
+ * guard page) is made accessible for good, a slot's retired. */
+void ms_guard_recover_page(uintptr_t addr) MS_INTERNAL;
+/* The slot an address in the pool is about, and the error kind an access there means. */
+int ms_guard_classify(uintptr_t addr, unsigned *kind) MS_INTERNAL;
+
+/* ---------------------------------------------------------------------------
+ * Hooks, implemented above (services/guard_report.c, services/guard_fault.c): the
+ * pool's only calls upward, none on the allocation path's common case.
+ * ------------------------------------------------------------------------- */
 /* Writes the report of an error (enum ms_guard_kind, snapshot_format.h) at addr (the
  * faulting address, or the pointer given to free) found by a fault (uc: its signal
  * context) or by free (uc NULL: the caller's stack is the access stack): stderr and a
@@ -96,20 +108,9 @@ static inline uintptr_t ms_guard_slot_addr(uint32_t i)
 void ms_guard_report(unsigned kind, uintptr_t addr, int slot, const void *uc) MS_INTERNAL;
 /* The same for an error found in a snapshot (no access stack: the block is live). */
 void ms_guard_report_found(unsigned kind, uintptr_t addr, int slot) MS_INTERNAL;
-/* Checks the fill of every live guarded block's page (before a snapshot is written: not
- * for the `guard` and `fatal` snapshots); an error is reported and the program runs on. */
-void ms_guard_check_live(void) MS_INTERNAL;
-/* guard_recover=1, in the fault handler after the report: the page at addr (a slot's or a
- * guard page) is made accessible for good, a slot's retired. */
-void ms_guard_recover_page(uintptr_t addr) MS_INTERNAL;
-/* Maps the report's buffer (guard=RATE only). */
-void ms_guard_report_init(void) MS_INTERNAL;
-/* The slot an address in the pool is about, and the error kind an access there means. */
-int ms_guard_classify(uintptr_t addr, unsigned *kind) MS_INTERNAL;
-/* Installs the fault handler (after fatal.c's, which it passes other faults to). */
-void ms_guard_fault_init(void) MS_INTERNAL;
-/* Gives the calling thread an alternate signal stack if it has none (guard.c calls it
- * at a thread's first allocation). */
+/* Gives the calling thread an alternate signal stack if it has none (at a thread's first
+ * guarded allocation), and unmaps it when the thread exits (record/threads.c). */
 void ms_guard_altstack(void) MS_INTERNAL;
+void ms_guard_thread_exit(void) MS_INTERNAL;
 
 #endif

@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/record/record.h"
 #include "agent/arch/arch.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))

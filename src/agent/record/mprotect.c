@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/record/record.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))
 

@@ -203,3 +203,27 @@ int ms_live_find(uint64_t addr, ms_live_entry *out)
     *out = e;
     return 1;
 }
+
+/* ===========================================================================
+ * Header confirmation (sampled and min_size modes, and a child that stopped recording)
+ * ========================================================================= */
+int ms_hdr_confirm_needed;
+
+/* A second, independent 64-bit mark of p for headers that name no live entry. */
+uint64_t ms_hdr_mark(const void *p)
+{
+    uint64_t h = (ms_ptr_key(p) ^ ~ms_hdr_secret) * 0xD6E8FEB86659FD93ull;
+    return (h ^ (h >> 29)) | 1;
+}
+
+int ms_hdr_confirm(const void *p)
+{
+    const ms_hdr *h = ms_hdr_of(p);
+    if (!h->index)
+        return h->meta == ms_hdr_mark(p);
+    ms_live_entry e;
+    return ms_live_get(h->index, &e) && ms_ptr_key((void *)(uintptr_t)e.addr) == ms_ptr_key(p);
+}
+
+/* Raised by services/control.c when the allocation path should call in (record.h). */
+int ms_ctl_need_start;

@@ -5,9 +5,10 @@
 #ifndef MS_AGENT_RECORD_ADDR_HOT_H
 #define MS_AGENT_RECORD_ADDR_HOT_H
 
+#include "agent/record/record.h"
+#include "agent/record/sampler.h"
 #include "agent/tables/addr_table.h"
 #include "agent/tables/live_hot.h"
-#include "agent/record/sampler.h"
 
 #ifndef MS_ALWAYS_INLINE
 #define MS_ALWAYS_INLINE inline __attribute__((always_inline))

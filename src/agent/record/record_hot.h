@@ -6,8 +6,7 @@
 #ifndef MS_AGENT_RECORD_HOT_H
 #define MS_AGENT_RECORD_HOT_H
 
-#include "agent/agent.h"
-#include "agent/services/control.h"
+#include "agent/record/record.h"
 #include "agent/tables/live_hot.h"
 #include "agent/record/sampler.h"
 #include "agent/unwind/unwind_cfi.h"

@@ -9,7 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/record/record.h"
 
 static uint64_t ms_tlife_counts[MS_TLIFE_COUNT];
 static int ms_tlife_said_full;
@@ -120,7 +120,7 @@ static int write_rec(const ms_thread_slot *t, void *arg)
     return 0;
 }
 
-static void write_thrl(ms_snap_writer *w, void *arg)
+void ms_tlife_write(ms_snap_writer *w, void *arg)
 {
     (void)arg;
     tlife_ctx c = {w, 0, 0, 0};
@@ -148,9 +148,4 @@ static void write_thrl(ms_snap_writer *w, void *arg)
     ms_sw_patch_u64(w, at_alive, c.alive);
     ms_sw_patch_u64(w, at_leaked, c.leaked);
     ms_sw_end(w);
-}
-
-void ms_tlife_init(void)
-{
-    ms_snapshot_add_hook(write_thrl, NULL);
 }

@@ -13,9 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/record/record.h"
 #include "agent/record/guard.h"
-#include "agent/services/metrics_serve.h"
 #include "agent/libc/libc.h"
 #include "agent/unwind/unwind_cfi.h"
 
@@ -70,7 +69,6 @@ static void ms_thread_uncount_me(void)
 
 int ms_threads_init(uint64_t capacity)
 {
-    ms_tlife_init();
     if (capacity < 16)
         capacity = 16;
     if (capacity > (1u << 24))

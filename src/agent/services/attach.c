@@ -8,7 +8,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "agent/services/services.h"
 #include "agent/platform/got_hook.h"
 #include "agent/record/sampler.h"
 #include "agent/services/start.h"

@@ -18,15 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/services/services.h"
 #include "agent/tables/addr_table.h"
-#include "agent/agent.h"
 #include "agent/services/metrics_serve.h"
 #include "agent/leak/leak_scan.h"
 #include "agent/record/sampler.h"
 #include "agent/platform/sig_resume.h"
 
-int ms_ctl_need_start;
-int ms_ctl_track;
 
 /* CTL_IDLE: the handler is installed and nothing needs a thread (no interval, no
  * trigger, one program thread): requests are served on the program's own thread, so
@@ -47,13 +45,7 @@ static struct {
     ms_ctl_handler_fn handlers[MS_CTL_REQ_MAX];
     void *handler_args[MS_CTL_REQ_MAX];
     ms_control_stats stats;
-    /* totals and peak */
-    uint64_t live_total;   /* signed in spirit; wraps are clamped when read */
-    uint64_t peak_total;
-    uint64_t peak_ticks;   /* ms_ticks() at the peak (a coarse clock: a few ns) */
-    uint64_t epoch;        /* bumped at every new peak */
-    uint64_t trigger_at;   /* live_total >= this wakes the thread (UINT64_MAX = disarmed) */
-    int bytes_fired, rss_fired;
+    int bytes_fired, rss_fired; /* the byte trigger's level: tables/totals.c */
     uint32_t tid;          /* the control thread's id */
     uint32_t gen;          /* bumped when the thread is told to end (detach) */
     uint64_t deadline_ns;  /* mono_ns at which deadline_req is raised (0 = none) */
@@ -66,18 +58,6 @@ static struct {
     int orphan_poll;       /* quit once /proc shows no other live thread */
 } ctl;
 
-/* Per-stack live counters and their values at the last peak. A slot whose epoch is not
- * the current one has not changed since the peak: its current values are the peak's. */
-typedef struct ms_peak_slot {
-    int64_t cur_bytes, cur_blocks;
-    int64_t peak_bytes, peak_blocks;
-    uint64_t epoch;
-    uint64_t temps; /* temporary allocations (agent.h) */
-} ms_peak_slot;
-/* indexed by stack id; grows with the stacks (chunks.h) */
-static ms_chunks peak_slots;
-static int peak_on;
-
 #define STAT_INC(f) __atomic_fetch_add(&ctl.stats.f, 1, __ATOMIC_RELAXED)
 
 /* ====================================================================================
@@ -88,6 +68,12 @@ static void ctl_wake(void)
 {
     __atomic_fetch_add(&ctl.word, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &ctl.word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* The byte trigger's hook (tables.h): the flush that crossed it wakes the thread. */
+void ms_control_trigger_reached(void)
+{
+    ctl_wake();
 }
 
 static void ctl_wait(uint32_t seen, uint64_t timeout_ns)
@@ -185,331 +171,12 @@ int ms_control_set_handler(unsigned request, ms_ctl_handler_fn fn, void *arg)
     return 0;
 }
 
-/* ====================================================================================
- * Totals and the peak
- * ================================================================================== */
-/* A change of stack sid's live counters (and its temporaries) in its shared slot. */
-static void ms_control_apply(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps)
-{
-    if (!peak_on)
-        return;
-    ms_peak_slot *s = ms_chunks_get(&peak_slots, sid);
-    if (MS_UNLIKELY(!s)) { /* the first change of a stack in a new chunk */
-        if (ms_chunks_ensure(&peak_slots, sid) != 0)
-            return;
-        s = ms_chunks_at(&peak_slots, sid);
-    }
-    uint64_t epoch = __atomic_load_n(&ctl.epoch, __ATOMIC_ACQUIRE);
-    uint64_t seen = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
-    if (seen != epoch &&
-        __atomic_compare_exchange_n(&s->epoch, &seen, epoch, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_RELAXED)) {
-        /* first change since the peak moved: its value then is its value now */
-        __atomic_store_n(&s->peak_bytes, __atomic_load_n(&s->cur_bytes, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
-        __atomic_store_n(&s->peak_blocks, __atomic_load_n(&s->cur_blocks, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
-    }
-    if (bytes)
-        __atomic_fetch_add(&s->cur_bytes, bytes, __ATOMIC_RELAXED);
-    if (blocks)
-        __atomic_fetch_add(&s->cur_blocks, blocks, __ATOMIC_RELAXED);
-    if (temps)
-        __atomic_fetch_add(&s->temps, temps, __ATOMIC_RELAXED);
-}
-
-/* A change of the total: the byte trigger and the peak. */
-static void ctl_apply_total(int64_t bytes)
-{
-    uint64_t total = __atomic_add_fetch(&ctl.live_total, (uint64_t)bytes, __ATOMIC_ACQ_REL);
-    if (bytes <= 0 || (int64_t)total < 0)
-        return;
-    if (total >= __atomic_load_n(&ctl.trigger_at, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&ctl.trigger_at, UINT64_MAX, __ATOMIC_RELAXED);
-        ctl_wake();
-    }
-    if (!ctl.cfg.dump_at_peak)
-        return;
-    uint64_t peak = __atomic_load_n(&ctl.peak_total, __ATOMIC_RELAXED);
-    while (total > peak) {
-        if (__atomic_compare_exchange_n(&ctl.peak_total, &peak, total, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
-            __atomic_fetch_add(&ctl.epoch, 1, __ATOMIC_ACQ_REL);
-            __atomic_store_n(&ctl.peak_ticks, ms_ticks(), __ATOMIC_RELAXED);
-            STAT_INC(peak_updates);
-            break;
-        }
-    }
-}
-
-void ms_control_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps)
-{
-    ms_control_apply(sid, bytes, blocks, temps);
-    if (bytes)
-        ctl_apply_total(bytes);
-}
-
-/* Allocation sizes (full mode), summed from the threads' tables when they flush. */
-static uint64_t ctl_hist[MS_HIST_BUCKETS];
-
-/* Every table ever made, newest first (pushed, never removed: readers walk it without a
- * lock). A table is given back at its thread's exit and taken by a later thread. */
-static ms_pend *pend_all;
-
-ms_pend *ms_pend_new(void)
-{
-    if (ms_self.exit_done || !ms_ctl_track)
-        return NULL;
-    ms_pend *p;
-    for (p = __atomic_load_n(&pend_all, __ATOMIC_ACQUIRE); p; p = p->next) {
-        uint32_t free_ = 0; /* flushed at its thread's exit: every way empty */
-        if (__atomic_load_n(&p->in_use, __ATOMIC_RELAXED) == 0 &&
-            __atomic_compare_exchange_n(&p->in_use, &free_, 1, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
-            p->last_ptr = 0;
-            p->band = 0; /* as a new table: its first change flushes and sets it */
-            break;
-        }
-    }
-    if (!p) {
-        p = ms_sys_mmap(sizeof(ms_pend));
-        if (!p)
-            return NULL;
-        p->in_use = 1;
-        p->next = __atomic_load_n(&pend_all, __ATOMIC_RELAXED);
-        while (!__atomic_compare_exchange_n(&pend_all, &p->next, p, 1, __ATOMIC_RELEASE,
-                                            __ATOMIC_RELAXED))
-            ;
-    }
-    ms_self.pend = p;
-    return p;
-}
-
-void ms_pend_unflushed(uint32_t sid, uint64_t *blocks, uint64_t *bytes)
-{
-    unsigned way = ms_pend_way(sid);
-    for (ms_pend *p = __atomic_load_n(&pend_all, __ATOMIC_ACQUIRE); p; p = p->next) {
-        if (!__atomic_load_n(&p->in_use, __ATOMIC_ACQUIRE))
-            continue; /* given back: flushed, every way empty */
-        ms_pend_ent *e = &p->ent[way];
-        if (__atomic_load_n(&e->sid, __ATOMIC_RELAXED) == sid) {
-            *blocks += __atomic_load_n(&e->alloc_blocks, __ATOMIC_RELAXED);
-            *bytes += __atomic_load_n(&e->alloc_bytes, __ATOMIC_RELAXED);
-        }
-    }
-}
-
-void ms_pend_sums(ms_live_sum *s, uint32_t max_id)
-{
-    for (ms_pend *p = __atomic_load_n(&pend_all, __ATOMIC_ACQUIRE); p; p = p->next) {
-        if (!__atomic_load_n(&p->in_use, __ATOMIC_ACQUIRE))
-            continue; /* given back: flushed, every way empty */
-        for (unsigned w = 0; w < MS_PEND_WAYS; w++) {
-            ms_pend_ent *e = &p->ent[w];
-            uint32_t sid = __atomic_load_n(&e->sid, __ATOMIC_RELAXED);
-            if (sid && sid <= max_id) {
-                s[sid].pend_blocks += __atomic_load_n(&e->alloc_blocks, __ATOMIC_RELAXED);
-                s[sid].pend_bytes += __atomic_load_n(&e->alloc_bytes, __ATOMIC_RELAXED);
-            }
-        }
-    }
-}
-
-static void pend_apply(ms_pend_ent *e)
-{
-    if (e->sid && (e->bytes || e->blocks || e->temps))
-        ms_control_apply(e->sid, e->bytes, e->blocks, e->temps);
-    e->bytes = e->blocks = 0;
-    e->temps = 0;
-    if (e->alloc_blocks || e->alloc_bytes) { /* on the table's own thread: its shard */
-        ms_stack_count_heap_alloc(ms_stack_known(e->sid), e->alloc_blocks, e->alloc_bytes);
-        e->alloc_blocks = 0;
-        e->alloc_bytes = 0;
-    }
-}
-
-/* Entry e (the way of sid) holds another stack, or none: hand its changes to the shared
- * slot and the stack's record. The thread's pending total keeps them until the next flush
- * (the slots may lead the total by at most that much). An empty way is listed for the
- * next flush. */
-static void pend_take(ms_pend *p, unsigned way, uint32_t sid)
-{
-    ms_pend_ent *e = &p->ent[way];
-    if (e->sid)
-        pend_apply(e);
-    else
-        p->dirty[p->ndirty++] = (uint16_t)way;
-    e->sid = sid;
-}
-
-void ms_pend_flush(ms_pend *p)
-{
-    for (uint32_t i = 0; i < p->ndirty; i++) {
-        ms_pend_ent *e = &p->ent[p->dirty[i]];
-        pend_apply(e);
-        /* emptied: a way that holds a stack is listed (the note's inline part tests the
-         * stack alone); the stack's next change lists it again */
-        e->sid = 0;
-    }
-    p->ndirty = 0;
-    for (unsigned b = 0; b < MS_HIST_BUCKETS; b++)
-        if (p->hist[b]) {
-            __atomic_fetch_add(&ctl_hist[b], p->hist[b], __ATOMIC_RELAXED);
-            p->hist[b] = 0;
-        }
-    int64_t bytes = p->bytes;
-    p->bytes = 0;
-    p->events_left = MS_PEND_FLUSH_EVENTS;
-    p->flush_due = 0;
-    if (bytes)
-        ctl_apply_total(bytes);
-    /* how far this thread may grow before it could make a new peak or reach the trigger */
-    uint64_t total = ms_control_live_total(), peak = ms_control_peak_total();
-    uint64_t limit = __atomic_load_n(&ctl.trigger_at, __ATOMIC_RELAXED);
-    if (ctl.cfg.dump_at_peak && peak < limit)
-        limit = peak;
-    uint64_t grain = peak / 256;
-    if (grain < 1024) /* a small program's ramp would flush at every block */
-        grain = 1024;
-    if (grain > MS_PEND_FLUSH_BYTES)
-        grain = MS_PEND_FLUSH_BYTES;
-    uint64_t room = limit > total ? limit - total : 0;
-    if (room > (uint64_t)INT64_MAX / 2)
-        room = (uint64_t)INT64_MAX / 2;
-    p->band = room + grain + 1 + MS_PEND_FLUSH_BYTES - 1;
-}
-
-/* ms_control_note_id (agent.h) when its inline part cannot apply the change. */
-void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps, int defer,
-                          int counted)
-{
-    ms_pend *p = ms_ctl_track ? ms_pend_self() : NULL;
-    if (MS_UNLIKELY(!p)) { /* nothing tracked, or no table: the record at once */
-        if (counted)
-            ms_stack_count_heap_alloc(ms_stack_known(sid), (uint64_t)blocks, (uint64_t)bytes);
-        if (ms_ctl_track)
-            ms_control_apply_now(sid, bytes, blocks, temps);
-        return;
-    }
-    if (p->flush_due)
-        ms_pend_flush(p);
-    unsigned way = ms_pend_way(sid);
-    ms_pend_ent *e = &p->ent[way];
-    if (e->sid != sid)
-        pend_take(p, way, sid);
-    e->bytes += bytes;
-    e->blocks += blocks;
-    e->temps += (uint16_t)temps;
-    if (counted) {
-        e->alloc_blocks++;
-        e->alloc_bytes += (uint64_t)bytes;
-    }
-    p->bytes += bytes;
-    if (ms_pend_due(p, p->bytes)) {
-        if (defer)
-            p->flush_due = 1;
-        else
-            ms_pend_flush(p);
-    }
-}
-
-void ms_control_flush_self(void)
-{
-    ms_pend *p = ms_self.pend;
-    if (p)
-        ms_pend_flush(p);
-}
-
-void ms_pend_thread_exit(void)
-{
-    ms_pend *p = ms_self.pend;
-    if (!p)
-        return;
-    ms_pend_flush(p);
-    ms_self.pend = NULL;
-    /* kept mapped (a reader of the counters may be walking it) and given back */
-    __atomic_store_n(&p->in_use, 0, __ATOMIC_RELEASE);
-}
-
-uint64_t ms_control_live_total(void)
-{
-    int64_t t = (int64_t)__atomic_load_n(&ctl.live_total, __ATOMIC_RELAXED);
-    return t > 0 ? (uint64_t)t : 0;
-}
-
-uint64_t ms_control_peak_total(void)
-{
-    return __atomic_load_n(&ctl.peak_total, __ATOMIC_RELAXED);
-}
-
 /* Snapshot hook: the PEAK chunk (dump_at_peak) and the control/sampler counters. */
 static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
 {
     (void)arg;
     ms_control_flush_self();
-    if (ctl.cfg.dump_at_peak && peak_on) {
-        uint64_t epoch = __atomic_load_n(&ctl.epoch, __ATOMIC_ACQUIRE);
-        uint64_t maxid = ms_stack_max_id();
-        ms_sw_begin(w, MS_CHUNK_PEAK, 0);
-        ms_sw_u64(w, ms_control_peak_total());
-        uint64_t pt = __atomic_load_n(&ctl.peak_ticks, __ATOMIC_RELAXED);
-        ms_sw_u64(w, pt ? ms_ticks_to_ns(pt) : 0);
-        uint64_t count_at = ms_sw_chunk_pos(w);
-        ms_sw_u32(w, 0);
-        uint32_t n = 0;
-        for (uint64_t id = 0; id <= maxid; id++) {
-            ms_peak_slot *s = ms_chunks_get(&peak_slots, id);
-            if (!s)
-                continue;
-            int at_peak = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) == epoch;
-            int64_t bytes = at_peak ? s->peak_bytes : s->cur_bytes;
-            int64_t blocks = at_peak ? s->peak_blocks : s->cur_blocks;
-            if (bytes <= 0 && blocks <= 0)
-                continue;
-            ms_sw_u32(w, (uint32_t)id);
-            ms_sw_u32(w, 0);
-            ms_sw_u64(w, blocks > 0 ? (uint64_t)blocks : 0);
-            ms_sw_u64(w, bytes > 0 ? (uint64_t)bytes : 0);
-            n++;
-        }
-        ms_sw_patch_u32(w, count_at, n);
-        ms_sw_end(w);
-        /* temporary allocations per stack */
-        ms_sw_begin(w, MS_CHUNK_TEMP, 0);
-        count_at = ms_sw_chunk_pos(w);
-        ms_sw_u32(w, 0);
-        n = 0;
-        for (uint64_t id = 1; id <= maxid; id++) {
-            const ms_peak_slot *s = ms_chunks_get(&peak_slots, id);
-            uint64_t t = s ? __atomic_load_n(&s->temps, __ATOMIC_RELAXED) : 0;
-            if (!t)
-                continue;
-            ms_sw_u32(w, (uint32_t)id);
-            ms_sw_u32(w, 0);
-            ms_sw_u64(w, t);
-            n++;
-        }
-        ms_sw_patch_u32(w, count_at, n);
-        ms_sw_end(w);
-    }
-    if (ms_ctl_track && !ms_sampler_cfg.enabled) {
-        /* allocation sizes: buckets [lo, hi] with their number of allocations */
-        ms_sw_begin(w, MS_CHUNK_HIST, 0);
-        uint64_t count_at = ms_sw_chunk_pos(w);
-        ms_sw_u32(w, 0);
-        uint32_t n = 0;
-        for (unsigned b = 0; b < MS_HIST_BUCKETS; b++) {
-            uint64_t c = __atomic_load_n(&ctl_hist[b], __ATOMIC_RELAXED);
-            if (!c)
-                continue;
-            ms_sw_u64(w, b ? 1ull << (b - 1) : 0);
-            ms_sw_u64(w, b == 0 ? 0 : b == 64 ? UINT64_MAX : (1ull << b) - 1);
-            ms_sw_u64(w, c);
-            n++;
-        }
-        ms_sw_patch_u32(w, count_at, n);
-        ms_sw_end(w);
-    }
+    ms_totals_write(w, ms_ctl_track && !ms_sampler_cfg.enabled);
     ms_control_stats st;
     ms_control_get_stats(&st);
     ms_sw_begin(w, MS_CHUNK_HLTH, 0);
@@ -545,7 +212,7 @@ void ms_control_get_stats(ms_control_stats *s)
     s->snapshots = __atomic_load_n(&ctl.stats.snapshots, __ATOMIC_RELAXED);
     s->snapshot_errors = __atomic_load_n(&ctl.stats.snapshot_errors, __ATOMIC_RELAXED);
     s->triggers = __atomic_load_n(&ctl.stats.triggers, __ATOMIC_RELAXED);
-    s->peak_updates = __atomic_load_n(&ctl.stats.peak_updates, __ATOMIC_RELAXED);
+    s->peak_updates = ms_totals_peak_updates();
     s->thread_starts = __atomic_load_n(&ctl.stats.thread_starts, __ATOMIC_RELAXED);
 }
 
@@ -737,7 +404,7 @@ static void *ctl_main(void *arg)
                 /* hysteresis: fire again only after falling 10% below the threshold */
                 ctl.bytes_fired = 0;
                 next_rearm = UINT64_MAX;
-                __atomic_store_n(&ctl.trigger_at, ctl.cfg.trigger_bytes, __ATOMIC_RELAXED);
+                ms_totals_arm(ctl.cfg.trigger_bytes);
             } else if (ctl.bytes_fired) {
                 next_rearm = now + REARM_POLL_NS;
             }
@@ -949,16 +616,7 @@ static int ctl_install(void)
 int ms_control_init(const ms_control_config *c)
 {
     ctl.cfg = *c;
-    if (c->trigger_bytes || c->dump_at_peak) {
-        ctl.trigger_at = c->trigger_bytes ? c->trigger_bytes : UINT64_MAX;
-        /* 16K slots (768 KiB) per chunk, as the stack records */
-        if (c->dump_at_peak && ms_stack_get(1) &&
-            ms_chunks_init(&peak_slots, c->stack_capacity + 2, 14, sizeof(ms_peak_slot)) == 0)
-            peak_on = 1;
-        __atomic_store_n(&ms_ctl_track, 1, __ATOMIC_RELEASE);
-    } else {
-        ctl.trigger_at = UINT64_MAX;
-    }
+    ms_totals_init(c->dump_at_peak, c->trigger_bytes, c->stack_capacity);
     ms_snapshot_add_hook(ctl_snapshot_hook, NULL);
     if (!c->enabled)
         return 0;
@@ -1036,7 +694,7 @@ void ms_control_fork_child(int keep)
     ctl.bytes_fired = 0;
     ctl.rss_fired = 0;
     if (ctl.cfg.trigger_bytes)
-        ctl.trigger_at = ctl.cfg.trigger_bytes;
+        ms_totals_arm(ctl.cfg.trigger_bytes);
     ctl.serving = 0;
     if (ctl.cfg.enabled && keep && ctl.state != CTL_OFF) {
         /* the child has one thread: it needs its own only for periodic work */
@@ -1083,24 +741,6 @@ __attribute__((visibility("default"))) int __libc_start_main(
 /* ====================================================================================
  * Production mode from the agent's options
  * ================================================================================== */
-int ms_hdr_confirm_needed;
-
-/* A second, independent 64-bit mark of p for headers that name no live entry. */
-uint64_t ms_hdr_mark(const void *p)
-{
-    uint64_t h = (ms_ptr_key(p) ^ ~ms_hdr_secret) * 0xD6E8FEB86659FD93ull;
-    return (h ^ (h >> 29)) | 1;
-}
-
-int ms_hdr_confirm(const void *p)
-{
-    const ms_hdr *h = ms_hdr_of(p);
-    if (!h->index)
-        return h->meta == ms_hdr_mark(p);
-    ms_live_entry e;
-    return ms_live_get(h->index, &e) && ms_ptr_key((void *)(uintptr_t)e.addr) == ms_ptr_key(p);
-}
-
 void ms_production_init(void)
 {
     ms_attach_publish_mode(); /* the mode, for the memsight command (requests, attach) */

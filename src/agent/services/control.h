@@ -48,9 +48,6 @@ void ms_production_fork_child(void);
  * (ms_attach_reply). */
 unsigned ms_control_request_seq(unsigned request);
 
-/* Thread id of the control thread (0 if none): an agent thread, never a root. */
-uint32_t ms_control_tid(void);
-
 /* A request handler run on the control thread (e.g. the leak scan). One per code. */
 typedef void (*ms_ctl_handler_fn)(unsigned request, void *arg);
 int ms_control_set_handler(unsigned request, ms_ctl_handler_fn fn, void *arg);
@@ -61,16 +58,7 @@ int ms_control_set_handler(unsigned request, ms_ctl_handler_fn fn, void *arg);
  * the signal handler). Without it, a request is served on the program thread the signal
  * found waiting in a blocking call of the C library, or else from that thread's next
  * allocation that reaches the agent; ms_ctl_need_start then asks the allocation path to
- * call in. The allocation path calls ms_control_maybe_start(); it costs one load. */
-extern int ms_ctl_need_start;
-void ms_control_start_slow(void);
-static inline void ms_control_maybe_start(void)
-{
-    if (__builtin_expect(__atomic_load_n(&ms_ctl_need_start, __ATOMIC_RELAXED) != 0, 0))
-        ms_control_start_slow();
-}
-/* The program started a thread of its own (threads.c): the agent's thread is wanted. */
-void ms_control_program_threaded(void);
+ * call in. The allocation path calls ms_control_maybe_start() (record.h); it costs one load. */
 /* memsight_start() called by the program itself: as after main() under LD_PRELOAD, the
  * thread starts if something needs it or the program already runs threads of its own;
  * a single-threaded program keeps the C library's single-thread paths. */
@@ -91,25 +79,8 @@ void ms_control_set_deadline(uint64_t after_ms, unsigned request);
  * thread; with `keep` the child's first allocation starts its own thread. */
 void ms_control_fork_child(int keep);
 
-/* The last program thread the agent counted is leaving (threads.c): the control thread
- * leaves too, and this waits for it, unless /proc shows other live threads. */
-void ms_control_program_gone(void);
-
 /* Signal number in use (for messages and META), 0 when control is off. */
 int ms_control_signal(void);
-
-/* ------------------------------------------------------------------------------------
- * Totals and the peak. Enabled by dump_at_peak (the default) or trigger_bytes: every
- * recorded allocation and free goes through ms_control_note_id() (agent.h), which
- * batches per thread and flushes here.
- * ---------------------------------------------------------------------------------- */
-extern int ms_ctl_track;
-/* Flushes the calling thread's pending changes (before it writes a snapshot). */
-void ms_control_flush_self(void);
-
-/* Current and peak totals of tracked live bytes (0 when tracking is off). */
-uint64_t ms_control_live_total(void);
-uint64_t ms_control_peak_total(void);
 
 /* Counters for the HLTH chunk. */
 typedef struct ms_control_stats {

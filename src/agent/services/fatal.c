@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/services/services.h"
 #include "agent/arch/arch.h"
 #include "agent/leak/leak_scan.h"
 

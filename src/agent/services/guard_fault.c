@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/record/guard.h"
+#include "agent/services/guard_fault.h"
 #include "agent/libc/libc.h"
 
 #define MS_EXPORT __attribute__((visibility("default")))

@@ -6,49 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/record/guard.h"
-
-/* ===========================================================================
- * Classification of a faulting address
- * ========================================================================= */
-int ms_guard_classify(uintptr_t addr, unsigned *kind)
-{
-    *kind = MS_GUARD_KIND_UNKNOWN;
-    if (!ms_guard_slots)
-        return -1;
-    uintptr_t k = (addr - ms_guard_lo) / ms_guard_page;
-    if (k & 1) { /* in a slot's page: only a freed one is inaccessible */
-        uint32_t i = (uint32_t)((k - 1) / 2);
-        if (__atomic_load_n(&ms_guard_slots[i].state, __ATOMIC_ACQUIRE) == MS_GUARD_SLOT_FREED)
-            *kind = MS_GUARD_KIND_UAF;
-        return (int)i;
-    }
-    /* a guard page: past the end of the slot before it, or before the start of the one
-     * after it, whichever block is nearer */
-    uint32_t g = (uint32_t)(k / 2);
-    int best = -1;
-    uintptr_t dist = UINTPTR_MAX;
-    if (g >= 1 && g - 1 < ms_guard_nslots) {
-        const ms_guard_slot *s = &ms_guard_slots[g - 1];
-        if (s->ptr && addr >= s->ptr + s->size && addr - (s->ptr + s->size) < dist) {
-            dist = addr - (s->ptr + s->size);
-            best = (int)g - 1;
-            *kind = MS_GUARD_KIND_OVERFLOW;
-        }
-    }
-    if (g < ms_guard_nslots) {
-        const ms_guard_slot *s = &ms_guard_slots[g];
-        if (s->ptr && addr < s->ptr && s->ptr - addr < dist) {
-            best = (int)g;
-            *kind = MS_GUARD_KIND_UNDERFLOW;
-        }
-    }
-    /* beside a freed block: a use after free (its free stack says so), as GWP-ASan has it */
-    if (best >= 0 &&
-        __atomic_load_n(&ms_guard_slots[best].state, __ATOMIC_ACQUIRE) == MS_GUARD_SLOT_FREED)
-        *kind = MS_GUARD_KIND_UAF;
-    return best;
-}
+#include "agent/services/guard_fault.h"
 
 /* ===========================================================================
  * The report

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/services/services.h"
 #include "agent/leak/leak_scan.h"
 #include "core/listen_addr.h"
 #include "fleet/metrics_agent.h"

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <sched.h>
 
-#include "agent/agent.h"
+#include "agent/services/services.h"
 #include "agent/platform/got_hook.h"
 #include "agent/services/start.h"
 

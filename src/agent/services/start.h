@@ -4,7 +4,7 @@
 #ifndef MS_START_H
 #define MS_START_H
 
-#include "agent/agent.h"
+#include "agent/services/services.h"
 
 /* Options given to memsight_start(); NULL: read MEMSIGHT_OPTIONS. Read by ms_init. */
 extern const char *ms_start_options MS_INTERNAL;

@@ -19,7 +19,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/snapshot/snapshot.h"
 #include "agent/record/guard.h"
 #include "agent/arch/arch.h"
 #include "agent/libc/libc.h"
@@ -500,20 +500,6 @@ static const char *errno_text(int e)
     case ENFILE: return "too many open files in the system";
     default: return NULL;
     }
-}
-
-/* One line "memsight: pid N: " + the parts, written with one write(). */
-void ms_say(const char *const *parts, size_t nparts)
-{
-    char line[3 * MS_SW_PATH_MAX], pid[24];
-    ms_fmt_u64(pid, (uint64_t)getpid());
-    const char *head[] = {"memsight: pid ", pid, ": "};
-    size_t n = 0;
-    for (size_t i = 0; i < 3 + nparts; i++)
-        for (const char *s = i < 3 ? head[i] : parts[i - 3]; s && *s && n < sizeof line - 1; s++)
-            line[n++] = *s;
-    line[n++] = '\n';
-    (void)!write(2, line, n);
 }
 
 static int ms_snap_said_errno;

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "agent/agent.h"
+#include "agent/tables/tables.h"
 
 /* 1: recorded blocks carry no header and are kept here (set once at start, kept by forked
  * children and across detach/attach, since blocks recorded either way outlive a mode). */
@@ -69,16 +69,5 @@ uint64_t ms_addr_bytes_reserved(void) MS_INTERNAL;
 void ms_addr_fork_prepare(void) MS_INTERNAL;
 void ms_addr_fork_parent(void) MS_INTERNAL;
 void ms_addr_fork_child(void) MS_INTERNAL;
-
-/* Recording without a header (record_addr.c): commit a prepared record (ms_record_prepare)
- * for the block p the allocator gave; nothing when the record was not taken; the record
- * undone when p is NULL (the allocation failed). Returns p. */
-void *ms_record_commit_addr(void *p, size_t size, const ms_rec_prep *rp) MS_INTERNAL;
-/* Forgets p before it is freed or moved: 1 when it was a recorded block (its size asked
- * in *size when size is not NULL), 0 when plain. */
-int ms_forget_addr(const void *p, size_t *size) MS_INTERNAL;
-/* A recorded block the program freed behind the agent's back (an allocator's own free):
- * its live entry idx forgotten as if free() had been called, and counted (foreign_frees). */
-void ms_forget_addr_stale(uint32_t idx) MS_INTERNAL;
 
 #endif

@@ -1,7 +1,7 @@
 /* Tables that grow with use (chunks.h). Runs inside the target: mmap only, no lock. */
 #include "agent/tables/chunks.h"
 
-#include "agent/agent.h"
+#include "agent/tables/tables.h"
 
 int ms_chunks_init(ms_chunks *c, uint64_t capacity, unsigned shift, size_t elem)
 {

@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/tables/tables.h"
 #include "agent/arch/arch.h"
 #include "agent/tables/chunks.h"
 #include "agent/tables/live_hot.h"

@@ -4,7 +4,7 @@
 #ifndef MS_AGENT_LIVE_HOT_H
 #define MS_AGENT_LIVE_HOT_H
 
-#include "agent/agent.h"
+#include "agent/tables/tables.h"
 #include "agent/tables/chunks.h"
 
 extern ms_chunks ms_live_entries MS_INTERNAL;

@@ -7,7 +7,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "agent/tables/tables.h"
 #include "agent/tables/chunks.h"
 
 ms_chunks ms_stack_recs;           /* indexed by id; id 0 unused */

@@ -3,7 +3,7 @@
  * Runs inside the target: every stack read is bounds-checked, nothing allocates. */
 #include <stdint.h>
 
-#include "agent/agent.h"
+#include "agent/unwind/unwind.h"
 #include "agent/arch/arch.h"
 #include "agent/unwind/unwind_cfi.h"
 #include "agent/unwind/unwind_fp.h"

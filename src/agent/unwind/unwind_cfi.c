@@ -14,7 +14,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "agent/unwind/unwind.h"
 #include "agent/arch/arch.h"
 #include "agent/unwind/unwind_fp.h"
 #include "agent/unwind/unwind_libunwind.h"

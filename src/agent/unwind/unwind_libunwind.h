@@ -6,7 +6,7 @@
 #ifndef MS_AGENT_UNWIND_LIBUNWIND_H
 #define MS_AGENT_UNWIND_LIBUNWIND_H
 
-#include "agent/agent.h"
+#include "agent/unwind/unwind.h"
 
 int ms_lu_available(void) MS_INTERNAL;
 void ms_lu_init(void) MS_INTERNAL;
