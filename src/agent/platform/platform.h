@@ -52,7 +52,7 @@ typedef struct ms_tls {
     int counted;          /* 1: one of the program's threads alive (threads.c) */
     void *cfi;            /* unwinder state, mapped on first use (unwind_cfi.c) */
     void *scache;         /* recent-stack cache, mapped on first use (record.c) */
-    void *pend;           /* unflushed live-total changes, mapped on first use (control.c) */
+    void *pend;           /* unflushed live-total changes, mapped on first use (tables/totals.c) */
     uint64_t scache_clock;
     int count_own;        /* 1: adds to shard 0 of heap stacks' counters alone; -1: not */
     uintptr_t walk_fp;    /* frame record of the recording call a walk starts from (0: its own) */

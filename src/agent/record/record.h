@@ -40,7 +40,7 @@ size_t ms_boot_size(const void *p) MS_INTERNAL;
  * another path) is passed to the real functions unchanged. Only when the real malloc is
  * the C library's, whose own chunk header lies below every block it hands out (so the
  * 16 bytes read below any pointer its free may receive are mapped): with another
- * allocator every mode records by address, without a header (control.c).
+ * allocator every mode records by address, without a header (services/control.c).
  * ========================================================================= */
 typedef struct ms_hdr {
     uint32_t index;
@@ -64,7 +64,7 @@ static inline ms_hdr *ms_hdr_of(const void *p)
 }
 /* Sampled and min_size modes give most blocks no header, so the 16 bytes below a
  * pointer are usually the allocator's (or the previous block's data): a matching check
- * is then confirmed exactly (control.c's ms_hdr_confirm: the live entry names p, or an
+ * is then confirmed exactly (record.c's ms_hdr_confirm: the live entry names p, or an
  * untracked header carries a second 64-bit mark of p). */
 extern int ms_hdr_confirm_needed MS_INTERNAL;
 int ms_hdr_confirm(const void *p) MS_INTERNAL;

@@ -1,5 +1,5 @@
 /* Live heap blocks: a dense preallocated (mmap) array of 32-byte entries indexed by a
- * number that the block's own 16-byte header carries (see agent.h), and an in-use byte
+ * number that the block's own 16-byte header carries (record/record.h), and an in-use byte
  * per entry in each chunk's tail (live_hot.h). Allocation and free never search:
  * allocation writes one entry and its byte, free the byte alone (a hash keyed by
  * address missed on nearly every call). Free indices are cached

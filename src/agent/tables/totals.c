@@ -26,7 +26,7 @@ typedef struct ms_peak_slot {
     int64_t cur_bytes, cur_blocks;
     int64_t peak_bytes, peak_blocks;
     uint64_t epoch;
-    uint64_t temps; /* temporary allocations (agent.h) */
+    uint64_t temps; /* temporary allocations (tables.h) */
 } ms_peak_slot;
 /* indexed by stack id; grows with the stacks (chunks.h) */
 static ms_chunks peak_slots;
