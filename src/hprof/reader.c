@@ -145,6 +145,12 @@ typedef struct rd {
     uint64_t p1_split;
     int p1_second, p1_abort;
     uint64_t first_arr_start, first_arr_end; /* the second thread's first object array */
+    /* the top-level records the walk before pass 1 found: the first thread's walk takes
+     * their headers from here rather than touch a page of the second thread's half for
+     * each (a page fault, costly on a virtual machine) */
+    const struct toprec { uint64_t pos; uint32_t len; uint8_t tag; } *tops;
+    size_t ntops, ktop;
+    int fd; /* the plain file, for reading far-apart headers without faulting; -1: none */
     /* interned string ids -> strs offsets */
     uint64_t *ih_key;
     uint32_t *ih_val;
@@ -1624,8 +1630,17 @@ static int walk(rd *r)
         if (r->len - pos < 9)
             return fail(r, pos, 0, 0, "truncated record header (%llu bytes left in the file)",
                         (unsigned long long)(r->len - pos));
-        uint8_t tag = b[pos];
-        uint32_t len = be32(b + pos + 5);
+        uint8_t tag;
+        uint32_t len;
+        while (r->ktop < r->ntops && r->tops[r->ktop].pos < pos)
+            r->ktop++;
+        if (r->p1_split && pos >= r->p1_split && r->ktop < r->ntops && r->tops[r->ktop].pos == pos) {
+            tag = r->tops[r->ktop].tag;
+            len = r->tops[r->ktop].len;
+        } else {
+            tag = b[pos];
+            len = be32(b + pos + 5);
+        }
         uint64_t body = pos + 9;
         r->rec_at = pos;
         r->rec_tag = tag;
@@ -1971,19 +1986,34 @@ static int walk_two(rd *r)
 {
     ms_hgraph *g = r->g;
     uint64_t *hs = NULL;
-    size_t n = 0, cap = 0;
+    struct toprec *tops = NULL;
+    size_t n = 0, cap = 0, ntop = 0, captop = 0;
+    uint64_t mapped = 0; /* headers near this one are read from the mapping */
     for (uint64_t pos = r->hdr_len; r->len - pos >= 9;) {
-        uint8_t tag = r->base[pos];
-        uint64_t len = be32(r->base + pos + 5);
+        uint8_t hb[9];
+        const uint8_t *hp = r->base + pos;
+        if (r->fd >= 0 && pos - mapped > (256u << 10)) {
+            if (pread(r->fd, hb, 9, (off_t)pos) != 9)
+                break;
+            hp = hb;
+        } else {
+            mapped = pos;
+        }
+        uint8_t tag = hp[0];
+        uint64_t len = be32(hp + 5);
         if (!known_record_tag(tag) || len > r->len - pos - 9)
             break; /* the walk reports it */
-        if (tag == 0x0C || tag == 0x1C) {
-            if (grow((void **)&hs, &cap, n + 1, sizeof *hs)) {
-                free(hs);
-                return walk(r);
-            }
-            hs[n++] = pos;
+        if (grow((void **)&tops, &captop, ntop + 1, sizeof *tops) ||
+            ((tag == 0x0C || tag == 0x1C) && grow((void **)&hs, &cap, n + 1, sizeof *hs))) {
+            free(hs);
+            free(tops);
+            return walk(r);
         }
+        tops[ntop].pos = pos;
+        tops[ntop].len = (uint32_t)len;
+        tops[ntop++].tag = tag;
+        if (tag == 0x0C || tag == 0x1C)
+            hs[n++] = pos;
         pos += 9 + len;
     }
     size_t j = 0;
@@ -1995,6 +2025,7 @@ static int walk_two(rd *r)
     p1half *h = j && j < n ? calloc(1, sizeof *h) : NULL;
     if (!h) {
         free(hs);
+        free(tops);
         return walk(r);
     }
     h->r = *r;
@@ -2020,6 +2051,9 @@ static int walk_two(rd *r)
     h->rec = hs + j;
     h->nrec = n - j;
     r->p1_split = hs[j];
+    r->tops = tops;
+    r->ntops = ntop;
+    r->ktop = 0;
     pthread_t t;
     int started = pthread_create(&t, NULL, run_p1half, h) == 0;
     if (!started)
@@ -2027,6 +2061,9 @@ static int walk_two(rd *r)
     int rc = walk(r);
     uint64_t split = r->p1_split;
     r->p1_split = 0;
+    r->tops = NULL;
+    r->ntops = 0;
+    free(tops);
     if (started)
         pthread_join(t, NULL);
     if (started && h->rc && !b->p1_abort && (!rc || b->fail_at < r->fail_at)) {
@@ -2332,11 +2369,12 @@ static int finish(rd *r)
     return 0;
 }
 
-static int read_buffer(const uint8_t *data, uint64_t len, int can_drop, ms_gzindex *gz,
+static int read_buffer(const uint8_t *data, uint64_t len, int can_drop, int fd, ms_gzindex *gz,
                        const ms_hprof_read_opts *opts, ms_hgraph **out, char *err, size_t errlen)
 {
     rd r;
     memset(&r, 0, sizeof r);
+    r.fd = fd;
     r.base = data;
     r.len = len;
     r.can_drop = can_drop;
@@ -2368,7 +2406,7 @@ int ms_hprof_read_mem(const void *data, size_t len, const ms_hprof_read_opts *op
                       ms_hgraph **out, char *err, size_t errlen)
 {
     *out = NULL;
-    return read_buffer(data, len, 0, NULL, opts, out, err, errlen);
+    return read_buffer(data, len, 0, -1, NULL, opts, out, err, errlen);
 }
 
 int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **out, char *err,
@@ -2394,7 +2432,7 @@ int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **
     if (pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
         /* gzip: read in passes through a small window, no decompressed copy (gzsrc.h) */
         ms_gzindex *ix = ms_gzindex_new(fd);
-        int rc = ix ? read_buffer(NULL, 0, 0, ix, opts, out, e, sizeof e) : -1;
+        int rc = ix ? read_buffer(NULL, 0, 0, -1, ix, opts, out, e, sizeof e) : -1;
         if (!ix)
             snprintf(e, sizeof e, "out of memory");
         ms_gzindex_free(ix);
@@ -2409,14 +2447,15 @@ int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **
         return -1;
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
     if (m == MAP_FAILED) {
         snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+        close(fd);
         return -1;
     }
     madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
-    int rc = read_buffer(m, (uint64_t)st.st_size, 1, NULL, opts, out, e, sizeof e);
+    int rc = read_buffer(m, (uint64_t)st.st_size, 1, fd, NULL, opts, out, e, sizeof e);
     munmap(m, (size_t)st.st_size);
+    close(fd);
     if (rc)
         snprintf(err, errlen, "%s: %s", path, e);
     return rc;
