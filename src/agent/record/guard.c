@@ -93,11 +93,15 @@ static int pool_reserve(void)
  * merges the slot's page with them. Its mprotect at each allocation and free then
  * changes one mapping in place instead of splitting the pool's mapping and merging it
  * back, which cost several times more. Without it (the call fails) only that cost
- * returns. */
-static void slot_isolate(uintptr_t slot)
+ * returns. A guard page between two slots is marked once: not again when the slot on
+ * its other side was used before (and marked it then), so the pool's first uses make
+ * N+1 calls, not 2N (slots are first handed out in order). */
+static void slot_isolate(uint32_t i, uintptr_t slot)
 {
-    syscall(SYS_madvise, (void *)(slot - ms_guard_page), ms_guard_page, MADV_DONTDUMP);
-    syscall(SYS_madvise, (void *)(slot + ms_guard_page), ms_guard_page, MADV_DONTDUMP);
+    if (i == 0 || !__atomic_load_n(&ms_guard_slots[i - 1].ptr, __ATOMIC_ACQUIRE))
+        syscall(SYS_madvise, (void *)(slot - ms_guard_page), ms_guard_page, MADV_DONTDUMP);
+    if (i + 1 == ms_guard_nslots || !__atomic_load_n(&ms_guard_slots[i + 1].ptr, __ATOMIC_ACQUIRE))
+        syscall(SYS_madvise, (void *)(slot + ms_guard_page), ms_guard_page, MADV_DONTDUMP);
 }
 
 /* The least recently freed slot, or -1 when every slot is live (or no pool). Retired
@@ -210,7 +214,7 @@ void *ms_guard_alloc(size_t n, size_t align)
     uintptr_t slot = ms_guard_slot_addr((uint32_t)i);
     int used = s->ptr != 0; /* its page holds a freed block's bytes */
     if (!used)
-        slot_isolate(slot);
+        slot_isolate((uint32_t)i, slot);
     if (sys_mprotect(slot, pg, PROT_READ | PROT_WRITE) != 0) {
         __atomic_store_n(&ms_guard_slots[i].state, MS_GUARD_SLOT_FREED, __ATOMIC_RELEASE);
         MS_HEALTH_INC(guard_failures);
@@ -241,7 +245,7 @@ void *ms_guard_alloc(size_t n, size_t align)
     ms_rec_prep rp;
     ms_record_prepare(&rp, n); /* full mode: a live entry as for any block */
     ms_record_commit_entry((void *)p, n, &rp);
-    s->ptr = p;
+    __atomic_store_n(&s->ptr, p, __ATOMIC_RELEASE);
     s->size = n;
     s->alloc_sid = rp.sid ? rp.sid : ms_current_stack(MS_KIND_HEAP);
     s->alloc_tid = ms_gettid();
