@@ -13,8 +13,8 @@
  * ------------------------------------------------------------------------- */
 #define MS_SNAP_MAGIC "MSIGSNAP" /* 8 bytes, no terminator on disk */
 #define MS_SNAP_VERSION_MAJOR 1
-#define MS_SNAP_VERSION_MINOR 3 /* 1.1: kind reserved; 1.2: TEMP and HIST chunks;
-                                 * 1.3: THRL chunk */
+#define MS_SNAP_VERSION_MINOR 4 /* 1.1: kind reserved; 1.2: TEMP and HIST chunks;
+                                 * 1.3: THRL chunk; 1.4: GARD kinds 6 and 7 */
 
 typedef struct ms_snap_header {
     char magic[8];
@@ -209,14 +209,16 @@ enum ms_guard_kind {
                                      * the farthest) */
     MS_GUARD_KIND_COUNT
 };
-/* The names reports use for them (stderr, text and JSON reports). */
+/* The names reports use for them (stderr, text and JSON reports); "unknown-kind" for a
+ * kind above these, which only a newer minor version may write (a reader keeps the error
+ * and says the kind is unknown to it: the record's other fields mean the same). */
 static inline const char *ms_guard_kind_name(unsigned kind)
 {
     static const char *const names[MS_GUARD_KIND_COUNT] = {
         "unknown-in-pool", "use-after-free", "buffer-overflow", "buffer-underflow",
         "double-free", "invalid-free", "heap-buffer-overflow", "heap-buffer-underflow",
     };
-    return kind < MS_GUARD_KIND_COUNT ? names[kind] : names[0];
+    return kind < MS_GUARD_KIND_COUNT ? names[kind] : "unknown-kind";
 }
 
 typedef struct ms_snap_guard {

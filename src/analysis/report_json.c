@@ -405,7 +405,8 @@ static int guard_error(ms_json *j, const ms_snapshot *s, ms_symbolizer *sym)
     const ms_snap_guard *g = &e->g;
     ms_json_key(j, "guard_error");
     ms_json_object_begin(j);
-    ms_json_kv_str(j, "kind", ms_guard_kind_name(g->kind));
+    ms_json_kv_str(j, "kind", ms_guard_kind_name(g->kind)); /* "unknown-kind": newer format */
+    ms_json_kv_u64(j, "kind_value", g->kind);
     ms_json_key(j, "address");
     ms_json_hex(j, g->address);
     ms_json_key(j, "block_address");
@@ -588,6 +589,13 @@ int ms_export_json(const ms_snapshot *s, ms_symbolizer *sym, const ms_export_opt
     if (ms_report_option_errors(s)) {
         char w[700];
         snprintf(w, sizeof w, "the agent ignored bad options: %s", ms_report_option_errors(s));
+        ms_json_str(&j, w);
+    }
+    if (s->guard && s->guard->g.kind >= MS_GUARD_KIND_COUNT) {
+        char w[160];
+        snprintf(w, sizeof w,
+                 "guard error kind %u is unknown to this memsight (format %u.%u is newer)",
+                 s->guard->g.kind, s->version_major, s->version_minor);
         ms_json_str(&j, w);
     }
     if (s->unknown_chunks) {

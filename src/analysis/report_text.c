@@ -118,12 +118,22 @@ static void print_guard(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
     /* the fill around a block: found at free or realloc (the caller's stack), or by a
      * snapshot (no access stack) */
     int fill = g->kind == MS_GUARD_KIND_SLACK_OVER || g->kind == MS_GUARD_KIND_SLACK_UNDER;
-    fprintf(out, "guard pages caught: %s %s 0x%" PRIx64 ": ", ms_guard_kind_name(g->kind),
-            by_free ? "of" : "at", g->address);
+    int known = g->kind < MS_GUARD_KIND_COUNT;
+    if (known)
+        fprintf(out, "guard pages caught: %s %s 0x%" PRIx64 ": ", ms_guard_kind_name(g->kind),
+                by_free ? "of" : "at", g->address);
+    else /* from a newer minor version (the reader refuses it in any other) */
+        fprintf(out,
+                "guard pages caught: an error of kind %u, which this memsight does not know "
+                "(format %u.%u: a newer memsight names it), at 0x%" PRIx64 ": ",
+                g->kind, s->version_major, s->version_minor, g->address);
     print_guard_where(out, g);
     fputc('\n', out);
     if (fill && e->access.depth == 0) {
         fprintf(out, "  found in a snapshot by thread %u (the block is live)\n", g->access_tid);
+    } else if (!known) {
+        fprintf(out, "  access stack of thread %u:\n", g->access_tid);
+        print_frames(out, s, sym, &e->access);
     } else {
         fprintf(out, "  %s by thread %u:\n", by_free || fill ? "free called" : "accessed",
                 g->access_tid);

@@ -43,6 +43,7 @@ import resource
 import signal
 import subprocess
 import sys
+import struct
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -343,6 +344,13 @@ def case_slack_snapshot():
         snaps = glob.glob(os.path.join(d, '*-guard.msnap'))
         if len(snaps) != 1 or len(glob.glob(os.path.join(d, '*-exit.msnap'))) != 1:
             fail('slack_snapshot: files %s' % os.listdir(d))
+        # kinds 6 and 7 came with format 1.4: a file holding one says so (readers of 1.3
+        # refuse them)
+        with open(snaps[0], 'rb') as f:
+            major, minor = struct.unpack('<HH', f.read(12)[8:12])
+        if (major, minor) < (1, 4):
+            fail('slack_snapshot: a heap-buffer-overflow report in a format %d.%d file, not '
+                 '1.4' % (major, minor))
         rep = subprocess.run([MEMSIGHT, 'report', snaps[0]], capture_output=True, text=True)
         sec = sections(rep.stdout)
         want = '1 bytes written past the 40-byte block'

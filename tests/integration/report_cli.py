@@ -151,6 +151,28 @@ def main():
     rc, out, err = report(os.path.join(tmp, "bad-guard.msnap"))
     check(rc == 1 and "bad-guard.msnap" in err and "exceeds the payload" in err and out == b"",
           f"GARD with a bad depth: {rc} {err}")
+    # format 1.4: kinds 6 and 7 read also from the 1.3 files written before it named them; a
+    # kind this reader does not know is shown as such from a newer minor, refused otherwise
+    rc, out, err = report(os.path.join(tmp, "guard-fill-1.3.msnap"))
+    check(rc == 0 and b"guard pages caught: heap-buffer-overflow at 0x7f0000002002: 3 bytes "
+          b"written past the 32-byte block at 0x7f0000001fe0" in out and
+          b"free called by thread 11:" in out and b"freed by" not in out,
+          f"GARD kind 6 in a 1.3 file: {rc} {out[:800]!r} {err}")
+    rc, out, err = report(os.path.join(tmp, "guard-future-kind.msnap"))
+    check(rc == 0 and b"guard pages caught: an error of kind 9, which this memsight does not "
+          b"know (format 1.5: a newer memsight names it), at 0x7f0000001fe8: 8 bytes inside "
+          b"the 32-byte block at 0x7f0000001fe0" in out and b"access stack of thread 11:" in out
+          and b"allocated by thread 12:" in out and b"freed by thread 13:" in out,
+          f"GARD of an unknown kind, newer minor: {rc} {out[:800]!r} {err}")
+    rc, out, err = report("--format", "json", os.path.join(tmp, "guard-future-kind.msnap"))
+    doc = json.loads(out) if rc == 0 else {}
+    g = doc.get("guard_error", {})
+    check(g.get("kind") == "unknown-kind" and g.get("kind_value") == 9 and g.get("offset") == 8
+          and any("guard error kind 9 is unknown" in w for w in doc.get("warnings", [])),
+          f"JSON of GARD of an unknown kind: {g} {doc.get('warnings')} {err}")
+    rc, out, err = report(os.path.join(tmp, "guard-bad-kind.msnap"))
+    check(rc == 1 and "guard-bad-kind.msnap" in err and "unknown kind 9 in a format 1.4 file" in err
+          and out == b"", f"GARD of an unknown kind, own minor: {rc} {err}")
     rc, out, err = report("--format", "json", os.path.join(tmp, "empty.msnap"))
     check(rc == 0 and json.loads(out)["totals"]["live_bytes"] == 0, "empty snapshot")
     rc, _, err = report(os.path.join(tmp, "missing.msnap"))

@@ -12,7 +12,8 @@ import sys
 import zlib
 
 MAJOR, MINOR = 1, 0  # the sample files are 1.0: older files must stay readable
-READER_MINOR = 3      # the newest minor the tools read (1.1 kind reserved, 1.2 TEMP, HIST, 1.3 THRL)
+READER_MINOR = 4      # the newest minor the tools read (1.1 kind reserved, 1.2 TEMP, HIST, 1.3 THRL,
+                      # 1.4 GARD kinds 6 and 7)
 KIND = {"heap": 0, "mmap": 1, "stack": 2}
 LEAK = {"definitely_lost": 0, "indirectly_lost": 1, "possibly_lost": 2, "still_reachable": 3}
 
@@ -328,6 +329,22 @@ def write_set(outdir, module=None):
     s10.minor = 3
     s10.thrl = (THRL_SAMPLE[0], THRL_SAMPLE[1], 8)  # records shorter than the fields: refused
     files["bad-thrl.msnap"] = s10.build()
+    # GARD kind 6 (heap-buffer-overflow: 3 bytes written past the 32-byte block) in a 1.3
+    # file, as the agent wrote them before format 1.4 named these kinds
+    s11, _ = sample_snapshot(module)
+    s11.minor = 3
+    s11.extra = [("GARD", 0, gard_payload(6, 0x7f0000002002, 0x7f0000001fe0, 32,
+                                          [stacks[0], (0, []), (0, [0x555500001010])]))]
+    files["guard-fill-1.3.msnap"] = s11.build()
+    # a kind this reader does not know: kept from a newer minor, refused from its own
+    s12, _ = sample_snapshot(module)
+    s12.minor = READER_MINOR + 1
+    s12.extra = [("GARD", 0, gard_payload(9, 0x7f0000001fe8, 0x7f0000001fe0, 32, stacks))]
+    files["guard-future-kind.msnap"] = s12.build()
+    s13, _ = sample_snapshot(module)
+    s13.minor = READER_MINOR
+    s13.extra = [("GARD", 0, gard_payload(9, 0x7f0000001fe8, 0x7f0000001fe0, 32, stacks))]
+    files["guard-bad-kind.msnap"] = s13.build()
     for name, data in files.items():
         with open(os.path.join(outdir, name), "wb") as f:
             f.write(data)
