@@ -1590,12 +1590,13 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
 /* gzip, pass 1: the text of a STRING record, kept (the record will not be read again) */
 static int copy_string(rd *r, uint64_t from, uint32_t n)
 {
-    if (GROW(r, r->sbuf, r->capsbuf, r->nsbuf + n + 1))
+    /* grown as the bytes come: the length is not checked against the data's yet */
+    if (GROW(r, r->sbuf, r->capsbuf, r->nsbuf + 1))
         return -1;
     r->str[r->nstr].off = r->nsbuf;
     while (n) {
         uint32_t k = n < (1u << 20) ? n : 1u << 20;
-        if (need(r, from, k, from + k))
+        if (need(r, from, k, from + k) || GROW(r, r->sbuf, r->capsbuf, r->nsbuf + k + 1))
             return -1;
         memcpy(r->sbuf + r->nsbuf, r->base + from, k);
         r->nsbuf += k;

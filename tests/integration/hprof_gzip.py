@@ -103,6 +103,23 @@ try:
     b = run(env, "summary", short + ".gz")
     check(a.returncode == 1 and b.returncode == 1 and a.stderr == b.stderr.replace(short + ".gz", short),
           "cut dump, plain and gzip: %r vs %r" % (a.stderr, b.stderr))
+    # a record whose length claims more than the data holds: the plain file refuses it
+    # by the file's size; the gzip, whose size is known only at its end, within 1 GiB of
+    # address space and with the same message (it once allocated the claimed 4 GB)
+    import struct
+    big = b"JAVA PROFILE 1.0.2\0" + struct.pack(">IQ", 8, 0) + bytes([1]) + struct.pack(">II", 0, 0xFFFFFFF0)
+    big += b"x" * (1 << 20)
+    bigf = os.path.join(tmp, "bigstring.hprof")
+    open(bigf, "wb").write(big)
+    open(bigf + ".gz", "wb").write(gzip.compress(big))
+    small_as = lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    a = subprocess.run(MEMSIGHT + ["hprof", "summary", bigf, "--no-progress"], capture_output=True, text=True,
+                       preexec_fn=small_as)
+    b = subprocess.run(MEMSIGHT + ["hprof", "summary", bigf + ".gz", "--no-progress"], capture_output=True,
+                       text=True, preexec_fn=small_as)
+    check(a.returncode == 1 and "exceeds the 1048576 bytes left" in a.stderr and
+          b.stderr.replace(bigf + ".gz", bigf) == a.stderr,
+          "STRING longer than the data: %r vs %r" % (a.stderr, b.stderr))
 finally:
     shutil.rmtree(tmp)
 if failures:
