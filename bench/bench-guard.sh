@@ -1,13 +1,27 @@
 #!/bin/sh
-# Cost of guard pages (guard=RATE) on top of sampled mode, in two parts:
+# Cost of guard pages (guard=RATE) on top of sampled mode, sampled mode alone and with
+# guard pages side by side in each part:
 #  1. sqlite3 and python3 workloads (bench/workloads.sh) uninstrumented, under memsight
 #     with sample=BYTES alone, and with sample=BYTES plus guard=RATE (5000 unless
 #     GUARD_RATE says otherwise: GWP-ASan's default). Runs are interleaved (base,
 #     sampled, guarded, then again) so load changes hit all three alike. Per tool: the
-#     best CPU time (user+sys) and wall time of the runs, their ratios to the
-#     uninstrumented run, and the spread of its CPU times ((worst - best) / best). Then
-#     the guard's extra over sampled mode alone (best against best) beside sampled mode's
-#     own spread: an extra within that spread is no difference this machine can measure.
+#     best wall and CPU time (user+sys) of the runs and the medians of CPU, user and
+#     system time and of minor page faults, the ratios of best and median CPU time to the
+#     uninstrumented run's, and the spread of its CPU times ((worst - best) / best). Then
+#     guarded / sampled: best against best, median against median, user and system time
+#     apart, and the medians over the rounds of guarded minus sampled (run back to back),
+#     beside sampled mode's own spread: an extra within that spread is no difference this
+#     machine can measure in time. The system time is where the guard's two mprotect
+#     calls per block (and the TLB flush at free) show.
+#  pte: bench/bench-pte.c: what one guarded block's page-table changes cost on this
+#     machine, call by call (the mprotect that opens a reused slot, the one that closes it
+#     at free with its TLB flush, a fresh slot's first page fault), beside a system call
+#     that changes nothing; with part 1, those costs times the blocks guarded, as a share
+#     of sampled mode's median CPU time.
+#  counted: the same workloads, smaller (ROWS INSERTs, ROUNDS rounds), under cachegrind:
+#     instructions of sampled mode alone and with guard=RATE (a system call counts one),
+#     and their ratio; then the same runs under strace -f -c: the system calls the guard
+#     adds (mprotect, madvise, mmap, munmap) per guarded block. Needs valgrind, strace.
 #  2. What one guarded block costs: the same workloads, and the malloc/free loop of
 #     sm_scale (batches of 4096 blocks, 16-64 bytes) on 1 thread and on 2 (where the
 #     mprotect at free must flush the page from the other CPU's TLB), with sampled mode
@@ -27,7 +41,7 @@
 # Asserts nothing (the machine may be noisy).
 # usage: bench/bench-guard.sh [BUILD_DIR] [REPEATS]
 #   env: SAMPLE=524288 GUARD_RATE=5000 BLOCK_RATE=250 BLOCK_POOL=1024 LOOP_PAIRS=20000000
-#        THREADS=2000 PARTS="workloads block threads"
+#        THREADS=2000 ROWS=40000 ROUNDS=2 PARTS="workloads pte counted block threads"
 set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-${BUILD:-$SRC/build}}
@@ -39,7 +53,9 @@ BLOCK_RATE=${BLOCK_RATE:-250}
 BLOCK_POOL=${BLOCK_POOL:-1024}
 LOOP_PAIRS=${LOOP_PAIRS:-20000000}
 THREADS=${THREADS:-2000}
-PARTS=${PARTS:-workloads block threads}
+ROWS=${ROWS:-40000}
+ROUNDS=${ROUNDS:-2}
+PARTS=${PARTS:-workloads pte counted block threads}
 MEMSIGHT=$BUILD/bin/memsight
 SCALE=$BUILD/tests/programs/sm_scale
 PY=/usr/bin/python3
@@ -55,6 +71,7 @@ ms_bench_sqlite_sql "$WORK/sqlite.sql"
 # CPU time to the microsecond (time(1) prints hundredths)
 cc -O2 -o "$WORK/cputime" "$SRC/bench/cputime.c"
 cc -O2 -pthread -o "$WORK/threads" "$SRC/bench/bench-threads.c"
+cc -O2 -o "$WORK/pte" "$SRC/bench/bench-pte.c"
 
 # guarded_blocks: the blocks the pool held in the last run and the turns that found it
 # full (HLTH guard_allocs, guard_pool_full of its exit snapshot), in $WORK/g.txt
@@ -67,7 +84,7 @@ guarded_blocks() {
     return 0
 }
 
-# run_one TOOL WORKLOAD: leaves "wall cpu" in $WORK/r.txt (bench/cputime.c). WORKLOAD sqlite, python, or
+# run_one TOOL WORKLOAD: leaves "wall cpu user sys minflt" in $WORK/r.txt (bench/cputime.c). WORKLOAD sqlite, python, or
 # loop1 / loop2 (sm_scale on 1 or 2 threads); TOOL base, sampled, guarded
 run_one() {
     tool=$1; wl=$2
@@ -86,13 +103,14 @@ run_one() {
     loop2) "$@" "$SCALE" 2 $((LOOP_PAIRS / 2)) 4096 > /dev/null ;;
     *) ms_bench_time "$WORK" "$wl" "$@" ;;
     esac
-    awk '{ printf "%s %.6f\n", $1, $2 + $3 }' "$WORK/c.txt" > "$WORK/r.txt"
+    awk '{ printf "%s %.6f %s %s %s\n", $1, $2 + $3, $2, $3, $5 }' "$WORK/c.txt" > "$WORK/r.txt"
     if [ "$tool" = guarded ]; then guarded_blocks; cp "$WORK/g.txt" "$WORK/g.$wl.$rate"; fi
 }
 
 # keep TOOL: keeps the smallest wall (W_tool), smallest CPU (C_tool) and largest CPU
-# (X_tool) of the runs so far
+# (X_tool) of the runs so far, and the run in $WORK/runs.TOOL
 keep() {
+    cat "$WORK/r.txt" >> "$WORK/runs.$1"
     set -- "$1" $(cat "$WORK/r.txt")
     eval "ow=\${W_$1:-}; oc=\${C_$1:-}; ox=\${X_$1:-}"
     if [ -z "$ow" ] || is "$2 < $ow"; then eval "W_$1=$2"; fi
@@ -105,20 +123,26 @@ keep() {
 # load change between rounds hits both)
 measure() {
     wl=$1; shift
-    for tool in "$@"; do unset W_$tool C_$tool X_$tool; done
+    for tool in "$@"; do unset W_$tool C_$tool X_$tool; : > "$WORK/runs.$tool"; done
     r=0
     : > "$WORK/diffs"
     while [ $r -lt "$REPS" ]; do
         for tool in "$@"; do
             run_one $tool $wl
             keep $tool
-            eval "L_$tool=\$(cut -d' ' -f2 \"\$WORK/r.txt\")"
+            eval "L_$tool=\$(cut -d' ' -f2-4 \"\$WORK/r.txt\")"
         done
-        calc "$L_guarded - $L_sampled" 6 >> "$WORK/diffs"
-        echo >> "$WORK/diffs"
+        echo "$L_guarded $L_sampled" | awk '{ printf "%.6f %.6f %.6f\n", $1 - $4, $2 - $5, $3 - $6 }' \
+            >> "$WORK/diffs"
         r=$((r + 1))
     done
-    PAIRED=$(sort -g "$WORK/diffs" | awk '{ v[NR] = $1 } END { printf "%.6f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    PAIRED=$(median "$WORK/diffs" 1)
+    PAIRED_U=$(median "$WORK/diffs" 2)
+    PAIRED_S=$(median "$WORK/diffs" 3)
+}
+# median FILE COLUMN: the median of a column of numbers
+median() {
+    cut -d' ' -f"$2" "$1" | sort -g | awk '{ v[NR] = $1 } END { printf "%.6f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 calc() { awk "BEGIN { printf \"%.${2:-3}f\", $1 }"; }
 is() { awk "BEGIN { exit !($1) }"; }
@@ -127,32 +151,113 @@ part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 echo "guard pages on top of sampled mode: sample=$SAMPLE"
 echo "(best of $REPS interleaved runs; on a loaded machine trust cpu_x more than wall_x;"
-echo " cpu_spread: (worst - best) / best CPU time of a tool's runs)"
+echo " spread, cpu_spread: (worst - best) / best CPU time of a tool's runs)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 SUMMARY=""
 if part workloads; then
     echo
     echo "1. workloads, guard=$GUARD_RATE"
-    printf '%-7s %-8s %8s %8s %7s %7s %10s %9s %9s\n' work tool wall_s cpu_s wall_x cpu_x \
-        cpu_spread guarded pool_full
+    echo "(best: of the runs; med: their median; minflt: minor page faults, median)"
+    printf '%-7s %-8s %7s %7s %7s %7s %7s %7s %6s %6s %7s %8s %9s\n' work tool wall_s cpu_s \
+        cpu_med user_med sys_med minflt cpu_x med_x spread guarded pool_full
     for wl in sqlite python; do
         measure $wl base sampled guarded
         for tool in base sampled guarded; do
             eval "w=\$W_$tool; c=\$C_$tool; x=\$X_$tool"
+            eval "M_$tool=\$(median \"\$WORK/runs.$tool\" 2); U_$tool=\$(median \"\$WORK/runs.$tool\" 3)"
+            eval "Y_$tool=\$(median \"\$WORK/runs.$tool\" 4); F_$tool=\$(median \"\$WORK/runs.$tool\" 5)"
+            eval "m=\$M_$tool; u=\$U_$tool; y=\$Y_$tool; f=\$F_$tool"
             g="- -"
             [ $tool = guarded ] && g=$(cat "$WORK/g.$wl.$GUARD_RATE")
-            printf '%-7s %-8s %8.3f %8.3f %7s %7s %9s%% %9s %9s\n' $wl $tool "$w" "$c" \
-                "$(calc "$w / $W_base")" "$(calc "$c / $C_base")" \
+            printf '%-7s %-8s %7.3f %7.3f %7.3f %7.3f %7.3f %7.0f %6s %6s %6s%% %8s %9s\n' $wl $tool \
+                "$w" "$c" "$m" "$u" "$y" "$f" "$(calc "$c / $C_base")" "$(calc "$m / $M_base")" \
                 "$(pct "($x - $c) / $c")" $g
         done
-        eval "B_$wl=\$(cut -d' ' -f1 \"\$WORK/g.$wl.$GUARD_RATE\"); S_$wl=\$C_sampled"
+        eval "B_$wl=\$(cut -d' ' -f1 \"\$WORK/g.$wl.$GUARD_RATE\"); S_$wl=\$C_sampled; M_sampled_$wl=\$M_sampled"
         within="beyond it"
         is "$C_guarded - $C_sampled <= $X_sampled - $C_sampled" && within="within it"
-        SUMMARY="$SUMMARY$wl: guarded / sampled CPU $(calc "$C_guarded / $C_sampled")x, the guard's extra $(pct "($C_guarded - $C_sampled) / $C_sampled")% (median of the rounds' differences $(pct "$PAIRED / $C_sampled")%); sampled mode's own spread $(pct "($X_sampled - $C_sampled) / $C_sampled")%: $within
+        SUMMARY="$SUMMARY$wl: guarded / sampled: CPU best $(calc "$C_guarded / $C_sampled" 4)x, median $(calc "$M_guarded / $M_sampled" 4)x; user median $(calc "$U_guarded / $U_sampled" 4)x, sys median $(calc "$Y_guarded / $Y_sampled" 4)x
+  per round, guarded minus sampled (median): CPU $(calc "1000 * $PAIRED" 1) ms ($(pct "$PAIRED / $M_sampled")%), user $(calc "1000 * $PAIRED_U" 1) ms, sys $(calc "1000 * $PAIRED_S" 1) ms; minor faults $(calc "$F_guarded - $F_sampled" 0); sampled mode's own CPU spread $(pct "($X_sampled - $C_sampled) / $C_sampled")%: best against best $within
 "
     done
     echo
     printf '%s' "$SUMMARY"
+fi
+
+if part pte; then
+    echo
+    echo "pte: one guarded block's page-table changes, microseconds per call (bench/bench-pte.c,"
+    echo "mean of 4000 rounds; fresh: the first use of 64 slots)"
+    "$WORK/pte" 4000 > "$WORK/pte.txt"
+    awk '{ printf "  %-12s %8s\n", $1, $2 }' "$WORK/pte.txt"
+    per=$(awk '$1 == "open_reused" || $1 == "close" { t += $2 } END { printf "%.2f", t }' "$WORK/pte.txt")
+    echo "a reused slot's allocation and free: $per us"
+    if part workloads; then
+        for wl in sqlite python; do
+            eval "b=\$B_$wl; m=\$M_sampled_$wl"
+            case $b in ''|*[!0-9]*) continue ;; esac
+            echo "$wl: $b blocks x $per us = $(calc "$b * $per / 1000" 1) ms, $(pct "$b * $per / 1000000 / $m")% of sampled mode's median CPU time"
+        done
+    fi
+fi
+
+if part counted; then
+    echo
+    echo "counted: sqlite3 $ROWS INSERTs, python3 churn $ROUNDS rounds, guard=$GUARD_RATE"
+    if command -v valgrind > /dev/null; then
+        ms_bench_sqlite_sql "$WORK/small.sql" "" "" "$ROWS"
+        NORAND=""; setarch "$(uname -m)" -R true 2>/dev/null && NORAND="setarch $(uname -m) -R"
+        printf '%-7s %16s %16s %9s\n' work Ir_sampled Ir_guarded guarded_x
+        for wl in sqlite python; do
+            for tool in sampled guarded; do
+                opts="out=$WORK/snaps,follow_exec=1,seed=1,sample=$SAMPLE"
+                [ $tool = guarded ] && opts="$opts,guard=$GUARD_RATE"
+                rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"; rm -f "$WORK/db"
+                in=/dev/null
+                case $wl in
+                sqlite) in=$WORK/small.sql; set -- sqlite3 "$WORK/db" ;;
+                python) set -- $PY "$SRC/bench/churn.py" "$ROUNDS" ;;
+                esac
+                env PYTHONMALLOC=malloc PYTHONHASHSEED=0 LD_PRELOAD="$BUILD/lib/libmemsight.so" \
+                    MEMSIGHT_OPTIONS="$opts" $NORAND valgrind --tool=cachegrind --cache-sim=no \
+                    --cachegrind-out-file="$WORK/cg.out" "$@" < "$in" > /dev/null 2> "$WORK/vg.err" ||
+                    { echo "  ($wl $tool under cachegrind failed: $(tail -n 1 "$WORK/vg.err"))" >&2; }
+                eval "I_$tool=\$(sed -n 's/^summary: *//p' \"\$WORK/cg.out\" | cut -d' ' -f1)"
+            done
+            printf '%-7s %16s %16s %9s\n' $wl "$I_sampled" "$I_guarded" "$(calc "$I_guarded / $I_sampled" 4)"
+        done
+    else
+        echo "  (valgrind is not installed: no counted instructions)"
+    fi
+    if command -v strace > /dev/null; then
+        echo "system calls (strace -f -c, one run each; per block: the guard's extra over sampled mode"
+        echo "divided by the blocks it guarded)"
+        printf '%-7s %-8s %9s %9s %9s %9s %8s %16s\n' work tool mprotect madvise mmap munmap guarded \
+            mprot+madv/block
+        for wl in sqlite python; do
+            for tool in sampled guarded; do
+                set -- --sample "$SAMPLE"
+                [ $tool = guarded ] && set -- "$@" -O guard="$GUARD_RATE"
+                rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"; rm -f "$WORK/db"
+                ms_bench_time "$WORK" "$wl" strace -f -c -o "$WORK/st.txt" \
+                    -e trace=mprotect,madvise,mmap,munmap "$MEMSIGHT" run -q -o "$WORK/snaps" "$@" --
+                for c in mprotect madvise mmap munmap; do
+                    eval "$c=\$(awk -v c=$c '\$NF == c { print \$4 }' \"\$WORK/st.txt\")"
+                    eval "[ -n \"\$$c\" ] || $c=0"
+                done
+                g=-; per=-
+                if [ $tool = guarded ]; then
+                    guarded_blocks; g=$(cut -d' ' -f1 "$WORK/g.txt")
+                    case $g in ''|*[!0-9]*|0) ;; *) per=$(calc "($mprotect + $madvise - $SM - $SA) / $g" 2) ;; esac
+                else
+                    SM=$mprotect SA=$madvise
+                fi
+                printf '%-7s %-8s %9s %9s %9s %9s %8s %16s\n' $wl $tool $mprotect $madvise $mmap $munmap "$g" "$per"
+            done
+        done
+    else
+        echo "  (strace is not installed: no system call counts)"
+    fi
 fi
 
 if part block; then
