@@ -184,6 +184,20 @@ for g in tr["groups"]:
           "onset of %r: %r, want %r" % (g["group"], st and st["onset_ns"], onset))
 text = memsight("fleet", "trend", "--clickhouse", ut, "--where", "program=ex_trend")
 check("grows since 20" in text, "the onset in text: %s" % text[:800])
+# trend's second pass reads the rows of the stacks that grew in every process: the
+# processes holding leak_steady, per version, from the rows
+for g in tr["groups"]:
+    st = stack_of([g], "leak_steady")
+    want = ch.query("SELECT uniqExact(pid) FROM times.memsight_stacks WHERE stack_hash = %d AND"
+                    " label_values[1] = '%s'" % (h, g["group"]["version"]))
+    check(st["processes"] == int(want[0][0]) and st["suspect_in"] == int(want[0][0]),
+          "trend processes of %r: %r, want %s" % (g["group"], st["processes"], want))
+# no process with two snapshots in range: nothing grew, nothing to rank
+text = memsight("fleet", "trend", "--clickhouse", ut, "--since", "2020-01-01T00:00:00Z", "--until", "2020-01-02")
+check("(nothing)" in text, "trend over a range with no snapshot: %s" % text)
+late = fleet(ut, "trend", "--group-by", "version", "--since", t_split)
+check([g["group"] for g in late["groups"]] == [{"version": "2.0"}] and
+      stack_of(late["groups"], "leak_steady")["processes"] == 1, "trend --since: %r" % late["groups"])
 
 dd = fleet(ut, "diff", "--group-by", "version", "1.0", "2.0", "--where", "program=ex_trend")
 st = [s for s in dd["stacks"] if leaf(s) == "leak_steady"]
