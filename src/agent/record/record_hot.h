@@ -106,7 +106,7 @@ static MS_ALWAYS_INLINE void ms_forget_entry_at(const void *p, uint32_t idx, uin
                                                 uint32_t sid)
 {
     /* full mode: the heap stacks' free counters are derived from the live table when a
-     * snapshot is written (tables.h); no locked add on a cold stack record per free */
+     * snapshot is written (tables/totals.h); no locked add on a cold stack record per free */
     if (MS_UNLIKELY(!ms_heap_frees_derived)) {
         ms_forget_counted(idx, size, sid);
         return;

@@ -70,7 +70,7 @@ static void ctl_wake(void)
     syscall(SYS_futex, &ctl.word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-/* The byte trigger's hook (tables.h): the flush that crossed it wakes the thread. */
+/* The byte trigger's hook (totals.h): the flush that crossed it wakes the thread. */
 void ms_control_trigger_reached(void)
 {
     ctl_wake();

@@ -86,7 +86,7 @@ int ms_stacks_init(uint64_t capacity)
     return 0;
 }
 
-/* The first thread that asks owns shard 0 of the heap stacks (tables.h); every other
+/* The first thread that asks owns shard 0 of the heap stacks (stacks.h); every other
  * thread adds to shards 1.., which exist for every stack interned (intern_new_locked). */
 /* Sets ms_self.count_own to 1 (this thread owns shard 0) or -1. */
 static void count_claim(void)
@@ -233,7 +233,7 @@ static uint32_t intern_new_locked(uint64_t h, unsigned kind, const uint64_t *pcs
     uint64_t off = pcs_take(depth);
     if (off == UINT64_MAX)
         return 0;
-    /* shards 1.. are mapped before a stack can be used: shard 0 has one writer (tables.h),
+    /* shards 1.. are mapped before a stack can be used: shard 0 has one writer (stacks.h),
      * a stack without them is dropped like one without a record */
     for (unsigned s = 0; s < MS_STACK_SHARDS - 1; s++)
         if (ms_chunks_ensure(&ms_stack_shards[s], nid) != 0)
@@ -327,7 +327,7 @@ static void counters_plus(const ms_stack_rec *r, uint64_t tb, uint64_t ty, ms_sn
 
 void ms_stack_counters(const ms_stack_rec *r, ms_snap_counters *c)
 {
-    uint64_t tb = 0, ty = 0; /* what the threads' tables still hold (tables.h) */
+    uint64_t tb = 0, ty = 0; /* what the threads' tables still hold (totals.h) */
     if (r->kind == MS_KIND_HEAP)
         ms_pend_unflushed(r->id, &tb, &ty);
     counters_plus(r, tb, ty, c);

@@ -1,7 +1,7 @@
 /* The live total and its peak: the threads' tables of pending changes (ms_pend), the
  * shared per-stack slots they flush into, the total with the byte trigger, and the chunks
  * a snapshot gets from them (PEAK, TEMP, HIST). The allocation path notes each change
- * inline (tables.h); the rest is here.
+ * inline (totals.h); the rest is here.
  * Runs inside the target: no malloc (tables are mapped), no lock (atomics). */
 #include <stdint.h>
 #include <string.h>
@@ -26,7 +26,7 @@ typedef struct ms_peak_slot {
     int64_t cur_bytes, cur_blocks;
     int64_t peak_bytes, peak_blocks;
     uint64_t epoch;
-    uint64_t temps; /* temporary allocations (tables.h) */
+    uint64_t temps; /* temporary allocations (totals.h) */
 } ms_peak_slot;
 /* indexed by stack id; grows with the stacks (chunks.h) */
 static ms_chunks peak_slots;
@@ -223,7 +223,7 @@ void ms_pend_flush(ms_pend *p)
     p->band = room + grain + 1 + MS_PEND_FLUSH_BYTES - 1;
 }
 
-/* ms_control_note_id (tables.h) when its inline part cannot apply the change. */
+/* ms_control_note_id (totals.h) when its inline part cannot apply the change. */
 void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps, int defer,
                           int counted)
 {
