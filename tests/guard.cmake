@@ -10,7 +10,7 @@ foreach(c uaf_read uaf_write overflow underflow double_free invalid_free realloc
     memalign_overflow thread_uaf fork_uaf own_handler_uaf chain leaks maps uaf_read_sampled overflow_sampled
     double_free_sampled invalid_free_sampled realloc_uaf_sampled churn python sort
     uaf_beside invalid_free_before slack_free slack_realloc slack_under strncpy_overflow
-    slack_snapshot recover first_2 first_10 first_100)
+    slack_snapshot recover first_2 first_10 first_100 budget)
   ms_integration_test(guard_${c} ${CMAKE_CURRENT_SOURCE_DIR}/integration/guard_check.py ${c})
   set_tests_properties(guard_${c} PROPERTIES LABELS agent)
 endforeach()

@@ -396,6 +396,20 @@ static void print_leaks(FILE *out, const ms_snapshot *s, ms_symbolizer *sym, int
     }
 }
 
+/* guard_budget stretched the guard rate (docs/guard-pages.md, "The cost budget"): said
+ * plainly, since fewer blocks were guarded than the rate asked. */
+static void print_guard_budget(FILE *out, const ms_snapshot *s, const char *prefix)
+{
+    uint64_t n = 0, rate = 0;
+    if (ms_snapshot_health(s, "guard_budget_stretches", &n) != 0 || !n ||
+        ms_snapshot_health(s, "guard_rate_now", &rate) != 0)
+        return;
+    fprintf(out, "%sguard pages went over their cost budget (guard_budget): the rate was "
+                 "stretched %" PRIu64 " time(s), one allocation in %" PRIu64
+                 " guarded at the end (guard_budget=0 keeps the rate exact)\n",
+            prefix, n, rate);
+}
+
 static void print_health(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
 {
     if (s->nhealth) {
@@ -410,6 +424,7 @@ static void print_health(FILE *out, const ms_snapshot *s, ms_symbolizer *sym)
         }
         fprintf(out, col ? "\n" : " all counters zero\n");
     }
+    print_guard_budget(out, s, "note: ");
     char lost[512], b[SAFE_LEN];
     if (ms_report_lost(s, lost, sizeof lost))
         fprintf(out, "warning: the agent lost records (%s): the numbers above are lower bounds\n",
@@ -562,6 +577,7 @@ int ms_report_summary(const ms_snapshot *s, ms_symbolizer *sym, int top, FILE *o
     char a[32], b[32], c[32], d[32];
     if (s->guard)
         print_guard(out, s, sym);
+    print_guard_budget(out, s, "memsight: ");
     fprintf(out, "memsight: live at exit: %s in %" PRIu64 " blocks (heap %s, mmap %s, stack %s)\n",
             human(t.all.live_bytes, a, sizeof a), t.all.live_blocks,
             human(t.kind[MS_KIND_HEAP].live_bytes, b, sizeof b),

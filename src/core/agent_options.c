@@ -87,6 +87,10 @@ const ms_option_def ms_option_table[] = {
     {"guard_recover", MS_OPT_BOOL, OFF(guard_recover), 8, "0", NULL,
      "report the first error of each guarded slot and let the program run on (the bad "
      "access is let through, a bad free ignored) instead of ending it", 0, 0},
+    {"guard_budget", MS_OPT_U64, OFF(guard_budget), 8, "1", NULL,
+     "cost budget: when the guarded blocks' page-table calls take more than this percent of "
+     "the process's CPU time, guard fewer (the rate doubles, back when under; 0 = exact rate)",
+     0, 100},
     {"metrics_listen", MS_OPT_LISTEN, OFF(metrics_listen), sizeof(((ms_options *)0)->metrics_listen),
      "", NULL, "serve the process's memory on http://ADDR:PORT/metrics for Prometheus, from a "
      "thread of the agent's (docs/fleet.md); empty = off", 0, 0},

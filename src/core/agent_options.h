@@ -53,6 +53,8 @@ typedef struct ms_options {
     uint64_t guard_pool;     /* guard_pool=N: guarded slots (pages) in the pool */
     uint64_t guard_side;     /* guard_side=alternate|right|left: where a block sits in its page */
     uint64_t guard_recover;  /* guard_recover=0|1: report and run on (guard_fault.c) */
+    uint64_t guard_budget;   /* guard_budget=PERCENT: the pool's page-table calls' share of the
+                              * process's CPU time above which the rate stretches (0 = none) */
     char metrics_listen[64]; /* metrics_listen=ADDR:PORT: serve /metrics (metrics_serve.c) */
     char raw[1024];          /* the option string as given (goes into META) */
 } ms_options;

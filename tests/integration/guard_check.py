@@ -34,6 +34,12 @@ Usage: guard_check.py CASE
   invalid_free_before   free of the byte before a left-aligned block: tied to it
   recover   guard_recover=1: one error of each kind, each reported once (the first of its
       slot), the program runs to its end; guard_errors counts them all
+  budget   gd_churn at guard=2, where the guarded blocks' page-table calls take far more
+      than 1% of the CPU time: with guard_budget=1 the rate is stretched (HLTH
+      guard_budget_stretches > 0, guard_rate_now a larger power-of-two multiple of 2), far
+      fewer turns than the program's allocations / 2 (the ground truth: its allocation
+      count in the snapshot's totals), said on memsight run's stderr and in the report;
+      with guard_budget=0 the turns are allocations / 2 as before, nothing stretched
 Environment: MEMSIGHT, MS_PROGRAMS (set by ms_integration_test)."""
 import glob
 import json
@@ -400,7 +406,8 @@ def case_first(rate):
     lo, hi = mean - 4 * sd, mean + 4 * sd
     with tempfile.TemporaryDirectory() as d:
         r = run([os.path.join(PROGS, 'gd_first'), str(n)],
-                'guard=%d,guard_recover=1,guard_pool=4096' % rate, d, timeout=280)
+                'guard=%d,guard_recover=1,guard_pool=4096,guard_budget=0' % rate, d,
+                timeout=280)
         if r.returncode != 0 or r.stdout != 'threads %d\n' % n:
             fail('first_%d: status %d, stdout %r, stderr %s' % (rate, r.returncode, r.stdout,
                                                                 r.stderr[-2000:]))
@@ -415,6 +422,51 @@ def case_first(rate):
                  rate, k, n, rate, mean, lo, hi))
     print('ok first_%d: caught in %d of %d threads (%.4f; expected %.4f, interval [%.1f, %.1f])'
           % (rate, k, n, k / n, p, lo, hi))
+
+
+def case_budget():
+    """guard_budget: the rate stretched when the guard's page-table calls cost too much."""
+    got = {}
+    for budget in (0, 1):
+        with tempfile.TemporaryDirectory() as d:
+            full = [MEMSIGHT, 'run', '-o', d, '-O', 'guard=2', '-O', 'guard_pool=64',
+                    '-O', 'guard_budget=%d' % budget, '--', os.path.join(PROGS, 'gd_churn')]
+            r = subprocess.run(full, capture_output=True, text=True, timeout=280,
+                               preexec_fn=no_core)
+            if r.returncode != 0:
+                fail('budget=%d: status %d: %s' % (budget, r.returncode, r.stderr[-2000:]))
+            snap = glob.glob(os.path.join(d, 'memsight-*-exit.msnap'))[0]
+            js = subprocess.run([MEMSIGHT, 'report', '--format', 'json', snap],
+                                capture_output=True, text=True, timeout=120)
+            txt = subprocess.run([MEMSIGHT, 'report', snap], capture_output=True, text=True,
+                                 timeout=120)
+            doc = json.loads(js.stdout)
+            h = doc['health']
+            allocs = doc['totals']['heap_allocated_blocks']
+            turns = h['guard_allocs'] + h['guard_pool_full'] + h['guard_too_large']
+            said = [t for t in (r.stderr, txt.stdout) if 'stretched' in t]
+            got[budget] = (h, allocs, turns, len(said))
+    h, allocs, turns, said = got[0]
+    # exact rate: a turn every 2 allocations on average (realloc to a new size is a turn
+    # of its own, so a little more)
+    if (h.get('guard_budget_stretches') != 0 or h.get('guard_rate_now') != 2 or
+            h.get('guard_pte_ns') != 0 or not 0.45 * allocs <= turns <= 0.65 * allocs or said):
+        fail('guard_budget=0: stretches %r, rate now %r, pte_ns %r, %d turns for %d '
+             'allocations, stretch said %d times' % (
+                 h.get('guard_budget_stretches'), h.get('guard_rate_now'),
+                 h.get('guard_pte_ns'), turns, allocs, said))
+    h1, allocs1, turns1, said1 = got[1]
+    rate = h1.get('guard_rate_now', 0)
+    if (not h1.get('guard_budget_stretches') or rate <= 2 or rate & (rate - 1) or
+            not h1.get('guard_pte_ns') or turns1 * 4 > allocs1 or said1 != 2):
+        fail('guard_budget=1: stretches %r, rate now %r, pte_ns %r, %d turns for %d '
+             'allocations (at most a quarter expected), stretch said in %d of stderr and '
+             'report' % (h1.get('guard_budget_stretches'), rate, h1.get('guard_pte_ns'),
+                         turns1, allocs1, said1))
+    print('ok budget: guard_budget=0: %d turns for %d allocations (rate 2); guard_budget=1: '
+          '%d turns, stretched %d times, rate now %d, %.1f ms in page-table calls' % (
+              turns, allocs, turns1, h1['guard_budget_stretches'], rate,
+              h1['guard_pte_ns'] / 1e6))
 
 
 def main():
@@ -439,6 +491,8 @@ def main():
         case_slack_snapshot()
     elif c == 'recover':
         case_recover()
+    elif c == 'budget':
+        case_budget()
     elif c.startswith('first_'):
         case_first(int(c[6:]))
     else:

@@ -134,6 +134,93 @@ static void slot_put(uint32_t i)
 }
 
 /* ===========================================================================
+ * The cost budget (guard_budget=PERCENT): the guard's cost bounded by design.
+ * A guarded block's cost is its page-table calls, most of all the free's mprotect,
+ * whose TLB flush takes from 1 to 100 us depending on the machine (a paravirtualised
+ * one is the slow end), a cost counted instructions cannot see. Their time is measured
+ * on the guarded path only, with CLOCK_MONOTONIC through the vDSO (some 20 ns, no
+ * system call: CLOCK_THREAD_CPUTIME_ID would be two more system calls a call, the vDSO
+ * does not serve CPU-time clocks; a preemption inside the call counts too, which errs
+ * towards guarding less), and set against the process's CPU time over windows of at
+ * least MS_GUARD_WINDOW_NS (one CLOCK_PROCESS_CPUTIME_ID system call a window, by the
+ * one thread that closes it). Over budget the effective rate doubles (guard <<
+ * shift); under half of it, it halves again, never below the configured rate. With
+ * guard=1 (every allocation: a checking mode, not a sample) or guard_budget=0 nothing
+ * is measured and the rate is exact. Lock-free: a thread that finds the window being
+ * closed by another just adds its time; a fork child starts a window of its own.
+ * ========================================================================= */
+#define MS_GUARD_WINDOW_NS 20000000ull /* 20 ms */
+static uint32_t ms_guard_shift;        /* effective rate = guard << shift (atomic) */
+static uint64_t ms_guard_win_start;    /* CLOCK_MONOTONIC ns of this window's start, 0: none */
+static uint64_t ms_guard_win_cpu;      /* the process's CPU ns then (owned by the closer) */
+static uint64_t ms_guard_win_spent;    /* ns in the pool's page-table calls since (atomic) */
+static int ms_guard_win_closing;       /* a thread is closing the window */
+
+static int budget_on(void)
+{
+    return ms_opt.guard_budget && ms_opt.guard > 1;
+}
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+    return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    ms_clock_coarse_fn(CLOCK_MONOTONIC, &ts); /* the vDSO's clock_gettime (vdso.h) */
+    return ts_ns(&ts);
+}
+
+/* The rate the countdowns are drawn at now. */
+static uint64_t guard_rate(void)
+{
+    return ms_opt.guard << __atomic_load_n(&ms_guard_shift, __ATOMIC_RELAXED);
+}
+
+uint64_t ms_guard_rate_now(void)
+{
+    return guard_rate();
+}
+
+/* d ns were spent in a page-table call that ended at now: counted, and the window
+ * closed when it is old enough (by one thread; the others go on). */
+static void budget_spent(uint64_t d, uint64_t now)
+{
+    MS_HEALTH_ADD(guard_pte_ns, d);
+    __atomic_fetch_add(&ms_guard_win_spent, d, __ATOMIC_RELAXED);
+    uint64_t start = __atomic_load_n(&ms_guard_win_start, __ATOMIC_ACQUIRE);
+    if (start && now - start < MS_GUARD_WINDOW_NS)
+        return;
+    if (__atomic_exchange_n(&ms_guard_win_closing, 1, __ATOMIC_ACQUIRE))
+        return;
+    start = __atomic_load_n(&ms_guard_win_start, __ATOMIC_ACQUIRE);
+    struct timespec ts;
+    if ((!start || now - start >= MS_GUARD_WINDOW_NS) &&
+        syscall(SYS_clock_gettime, CLOCK_PROCESS_CPUTIME_ID, &ts) == 0) {
+        uint64_t cpu = ts_ns(&ts);
+        uint64_t spent = __atomic_exchange_n(&ms_guard_win_spent, 0, __ATOMIC_RELAXED);
+        uint64_t used = cpu > ms_guard_win_cpu ? cpu - ms_guard_win_cpu : 0;
+        uint32_t sh = __atomic_load_n(&ms_guard_shift, __ATOMIC_RELAXED);
+        if (start && used) {
+            if (spent * 100 > ms_opt.guard_budget * used) { /* over: guard half as often */
+                if ((ms_opt.guard << (sh + 1)) <= (1ull << 30)) {
+                    __atomic_store_n(&ms_guard_shift, sh + 1, __ATOMIC_RELAXED);
+                    MS_HEALTH_INC(guard_budget_stretches);
+                }
+            } else if (sh && spent * 200 < ms_opt.guard_budget * used) {
+                /* under half: at twice the rate it stays under budget */
+                __atomic_store_n(&ms_guard_shift, sh - 1, __ATOMIC_RELAXED);
+            }
+        }
+        ms_guard_win_cpu = cpu;
+        __atomic_store_n(&ms_guard_win_start, now, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&ms_guard_win_closing, 0, __ATOMIC_RELEASE);
+}
+
+/* ===========================================================================
  * The countdown: uniform in [1, span] (RATE is at most 2^30: it fits ms_guard_left).
  * Between guarded allocations span is 2*RATE-1 (mean RATE); a thread's first countdown
  * counts its first allocation too and spans 2*RATE, as GWP-ASan's does, so that the
@@ -176,14 +263,14 @@ static int guard_turn(void)
         ms_guard_altstack();
         ms_leave();
         /* this allocation is the first of the countdown: guarded when it is 1 */
-        uint32_t c = next_countdown(2 * ms_opt.guard);
+        uint32_t c = next_countdown(2 * guard_rate());
         if (c > 1) {
             ms_guard_left = (int32_t)c - 2;
             return 0;
         }
     }
     /* the countdown-th from here decides */
-    ms_guard_left = (int32_t)next_countdown(2 * ms_opt.guard - 1) - 1;
+    ms_guard_left = (int32_t)next_countdown(2 * guard_rate() - 1) - 1;
     return 1;
 }
 
@@ -213,9 +300,16 @@ void *ms_guard_alloc(size_t n, size_t align)
     __atomic_store_n(&s->state, MS_GUARD_SLOT_BUSY, __ATOMIC_RELEASE);
     uintptr_t slot = ms_guard_slot_addr((uint32_t)i);
     int used = s->ptr != 0; /* its page holds a freed block's bytes */
+    int timed = budget_on();
+    uint64_t t0 = timed ? mono_ns() : 0;
     if (!used)
         slot_isolate((uint32_t)i, slot);
-    if (sys_mprotect(slot, pg, PROT_READ | PROT_WRITE) != 0) {
+    int pr = sys_mprotect(slot, pg, PROT_READ | PROT_WRITE);
+    if (timed) {
+        uint64_t t1 = mono_ns();
+        budget_spent(t1 - t0, t1);
+    }
+    if (pr != 0) {
         __atomic_store_n(&ms_guard_slots[i].state, MS_GUARD_SLOT_FREED, __ATOMIC_RELEASE);
         MS_HEALTH_INC(guard_failures);
         slot_put((uint32_t)i);
@@ -426,8 +520,14 @@ void ms_guard_free(void *ptr)
     /* Inaccessible, not emptied: giving the page back (madvise) cost a system call and a
      * page fault at the slot's next use; the block's bytes stay resident, unreadable,
      * until the slot is reused (at most N pages). */
+    int timed = budget_on();
+    uint64_t t0 = timed ? mono_ns() : 0;
     if (sys_mprotect(slot, ms_guard_page, PROT_NONE) != 0)
         MS_HEALTH_INC(guard_failures);
+    if (timed) {
+        uint64_t t1 = mono_ns();
+        budget_spent(t1 - t0, t1);
+    }
     __atomic_store_n(&s->state, MS_GUARD_SLOT_FREED, __ATOMIC_RELEASE);
     slot_put((uint32_t)i);
     ms_leave();
@@ -518,6 +618,10 @@ void ms_guard_fork_child(void)
     for (uint32_t i = 0; ms_guard_span && i < ms_guard_nslots; i++)
         if (ms_guard_slots[i].state == MS_GUARD_SLOT_CHECKING)
             ms_guard_slots[i].state = MS_GUARD_SLOT_LIVE;
+    /* the budget's window: the child's CPU clock starts again (its rate is the parent's) */
+    ms_guard_win_start = 0;
+    ms_guard_win_spent = 0;
+    ms_guard_win_closing = 0;
     pool_unlock();
 }
 

@@ -43,6 +43,10 @@ void ms_guard_free(void *p) MS_INTERNAL;
 /* The bytes a pool block holds (its size asked); a double/invalid pointer is reported. */
 size_t ms_guard_usable(void *p) MS_INTERNAL;
 
+/* The rate countdowns are drawn at now: guard=RATE, doubled while the guard_budget is
+ * exceeded (HLTH guard_rate_now). */
+uint64_t ms_guard_rate_now(void) MS_INTERNAL;
+
 void ms_guard_init(void) MS_INTERNAL;
 void ms_guard_fork_prepare(void) MS_INTERNAL;
 void ms_guard_fork_parent(void) MS_INTERNAL;

@@ -416,6 +416,9 @@ static void write_hlth(snap_ctx *c)
         hv(w, &n, "guard_too_large", h.guard_too_large);
         hv(w, &n, "guard_errors", h.guard_errors);
         hv(w, &n, "guard_failures", h.guard_failures);
+        hv(w, &n, "guard_budget_stretches", h.guard_budget_stretches);
+        hv(w, &n, "guard_rate_now", ms_guard_rate_now());
+        hv(w, &n, "guard_pte_ns", h.guard_pte_ns);
     }
     if (h.metrics_errors)
         hv(w, &n, "metrics_errors", h.metrics_errors);
