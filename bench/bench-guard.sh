@@ -2,9 +2,12 @@
 # Cost of guard pages (guard=RATE) on top of sampled mode, sampled mode alone and with
 # guard pages side by side in each part:
 #  1. sqlite3 and python3 workloads (bench/workloads.sh) uninstrumented, under memsight
-#     with sample=BYTES alone, and with sample=BYTES plus guard=RATE (5000 unless
-#     GUARD_RATE says otherwise: GWP-ASan's default). Runs are interleaved (base,
-#     sampled, guarded, then again) so load changes hit all three alike. Per tool: the
+#     with sample=BYTES alone, with sample=BYTES plus guard=RATE (5000 unless
+#     GUARD_RATE says otherwise: GWP-ASan's default) under the default cost budget
+#     (guarded: guard_budget=1), and the same with guard_budget=0 (exact: the rate never
+#     stretched). Runs are interleaved (base, sampled, guarded, exact, then again) so
+#     load changes hit all four alike; guarded and exact give the blocks guarded, the
+#     turns that found the pool full, the budget's stretches and the rate at the end. Per tool: the
 #     best wall and CPU time (user+sys) of the runs and the medians of CPU, user and
 #     system time and of minor page faults, the ratios of best and median CPU time to the
 #     uninstrumented run's, and the spread of its CPU times ((worst - best) / best). Then
@@ -73,29 +76,36 @@ cc -O2 -o "$WORK/cputime" "$SRC/bench/cputime.c"
 cc -O2 -pthread -o "$WORK/threads" "$SRC/bench/bench-threads.c"
 cc -O2 -o "$WORK/pte" "$SRC/bench/bench-pte.c"
 
-# guarded_blocks: the blocks the pool held in the last run and the turns that found it
-# full (HLTH guard_allocs, guard_pool_full of its exit snapshot), in $WORK/g.txt
+# guarded_blocks: the blocks the pool held in the last run, the turns that found it
+# full, the cost budget's stretches and the rate at the end (HLTH guard_allocs,
+# guard_pool_full, guard_budget_stretches, guard_rate_now of its exit snapshot), in
+# $WORK/g.txt
 guarded_blocks() {
     f=$(ls "$WORK"/snaps/memsight-*-exit.msnap 2>/dev/null | head -n 1)
-    echo "? ?" > "$WORK/g.txt"
+    echo "? ? ? ?" > "$WORK/g.txt"
     [ -n "$f" ] && "$MEMSIGHT" report --format json "$f" | $PY -c \
-        'import json,sys; h=json.load(sys.stdin)["health"]; print(h.get("guard_allocs", 0), h.get("guard_pool_full", 0))' \
+        'import json,sys; h=json.load(sys.stdin)["health"]; print(h.get("guard_allocs", 0), h.get("guard_pool_full", 0), h.get("guard_budget_stretches", "-"), h.get("guard_rate_now", "-"))' \
         > "$WORK/g.txt"
     return 0
 }
 
 # run_one TOOL WORKLOAD: leaves "wall cpu user sys minflt" in $WORK/r.txt (bench/cputime.c). WORKLOAD sqlite, python, or
-# loop1 / loop2 (sm_scale on 1 or 2 threads); TOOL base, sampled, guarded
+# loop1 / loop2 (sm_scale on 1 or 2 threads); TOOL base, sampled, guarded, exact
+# (guarded with guard_budget=0)
 run_one() {
     tool=$1; wl=$2
     rate=$GUARD_RATE pool=64
-    [ -n "${RATE_NOW:-}" ] && rate=$RATE_NOW pool=$BLOCK_POOL
+    budget=""
+    # part 2 measures one block's cost: at the exact rate (the budget would stretch it)
+    [ -n "${RATE_NOW:-}" ] && rate=$RATE_NOW pool=$BLOCK_POOL budget="-O guard_budget=0"
     TIMED="$WORK/cputime $WORK/c.txt"
     case $tool in
     base) set -- $TIMED ;;
     sampled) set -- $TIMED "$MEMSIGHT" run -q -o "$WORK/snaps" --sample "$SAMPLE" -- ;;
     guarded) set -- $TIMED "$MEMSIGHT" run -q -o "$WORK/snaps" --sample "$SAMPLE" \
-                 -O guard="$rate" -O guard_pool="$pool" -- ;;
+                 -O guard="$rate" -O guard_pool="$pool" $budget -- ;;
+    exact) set -- $TIMED "$MEMSIGHT" run -q -o "$WORK/snaps" --sample "$SAMPLE" \
+                 -O guard="$rate" -O guard_pool="$pool" -O guard_budget=0 -- ;;
     esac
     rm -rf "$WORK/snaps"; mkdir -p "$WORK/snaps"
     case $wl in
@@ -104,7 +114,11 @@ run_one() {
     *) ms_bench_time "$WORK" "$wl" "$@" ;;
     esac
     awk '{ printf "%s %.6f %s %s %s\n", $1, $2 + $3, $2, $3, $5 }' "$WORK/c.txt" > "$WORK/r.txt"
-    if [ "$tool" = guarded ]; then guarded_blocks; cp "$WORK/g.txt" "$WORK/g.$wl.$rate"; fi
+    if [ "$tool" = guarded ] || [ "$tool" = exact ]; then
+        guarded_blocks; cp "$WORK/g.txt" "$WORK/g.$wl.$rate.$tool"
+        if [ "$tool" = guarded ]; then cp "$WORK/g.txt" "$WORK/g.$wl.$rate"; fi
+    fi
+    return 0
 }
 
 # keep TOOL: keeps the smallest wall (W_tool), smallest CPU (C_tool) and largest CPU
@@ -158,18 +172,20 @@ if part workloads; then
     echo
     echo "1. workloads, guard=$GUARD_RATE"
     echo "(best: of the runs; med: their median; minflt: minor page faults, median)"
-    printf '%-7s %-8s %7s %7s %7s %7s %7s %7s %6s %6s %7s %8s %9s\n' work tool wall_s cpu_s \
-        cpu_med user_med sys_med minflt cpu_x med_x spread guarded pool_full
+    echo "(guarded: guard_budget at its default; exact: guard_budget=0; stretch, rate_now: the"
+    echo " budget's stretches and the rate at the end, of the last run)"
+    printf '%-7s %-8s %7s %7s %7s %7s %7s %7s %6s %6s %7s %8s %9s %7s %8s\n' work tool wall_s cpu_s \
+        cpu_med user_med sys_med minflt cpu_x med_x spread guarded pool_full stretch rate_now
     for wl in sqlite python; do
-        measure $wl base sampled guarded
-        for tool in base sampled guarded; do
+        measure $wl base sampled guarded exact
+        for tool in base sampled guarded exact; do
             eval "w=\$W_$tool; c=\$C_$tool; x=\$X_$tool"
             eval "M_$tool=\$(median \"\$WORK/runs.$tool\" 2); U_$tool=\$(median \"\$WORK/runs.$tool\" 3)"
             eval "Y_$tool=\$(median \"\$WORK/runs.$tool\" 4); F_$tool=\$(median \"\$WORK/runs.$tool\" 5)"
             eval "m=\$M_$tool; u=\$U_$tool; y=\$Y_$tool; f=\$F_$tool"
-            g="- -"
-            [ $tool = guarded ] && g=$(cat "$WORK/g.$wl.$GUARD_RATE")
-            printf '%-7s %-8s %7.3f %7.3f %7.3f %7.3f %7.3f %7.0f %6s %6s %6s%% %8s %9s\n' $wl $tool \
+            g="- - - -"
+            [ -f "$WORK/g.$wl.$GUARD_RATE.$tool" ] && g=$(cat "$WORK/g.$wl.$GUARD_RATE.$tool")
+            printf '%-7s %-8s %7.3f %7.3f %7.3f %7.3f %7.3f %7.0f %6s %6s %6s%% %8s %9s %7s %8s\n' $wl $tool \
                 "$w" "$c" "$m" "$u" "$y" "$f" "$(calc "$c / $C_base")" "$(calc "$m / $M_base")" \
                 "$(pct "($x - $c) / $c")" $g
         done
@@ -178,6 +194,7 @@ if part workloads; then
         is "$C_guarded - $C_sampled <= $X_sampled - $C_sampled" && within="within it"
         SUMMARY="$SUMMARY$wl: guarded / sampled: CPU best $(calc "$C_guarded / $C_sampled" 4)x, median $(calc "$M_guarded / $M_sampled" 4)x; user median $(calc "$U_guarded / $U_sampled" 4)x, sys median $(calc "$Y_guarded / $Y_sampled" 4)x
   per round, guarded minus sampled (median): CPU $(calc "1000 * $PAIRED" 1) ms ($(pct "$PAIRED / $M_sampled")%), user $(calc "1000 * $PAIRED_U" 1) ms, sys $(calc "1000 * $PAIRED_S" 1) ms; minor faults $(calc "$F_guarded - $F_sampled" 0); sampled mode's own CPU spread $(pct "($X_sampled - $C_sampled) / $C_sampled")%: best against best $within
+  exact (guard_budget=0) / sampled: CPU best $(calc "$C_exact / $C_sampled" 4)x, median $(calc "$M_exact / $M_sampled" 4)x; sys median $(calc "$Y_exact / $Y_sampled" 4)x
 "
     done
     echo
