@@ -49,6 +49,10 @@ endforeach()
 # The allocation-free snapshot writer, read back through the tools' reader.
 ms_unit_test(agent_unit_snapshot_write SOURCES ${MS_AGENT_TESTS}/unit/test_snapshot_write.c LIBS ms_core)
 set_tests_properties(agent_unit_snapshot_write PROPERTIES LABELS agent)
+# Every option's refusal fits the buffers the agent and the commands give it, whole.
+ms_unit_test(agent_unit_options SOURCES ${MS_AGENT_TESTS}/unit/test_agent_options.c LIBS ms_core)
+target_include_directories(agent_unit_options PRIVATE ${PROJECT_SOURCE_DIR}/src)
+set_tests_properties(agent_unit_options PROPERTIES LABELS agent)
 # The vDSO's clock_gettime, found by the agent's own ELF reading (vdso.c).
 ms_unit_test(agent_unit_vdso SOURCES ${MS_AGENT_TESTS}/unit/test_vdso.c
   ${PROJECT_SOURCE_DIR}/src/agent/platform/vdso.c ${PROJECT_SOURCE_DIR}/src/agent/platform/elf_mod.c LIBS ${CMAKE_DL_LIBS})

@@ -399,7 +399,7 @@ int ms_cmd_attach(int argc, char **argv)
     /* options that contradict each other are refused as by run, before the process is
      * touched (the agent would only warn, in the process's own stderr) */
     ms_options chk;
-    char oerr[256];
+    char oerr[MS_OPT_ERR_MAX];
     if (ms_options_parse(&chk, opts, oerr, sizeof oerr)) {
         fprintf(stderr, "memsight attach: %s\n", oerr);
         return 2;

@@ -75,7 +75,7 @@ typedef struct run_opt {
  * runs (the agent would only warn and run with the default). */
 static int add_agent_opt(run_ctx *ctx, const char *key, const char *value, const char *what)
 {
-    char item[OPTS_MAX], why[256];
+    char item[OPTS_MAX], why[MS_OPT_ERR_MAX];
     int n = snprintf(item, sizeof item, "%s%s%s", key, value ? "=" : "", value ? value : "");
     if (n < 0 || (size_t)n >= sizeof item) {
         fprintf(stderr, "memsight %s: %s: value too long\n", CTX_CMD(ctx), what);
@@ -1060,7 +1060,7 @@ int ms_cmd_run(int argc, char **argv)
     /* Options may also contradict each other. Those already in the environment's
      * MEMSIGHT_OPTIONS are the agent's to judge: it warns and keeps its defaults. */
     ms_options chk;
-    char oerr[256];
+    char oerr[MS_OPT_ERR_MAX];
     if (ms_options_parse(&chk, ctx.agent_opts, oerr, sizeof oerr)) {
         fprintf(stderr, "memsight run: %s\n", oerr);
         return 2;

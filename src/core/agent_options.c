@@ -410,14 +410,14 @@ unsigned ms_options_parse(ms_options *o, const char *s, char *err, size_t errlen
             }
             if (n == 0)
                 continue;
-            char one[160];
+            char one[MS_OPT_ERR_MAX];
             msg m = {one, sizeof one, 0};
             one[0] = 0;
             if (opt_item(o, item, n, &m) != 0) {
                 if (bad++ == 0) {
                     msg e = {err, errlen, 0};
-                    put(&e, item, n > 64 ? 64 : n);
-                    puts_(&e, ": ");
+                    put(&e, item, n > 64 ? 64 : n); /* a long value is cut, visibly */
+                    puts_(&e, n > 64 ? "...: " : ": ");
                     puts_(&e, one);
                 }
             }

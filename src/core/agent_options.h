@@ -80,9 +80,16 @@ typedef struct ms_option_def {
 extern const ms_option_def ms_option_table[];
 extern const size_t ms_option_count;
 
+/* Room for the longest message of ms_options_parse and ms_option_check with its NUL: the
+ * item (at most 64 of its bytes) and the longest reason any row of the table gives (a
+ * set's accepted names, two signals, leak_check against sampling); the unit test
+ * agent_unit_options checks every row's messages against it. */
+#define MS_OPT_ERR_MAX 400
+
 /* Sets the defaults, then applies "k=v,k=v". Bad items (unknown key, value out of range
  * or unreadable, options that contradict each other) are skipped: returns how many, and
- * describes the first in err ("key=value: reason"). */
+ * describes the first in err ("key=value: reason", an item longer than 64 bytes cut
+ * there and followed by "..."; whole with MS_OPT_ERR_MAX bytes). */
 unsigned ms_options_parse(ms_options *o, const char *s, char *err, size_t errlen);
 
 /* Parses a MS_OPT_SET value of n bytes against d's choices: names joined by '+' (or by

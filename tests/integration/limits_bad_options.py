@@ -119,6 +119,26 @@ if not any("unknown option 'foo'" in w for w in rep['warnings']):
 if rep['meta'].get('mode') != 'full' or rep['meta'].get('max_depth') != '64':
     fail('bad items must leave the defaults: meta %r' % rep['meta'])
 
+# The longest reasons are said whole, on stderr and in the snapshot: a set's accepted
+# names and how they are joined (it was cut at 160 bytes, "...on memsight's comma"); the
+# quoted item is cut at 64 bytes with "..." after it.
+out = tempfile.mkdtemp(prefix='ms-limits-opts-set-')
+env = dict(os.environ, LD_PRELOAD=os.environ['MS_AGENT'],
+           MEMSIGHT_OPTIONS='out=%s,leak_heuristics=%s' % (out, 'x' * 60))
+p = subprocess.run(['sh', '-c', 'echo hello'], env=env, capture_output=True, text=True,
+                   timeout=120)
+whole = ('leak_heuristics=%s...: not all, none, or names among stdstring, length64, newarray, '
+         "multipleinheritance, interior (joined by '+', or by ',' on memsight's command "
+         'line)' % ('x' * 48))
+if p.returncode != 0 or p.stdout != 'hello\n' or \
+        p.stderr != 'memsight: MEMSIGHT_OPTIONS: %s; ignored\n' % whole:
+    fail('bad leak_heuristics: %d %r %r' % (p.returncode, p.stdout, p.stderr))
+snaps = [f for f in os.listdir(out) if f.endswith('-exit.msnap')]
+r = subprocess.run([MEMSIGHT, 'report', '--format', 'json', os.path.join(out, snaps[0])],
+                   capture_output=True, text=True, timeout=120)
+if not any(whole in w for w in json.loads(r.stdout)['warnings']):
+    fail('bad leak_heuristics: the snapshot\'s warnings %r' % r.stdout)
+
 # Options given only to memsight_start(): the warning names where they came from.
 out = tempfile.mkdtemp(prefix='ms-limits-opts-start-')
 env = {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'MEMSIGHT_OPTIONS')}

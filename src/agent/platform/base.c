@@ -139,7 +139,7 @@ int ms_real_malloc_is_libc;
  * Options
  * ========================================================================= */
 ms_options ms_opt;
-char ms_opt_errors[160];
+char ms_opt_errors[MS_OPT_ERR_MAX + 256];
 
 /* Where the options came from, for the warnings: the environment, or the argument of
  * memsight_start() or memsight_attach() (a user grepping MEMSIGHT_OPTIONS for a typo
@@ -149,7 +149,7 @@ static const char *ms_opt_source = "MEMSIGHT_OPTIONS";
 /* "memsight: <source>: <what><more>; ignored" on stderr, without stdio. */
 static void ms_say_option(const char *what, const char *more)
 {
-    char line[320];
+    char line[sizeof ms_opt_errors + 128];
     size_t o = 0;
     const char *parts[] = {"memsight: ", ms_opt_source, ": ", what, more, "; ignored\n"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)

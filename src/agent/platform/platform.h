@@ -26,7 +26,8 @@
  * and parser are in core/agent_options.c. Bad items are counted (bad_options) and
  * reported once (META option_errors, a line on stderr). */
 extern ms_options ms_opt MS_INTERNAL;
-extern char ms_opt_errors[160] MS_INTERNAL;
+/* the first bad item's message, then what ms_option_unavailable adds ("; ...") */
+extern char ms_opt_errors[MS_OPT_ERR_MAX + 256] MS_INTERNAL;
 /* Parses s (NULL: defaults) into ms_opt; `source` names where it came from in the line
  * said on stderr about bad items (MEMSIGHT_OPTIONS, memsight_start options...). */
 void ms_options_read(const char *s, const char *source) MS_INTERNAL;
