@@ -71,6 +71,13 @@ if(MS_QEMU_AARCH64 AND MS_AARCH64_GCC)
   ms_platform_test(platform_arm64_gt_deep_fp_fpunwind arm64 ${MS_GT} gt_deep_fp unwind=fp)
   # frame pointers at the top of the address space, in the environment's text
   ms_platform_test(platform_arm64_robust_bad_fp arm64 ${MS_RB_CHECK} "unwind=fp full" rb_bad_fp)
+  # a sysroot mixing the cross toolchain's loader and Debian's libc.so.6 (both installed):
+  # a new thread never starts there; the agent starts none and the program runs
+  if(EXISTS /lib/aarch64-linux-gnu/libc.so.6 AND EXISTS /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1)
+    ms_platform_test(platform_arm64_mixed_sysroot arm64
+      ${CMAKE_CURRENT_SOURCE_DIR}/integration/platform_mixed_sysroot.py /usr/aarch64-linux-gnu gt_heap_o2)
+    set_property(TEST platform_arm64_mixed_sysroot APPEND PROPERTY ENVIRONMENT "MS_QEMU=${MS_QEMU_AARCH64}")
+  endif()
   # the exit scan does not wait its 1 s stop timeout for qemu's helper thread
   ms_platform_test(platform_arm64_robust_exit_pause arm64 ${MS_RB_CHECK} --max-pause-ms 700
     leak_check=exit gt_heap_o2)

@@ -24,8 +24,19 @@ const char *ms_libc_name(void) MS_INTERNAL_LIBC;
 enum {
     MS_LIBC_NO_MALLINFO2 = 0x1,  /* no mallinfo2_* in HLTH (the allocator's own figures) */
     MS_LIBC_NO_DTV_LAYOUT = 0x2, /* the DTV's place in the TCB unknown: scanned as memory */
+    MS_LIBC_NO_THREADS = 0x4,    /* no thread can start (ms_libc_threads_startable) */
 };
 unsigned ms_libc_missing(void) MS_INTERNAL_LIBC;
+
+/* 1 when a new thread can start. 0 when the dynamic loader and the C library come from two
+ * different builds of glibc (a sysroot that mixes them: the loader of a cross toolchain,
+ * the distribution's libc.so.6): the C library then reads the loader's shared state at
+ * the offsets of its own build, and pthread_create walks a list that never ends (its
+ * thread-stack cache, 8 bytes off) without a system call. Then `why` gets both builds'
+ * banners ("ld.so (...) ... / libc (...) ..."), and ms_libc_missing() has
+ * MS_LIBC_NO_THREADS from then on. Looked at once (the result is kept); reads only the
+ * two modules' read-only segments; no malloc. */
+int ms_libc_threads_startable(char *why, size_t cap) MS_INTERNAL_LIBC;
 
 /* Upper end of the main thread's stack, above its every frame and below argv and the
  * environment's text (glibc: __libc_stack_end; musl: the initial stack pointer), 0 if

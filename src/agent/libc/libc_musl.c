@@ -14,6 +14,14 @@
 
 const char *ms_libc_name(void) { return "musl"; }
 
+/* musl's loader is the C library itself: one build */
+int ms_libc_threads_startable(char *why, size_t cap)
+{
+    if (cap)
+        why[0] = 0;
+    return 1;
+}
+
 /* musl's own names are internal: the next definitions in the lookup (musl's dlsym
  * allocates nothing). */
 int ms_libc_sigaction(int sig, const struct sigaction *act, struct sigaction *old)

@@ -508,6 +508,21 @@ MS_EXPORT void pthread_exit(void *ret)
 
 int ms_agent_thread_create(pthread_t *th, void *(*fn)(void *))
 {
+    /* a loader and a C library of two builds: pthread_create would spin for ever in a
+     * program that never started a thread itself (libc.h); the agent goes on without */
+    char why[256];
+    if (!ms_libc_threads_startable(why, sizeof why)) {
+        static int said;
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL)) {
+            const char *parts[] = {"the dynamic loader and the C library come from two "
+                                   "different glibc builds (", why, "), where a new thread "
+                                   "never starts: the agent starts no thread of its own "
+                                   "(requests are served when the program allocates; no "
+                                   "interval= snapshots, no metrics_listen=)"};
+            ms_say(parts, sizeof parts / sizeof parts[0]);
+        }
+        return ENOTSUP;
+    }
     pthread_attr_t attr;
     if (pthread_attr_init(&attr) != 0)
         return ENOMEM;
