@@ -114,12 +114,16 @@ def pprof(*args):
     if not go:
         return None
     home = tmpdir("gohome")
-    env = dict(os.environ, HOME=home, GOCACHE=os.path.join(home, "cache"), GOFLAGS="",
-               PPROF_BINARY_PATH=home, GOTOOLCHAIN="local")
     try:
-        return run([go, "tool", "pprof"] + list(args), env=env)
+        return run([go, "tool", "pprof"] + list(args), env=pprof_env(home))
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def pprof_env(home):
+    """go tool pprof's environment with HOME, cache and binary path in a private directory."""
+    return dict(os.environ, HOME=home, GOCACHE=os.path.join(home, "cache"), GOFLAGS="",
+                PPROF_BINARY_PATH=home, GOTOOLCHAIN="local")
 
 
 def pprof_top(path, index):

@@ -25,7 +25,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_common import MEMSIGHT, PROGRAMS, SKIP, check, memsight, pprof, pprof_top, run, snapshots, tmpdir  # noqa: E402
+from export_common import (MEMSIGHT, PROGRAMS, SKIP, browser, check, chromium, memsight, pprof,  # noqa: E402
+                           pprof_env, pprof_top, run, snapshots, tmpdir)
 from fleet_common import ClickHouse, free_port, have, spawn, wait_for  # noqa: E402
 import report_mksnap  # noqa: E402
 
@@ -245,6 +246,24 @@ else:
              "program=ex_trend", "--format", "pprof", "-o", dprof)
     rows, _ = pprof_top(dprof, "delta_space")
     check(rows.get("leak_steady", (0,))[0] == 4 * 16384, "pprof diff: %r" % rows)
+    # the fleet as people look at it: go tool pprof -http, its pages drawn by headless
+    # Chromium (the top table's rows and the flame graph's frames exist only once the
+    # pages' scripts have run)
+    if chromium():
+        port = free_port()
+        home = tmpdir("gohome-http")
+        spawn(["go", "tool", "pprof", "-http=127.0.0.1:%d" % port, "-no_browser", prof],
+              env=pprof_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ui = "http://127.0.0.1:%d/ui/" % port
+        wait_for("go tool pprof -http", lambda: urllib.request.urlopen(ui + "top", timeout=5).status == 200)
+        top = browser(["--virtual-time-budget=3000", "--dump-dom", ui + "top"]) or ""
+        rows = [r for r in top.split('<tr id="node')[1:] if "leak_steady" in r.split("</tr>")[0]]
+        check(rows, "pprof's top page in Chromium has no row for leak_steady")
+        fg = browser(["--virtual-time-budget=3000", "--dump-dom", ui + "flamegraph"]) or ""
+        frames = [f for f in fg.split('class="frame"')[1:] if "leak_steady" in f.split("</g>")[0]]
+        check(frames, "pprof's flame graph in Chromium has no frame for leak_steady")
+    else:
+        print("chromium not installed: the pprof web UI check skipped")
 
 # ---- tables an older memsight made: the queries say so; push or symbolize upgrades them ------
 OLD_STACKS = """snapshot_id String, time DateTime, snapshot_ns UInt64, host String, program String,
