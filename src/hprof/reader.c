@@ -1,8 +1,9 @@
-/* Streaming HPROF reader: maps the file once and makes three passes over the mapping
+/* Streaming HPROF reader: three passes over the dump, each through small windows that
+ * slide forward (input.h: read, inflated or in memory), so resident memory stays small
  * (1: records, strings, classes, ids; 2: each object's kind, class, size and reference
- * count; 3: the references, into the CSR arrays; no pass 3 when counting only),
- * dropping pages behind it so resident memory stays small. Every length in the
- * file is checked before use; the reader never prints and never trusts a count. */
+ * count; 3: the references, into the CSR arrays; no pass 3 when counting only). Every
+ * length in the file is checked before use; the reader never prints and never trusts a
+ * count. */
 #define _GNU_SOURCE
 #include "hprof/reader.h"
 
@@ -13,14 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "hprof/bigmem.h"
-#include "hprof/gzsrc.h"
+#include "hprof/input.h"
 #include "hprof/names.h"
 #include "hprof/sizes.h"
 
@@ -55,14 +55,9 @@ typedef struct cbient {
 } cbient;
 
 typedef struct rd {
-    const uint8_t *base;
+    const uint8_t *base; /* the data at file offset o is base[o] while o is in the window */
     uint64_t len;
     uint64_t hdr_len;
-    int can_drop; /* base is a private file mapping: drop pages behind the cursor */
-    uint64_t dropped_upto;
-    uint64_t populated_upto; /* mapped ahead of the cursor up to here (one call per window
-                              * instead of a page fault every few pages) */
-    int no_populate;         /* the kernel has no MADV_POPULATE_READ */
     ms_hgraph *g;
     uint32_t ids;
     char *err;
@@ -124,12 +119,11 @@ typedef struct rd {
     struct dangref { uint64_t at, id; uint8_t tag, sub; } dang[8];
     uint32_t ndang;
     uint32_t unknown_cls;
-    /* gzip input (gz set): no mapping; the data comes through the window of zs (base
-     * follows it), the length is known once pass 1 has read to the end (until then len
-     * is LEN_UNKNOWN), and the STRING records' bytes are kept in sbuf (str->off is an
-     * offset there) */
-    ms_gzindex *gz;
-    ms_gzsrc *zs;
+    /* the data comes through the window win over in (base follows it); gzip: the length
+     * is known once pass 1 has read to the end (until then len is LEN_UNKNOWN). The
+     * STRING records' bytes are kept in sbuf (str->off is an offset there). */
+    ms_hinput *in;
+    ms_hwin *win;
     uint8_t *sbuf;
     size_t nsbuf, capsbuf;
     /* the top-level record being read: a gzip that ends inside it fails as a file that
@@ -150,7 +144,6 @@ typedef struct rd {
      * each (a page fault, costly on a virtual machine) */
     const struct toprec { uint64_t pos; uint32_t len; uint8_t tag; } *tops;
     size_t ntops, ktop;
-    int fd; /* the plain file, for reading far-apart headers without faulting; -1: none */
     /* interned string ids -> strs offsets */
     uint64_t *ih_key;
     uint32_t *ih_val;
@@ -272,15 +265,15 @@ static void problem(rd *r, uint64_t off, uint8_t tag, uint8_t sub, const char *f
 
 #define LEN_UNKNOWN ((uint64_t)1 << 62)
 
-/* gzip input: makes [from, from + n) readable at r->base. 0, 1 when the data ends before
+/* Makes [from, from + n) readable at r->base. 0, 1 when the data ends before
  * (r->len is then known), -1 after fail() */
 static int src_need(rd *r, uint64_t from, uint64_t n)
 {
     char e[200];
-    int rc = ms_gzsrc_need(r->zs, from, n, e, sizeof e);
-    r->base = r->zs->base;
-    if (r->zs->eof)
-        r->len = r->zs->fill;
+    int rc = ms_hwin_need(r->win, from, n, e, sizeof e);
+    r->base = r->win->base;
+    if (r->win->eof)
+        r->len = r->win->fill;
     if (rc < 0)
         snprintf(r->err, r->errlen, "%s", e);
     return rc;
@@ -299,11 +292,9 @@ static int need_slow(rd *r, uint64_t from, uint64_t n)
 
 static inline int need(rd *r, uint64_t from, uint64_t n, uint64_t lim)
 {
-    if (!r->zs)
-        return 0;
     if (n > lim - from)
         n = lim - from;
-    if (from >= r->zs->ws && from <= r->zs->fill && n <= r->zs->fill - from)
+    if (from >= r->win->ws && from <= r->win->fill && n <= r->win->fill - from)
         return 0;
     return need_slow(r, from, n);
 }
@@ -311,7 +302,7 @@ static inline int need(rd *r, uint64_t from, uint64_t n, uint64_t lim)
 /* The bytes of a STRING record's text. */
 static inline const uint8_t *str_bytes(const rd *r, const strent *s)
 {
-    return r->gz ? r->sbuf + s->off : r->base + s->off;
+    return r->sbuf + s->off;
 }
 
 /* Grows *p (elements of size el) to hold at least need, geometrically. */
@@ -337,26 +328,11 @@ static int grow(void **p, size_t *cap, size_t need, size_t el)
 
 static void progress(rd *r, uint64_t pos)
 {
-#ifdef MADV_POPULATE_READ
-    if (r->can_drop && !r->no_populate && pos + (4u << 20) > r->populated_upto && r->populated_upto < r->len) {
-        uint64_t from = (r->populated_upto > pos ? r->populated_upto : pos) & ~(uint64_t)4095;
-        uint64_t to = from + (16u << 20) < r->len ? from + (16u << 20) : r->len;
-        if (madvise((void *)(r->base + from), to - from, MADV_POPULATE_READ))
-            r->no_populate = 1; /* older kernel: page faults as before */
-        r->populated_upto = to;
-    }
-#endif
-    if (r->can_drop && pos >= r->dropped_upto + (16u << 20)) {
-        /* the pages behind us are in the page cache; let go of our mapping of them */
-        uint64_t to = pos & ~(uint64_t)0xFFFFF;
-        madvise((void *)(r->base + r->dropped_upto), to - r->dropped_upto, MADV_DONTNEED);
-        r->dropped_upto = to;
-    }
     if (r->o && r->o->progress && pos >= r->prog_next) {
         uint64_t len = r->len;
-        if (r->zs && len == LEN_UNKNOWN) {
+        if (len == LEN_UNKNOWN) {
             /* gzip, pass 1: the length guessed from the compressed bytes read so far */
-            uint64_t used = r->zs->in_used, cs = ms_gzindex_file_size(r->gz);
+            uint64_t used = r->win->in_used, cs = ms_hinput_file_size(r->in);
             len = used ? (uint64_t)((double)pos * (double)cs / (double)used) : pos;
             if (len < pos)
                 len = pos;
@@ -1310,9 +1286,6 @@ static uint32_t class_for_array(rd *r, uint64_t cid)
     return k;
 }
 
-#ifndef PREFETCH_AHEAD
-#define PREFETCH_AHEAD 4096
-#endif
 
 static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
 {
@@ -1321,25 +1294,13 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
     const uint32_t ids = r->ids;
     const int p1 = r->pass == 1;
     uint64_t last_prog = p;
-    uint64_t pf = p; /* every cache line before this one has been asked for */
     r->cur_heap = 0xFF;
     while (p < end) {
-        /* The next record's place is known only once this one is decoded, and most of a
-         * record's bytes (array contents) are skipped: the hardware sees no stream to
-         * prefetch, and every record header was a miss to memory (most of the time of a
-         * pass). Asking for every line some kilobytes ahead turns that into a stream. */
-        if (pf < p + PREFETCH_AHEAD && !r->zs) {
-            uint64_t lim = end - p > PREFETCH_AHEAD ? p + PREFETCH_AHEAD : end;
-            for (pf = pf > p ? pf : p; pf < lim; pf += 64)
-                __builtin_prefetch(b + pf);
-        }
         uint64_t at = p;
-        if (r->zs) {
-            /* gzip: every fixed part of a sub-record (the longer ones ask again) */
-            if (need(r, p, 64, end))
-                return -1;
-            b = r->base;
-        }
+        /* every fixed part of a sub-record (the longer ones ask again) */
+        if (need(r, p, 64, end))
+            return -1;
+        b = r->base;
         uint8_t t = b[p++];
         uint64_t left = end - p;
         if (p1)
@@ -1419,7 +1380,7 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
             if (left - (2ull * ids + 8) < n)
                 return fail(r, at, rtag, t, "instance 0x%llx claims %u bytes of fields, only %llu left in the record",
                             (unsigned long long)id, n, (unsigned long long)(left - (2ull * ids + 8)));
-            if (!p1 && n > 64 - 25 && r->zs) {
+            if (!p1 && n > 64 - 25) {
                 if (need(r, at, 1 + 2ull * ids + 8 + n, end))
                     return -1;
                 b = r->base;
@@ -1489,7 +1450,7 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                 return fail(r, at, rtag, t, "object array 0x%llx claims %u elements (%llu bytes), only %llu left in the record",
                             (unsigned long long)id, n, (unsigned long long)need,
                             (unsigned long long)(left - (2ull * ids + 8)));
-            if (!p1 && need > 64 - 25 && r->zs) {
+            if (!p1 && need > 64 - 25) {
                 if (need_slow(r, at, 1 + 2ull * ids + 8 + need))
                     return -1;
                 b = r->base;
@@ -1587,7 +1548,7 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
     return 0;
 }
 
-/* gzip, pass 1: the text of a STRING record, kept (the record will not be read again) */
+/* Pass 1: the text of a STRING record, kept (the record will not be read again) */
 static int copy_string(rd *r, uint64_t from, uint32_t n)
 {
     /* grown as the bytes come: the length is not checked against the data's yet */
@@ -1612,12 +1573,19 @@ static int walk(rd *r)
     const uint8_t *b = r->base;
     uint64_t pos = r->hdr_len;
     r->prog_next = 0;
-    r->dropped_upto = 0;
-    r->populated_upto = 0;
     progress(r, pos);
     for (;;) {
-        if (r->zs) {
-            /* gzip: the record header; where the data ends, the length becomes known */
+        uint8_t tag;
+        uint32_t len;
+        while (r->ktop < r->ntops && r->tops[r->ktop].pos < pos)
+            r->ktop++;
+        if (r->p1_split && pos >= r->p1_split && r->ktop < r->ntops && r->tops[r->ktop].pos == pos) {
+            /* the second thread's half: the header from the walk before, the data not
+             * read here unless the record is one this thread parses */
+            tag = r->tops[r->ktop].tag;
+            len = r->tops[r->ktop].len;
+        } else {
+            /* where the data ends (gzip), the length becomes known */
             int rc = src_need(r, pos, 9);
             if (rc < 0)
                 return -1;
@@ -1625,20 +1593,11 @@ static int walk(rd *r)
                 return fail(r, r->rec_at, r->rec_tag, 0, "record length %u exceeds the %llu bytes left in the file (truncated?)",
                             r->rec_len, (unsigned long long)(r->len - r->rec_body));
             b = r->base;
-        }
-        if (pos >= r->len)
-            break;
-        if (r->len - pos < 9)
-            return fail(r, pos, 0, 0, "truncated record header (%llu bytes left in the file)",
-                        (unsigned long long)(r->len - pos));
-        uint8_t tag;
-        uint32_t len;
-        while (r->ktop < r->ntops && r->tops[r->ktop].pos < pos)
-            r->ktop++;
-        if (r->p1_split && pos >= r->p1_split && r->ktop < r->ntops && r->tops[r->ktop].pos == pos) {
-            tag = r->tops[r->ktop].tag;
-            len = r->tops[r->ktop].len;
-        } else {
+            if (pos >= r->len)
+                break;
+            if (r->len - pos < 9)
+                return fail(r, pos, 0, 0, "truncated record header (%llu bytes left in the file)",
+                            (unsigned long long)(r->len - pos));
             tag = b[pos];
             len = be32(b + pos + 5);
         }
@@ -1668,7 +1627,7 @@ static int walk(rd *r)
                 r->str[r->nstr].id = rid(r, b + body);
                 r->str[r->nstr].off = body + r->ids;
                 r->str[r->nstr].len = len - r->ids;
-                if (r->zs && copy_string(r, body + r->ids, len - r->ids))
+                if (copy_string(r, body + r->ids, len - r->ids))
                     return -1;
                 b = r->base;
                 r->nstr++;
@@ -1718,7 +1677,7 @@ static int walk(rd *r)
         }
         pos = body + len;
         if (!r->p1_split || pos < r->p1_split)
-            progress(r, pos); /* not behind the second thread: it would drop its pages */
+            progress(r, pos); /* past the split the records are the second thread's */
     }
     return 0;
 }
@@ -1727,25 +1686,36 @@ static int walk(rd *r)
  * has checked). */
 static int walk_heaps_in(rd *r, size_t from, size_t to);
 
+/* Opens a window of this thread's own at offset at (gzip: from the access point before
+ * it) for r; 0, or -1 after a message. */
+static int open_window(rd *r, ms_hwin *w, uint64_t at, int build)
+{
+    char e[200];
+    if (ms_hwin_open(w, r->in, at, build, e, sizeof e)) {
+        snprintf(r->err, r->errlen, "%s", e);
+        return -1;
+    }
+    r->win = w;
+    r->base = w->base;
+    return 0;
+}
+
+static void close_window(rd *r)
+{
+    if (r->win)
+        ms_hwin_close(r->win);
+    r->win = NULL;
+    r->base = NULL;
+}
+
 static int walk_heaps(rd *r, size_t from, size_t to)
 {
-    if (r->gz) {
-        /* gzip: a stream of this pass's own, from the access point before its records */
-        ms_gzsrc zs;
-        char e[200];
-        if (ms_gzsrc_open(&zs, r->gz, from < r->nhrec ? r->hrec[from] : 0, 0, e, sizeof e)) {
-            snprintf(r->err, r->errlen, "%s", e);
-            return -1;
-        }
-        r->zs = &zs;
-        r->base = zs.base;
-        int rc = walk_heaps_in(r, from, to);
-        r->zs = NULL;
-        r->base = NULL;
-        ms_gzsrc_close(&zs);
-        return rc;
-    }
-    return walk_heaps_in(r, from, to);
+    ms_hwin w;
+    if (open_window(r, &w, from < r->nhrec ? r->hrec[from] : 0, 0))
+        return -1;
+    int rc = walk_heaps_in(r, from, to);
+    close_window(r);
+    return rc;
 }
 
 static int walk_heaps_in(rd *r, size_t from, size_t to)
@@ -1754,20 +1724,16 @@ static int walk_heaps_in(rd *r, size_t from, size_t to)
     r->kcls = from < r->nhrec ? r->hrec_kcls[from] : 0;
     r->cur = UINT32_MAX - 1;
     r->prog_next = 0;
-    r->dropped_upto = from < r->nhrec ? r->hrec[from] & ~(uint64_t)0xFFFFF : 0;
-    r->populated_upto = r->dropped_upto;
     if (from < r->nhrec)
         progress(r, r->hrec[from]);
     for (size_t j = from; j < to; j++) {
         uint64_t pos = r->hrec[j];
-        if (r->zs) {
-            int rc = src_need(r, pos, 9);
-            if (rc < 0)
-                return -1;
-            if (rc)
-                return fail(r, pos, 0, 0, "the decompressed data ends before this record, unlike in the first pass");
-            b = r->base;
-        }
+        int rc = src_need(r, pos, 9);
+        if (rc < 0)
+            return -1;
+        if (rc)
+            return fail(r, pos, 0, 0, "the data ends before this record, unlike in the first pass");
+        b = r->base;
         uint32_t len = be32(b + pos + 5);
         r->rec_at = pos;
         r->rec_tag = b[pos];
@@ -1962,19 +1928,38 @@ typedef struct p1half {
     int rc;
 } p1half;
 
+/* The heap-dump records at rec[0..nrec) (their lengths checked by the walk before),
+ * through a window of their own. */
+static int read_heap_records(rd *r, const uint64_t *rec, size_t nrec, uint32_t *kcls, uint64_t stop)
+{
+    ms_hwin w, *was = r->win;
+    const uint8_t *was_base = r->base;
+    if (open_window(r, &w, nrec ? rec[0] : 0, 0))
+        return -1;
+    int rc = 0;
+    for (size_t j = 0; j < nrec && !rc && rec[j] < stop; j++) {
+        uint64_t pos = rec[j];
+        if (kcls)
+            kcls[j] = r->g->nclass; /* class dumps before it */
+        rc = src_need(r, pos, 9);
+        if (rc > 0)
+            rc = fail(r, pos, 0, 0, "the data ends before this record, unlike in the first walk");
+        if (rc)
+            break;
+        uint32_t len = be32(r->base + pos + 5);
+        rc = heap_records(r, r->base[pos], pos + 9, pos + 9 + len);
+        progress(r, pos + 9 + len);
+    }
+    close_window(r);
+    r->win = was;
+    r->base = was_base;
+    return rc;
+}
+
 static void *run_p1half(void *arg)
 {
     p1half *h = arg;
-    rd *r = &h->r;
-    /* pages from the next megabyte on: the first thread may still read the one before */
-    r->dropped_upto = (h->rec[0] + 0xFFFFF) & ~(uint64_t)0xFFFFF;
-    r->populated_upto = h->rec[0] & ~(uint64_t)4095;
-    for (size_t j = 0; j < h->nrec && !h->rc; j++) {
-        uint64_t pos = h->rec[j];
-        uint32_t len = be32(r->base + pos + 5);
-        h->rc = heap_records(r, r->base[pos], pos + 9, pos + 9 + len);
-        progress(r, pos + 9 + len);
-    }
+    h->rc = read_heap_records(&h->r, h->rec, h->nrec, NULL, UINT64_MAX);
     return NULL;
 }
 
@@ -1989,17 +1974,22 @@ static int walk_two(rd *r)
     uint64_t *hs = NULL;
     struct toprec *tops = NULL;
     size_t n = 0, cap = 0, ntop = 0, captop = 0;
-    uint64_t mapped = 0; /* headers near this one are read from the mapping */
+    /* headers close together (strings, classes) are read 64 KiB at a time, far-apart
+     * ones (heap-dump segments, about 1 MB each) alone: the walk reads a few MB, not
+     * the file */
+    uint8_t *hb = malloc(64u << 10);
+    uint64_t hb_at = 0, hb_len = 0;
+    if (!hb)
+        return walk(r);
     for (uint64_t pos = r->hdr_len; r->len - pos >= 9;) {
-        uint8_t hb[9];
-        const uint8_t *hp = r->base + pos;
-        if (r->fd >= 0 && pos - mapped > (256u << 10)) {
-            if (pread(r->fd, hb, 9, (off_t)pos) != 9)
+        if (pos < hb_at || pos + 9 > hb_at + hb_len) {
+            size_t want = pos - hb_at > (256u << 10) ? 9 : 64u << 10;
+            hb_len = ms_hinput_peek(r->in, pos, hb, want);
+            hb_at = pos;
+            if (hb_len < 9)
                 break;
-            hp = hb;
-        } else {
-            mapped = pos;
         }
+        const uint8_t *hp = hb + (pos - hb_at);
         uint8_t tag = hp[0];
         uint64_t len = be32(hp + 5);
         if (!known_record_tag(tag) || len > r->len - pos - 9)
@@ -2008,6 +1998,7 @@ static int walk_two(rd *r)
             ((tag == 0x0C || tag == 0x1C) && grow((void **)&hs, &cap, n + 1, sizeof *hs))) {
             free(hs);
             free(tops);
+            free(hb);
             return walk(r);
         }
         tops[ntop].pos = pos;
@@ -2017,6 +2008,7 @@ static int walk_two(rd *r)
             hs[n++] = pos;
         pos += 9 + len;
     }
+    free(hb);
     size_t j = 0;
     if (n >= 2) {
         uint64_t mid = hs[0] + (hs[n - 1] - hs[0]) / 2;
@@ -2104,19 +2096,10 @@ static int walk_two(rd *r)
         /* the second half met a class dump or heap info: read here, in order, up to
          * where the walk failed if it did (an error before that comes first) */
         uint64_t stop = rc ? r->fail_at : UINT64_MAX;
-        int rc2 = 0;
-        r->dropped_upto = split & ~(uint64_t)0xFFFFF;
-        r->populated_upto = r->dropped_upto;
-        for (size_t k = 0; !rc2 && k < r->nhrec; k++) {
-            uint64_t pos = r->hrec[k];
-            if (pos < split || pos >= stop)
-                continue;
-            r->hrec_kcls[k] = g->nclass;
-            uint32_t len = be32(r->base + pos + 5);
-            rc2 = heap_records(r, r->base[pos], pos + 9, pos + 9 + len);
-            progress(r, pos + 9 + len);
-        }
-        if (rc2)
+        size_t k = 0;
+        while (k < r->nhrec && r->hrec[k] < split)
+            k++;
+        if (read_heap_records(r, r->hrec + k, r->nhrec - k, r->hrec_kcls + k, stop))
             rc = -1;
     }
     free(h->g.obj_id64);
@@ -2145,33 +2128,24 @@ static int pass1(rd *r)
         r->capobj = g->obj_id64 ? cap : 0;
     }
     r->pass = 1;
-    return r->gz || threads_for(r) < 2 ? walk(r) : walk_two(r);
+    return ms_hinput_is_gzip(r->in) || threads_for(r) < 2 ? walk(r) : walk_two(r);
 }
 
 static int read_all(rd *r)
 {
     ms_hgraph *g = r->g;
-    if (r->gz) {
-        /* gzip: pass 1 inflates the whole file once, recording access points for the
-         * passes after it; the length of the data is known at its end */
-        ms_gzsrc zs;
-        char e[200];
-        if (ms_gzsrc_open(&zs, r->gz, 0, 1, e, sizeof e)) {
-            snprintf(r->err, r->errlen, "%s", e);
-            return -1;
-        }
-        r->zs = &zs;
-        r->len = LEN_UNKNOWN;
-        int rc = src_need(r, 0, 77) < 0 || pass1(r) ? -1 : 0;
-        r->zs = NULL;
-        r->base = NULL;
-        ms_gzsrc_close(&zs);
-        if (rc)
-            return -1;
-        g->file_size = r->len;
-    } else if (pass1(r)) {
+    /* gzip: pass 1 inflates the whole file once, recording access points for the
+     * passes after it; the length of the data is known at its end */
+    int gz = ms_hinput_is_gzip(r->in);
+    ms_hwin w;
+    if (open_window(r, &w, 0, gz))
         return -1;
-    }
+    r->len = gz ? LEN_UNKNOWN : ms_hinput_file_size(r->in);
+    int rc = src_need(r, 0, 77) < 0 || pass1(r) ? -1 : 0;
+    close_window(r);
+    if (rc)
+        return -1;
+    g->file_size = r->len;
     /* a dump cut at a record boundary reads without error: say that it ends early */
     if (r->len == r->hdr_len)
         return fail(r, r->len, 0, 0, "the file ends after its header: no records (truncated?)");
@@ -2362,24 +2336,23 @@ static int finish(rd *r)
         problem(r, 0, 0, 0, "%llu GC roots name objects not in the dump", (unsigned long long)missing_roots);
     /* the two threads report in any order: list problems by file offset */
     qsort(g->problems, g->nproblem, sizeof *g->problems, cmp_problem);
-    if (r->can_drop && r->len > r->dropped_upto)
-        madvise((void *)(r->base + r->dropped_upto), (r->len - r->dropped_upto) & ~(uint64_t)4095,
-                MADV_DONTNEED);
     if (r->o && r->o->progress)
         r->o->progress(r->o->progress_arg, 3 * r->len, 3 * r->len);
     return 0;
 }
 
-static int read_buffer(const uint8_t *data, uint64_t len, int can_drop, int fd, ms_gzindex *gz,
-                       const ms_hprof_read_opts *opts, ms_hgraph **out, char *err, size_t errlen)
+static int read_input(ms_hinput *in, const ms_hprof_read_opts *opts, ms_hgraph **out, char *err,
+                      size_t errlen)
 {
     rd r;
     memset(&r, 0, sizeof r);
-    r.fd = fd;
-    r.base = data;
-    r.len = len;
-    r.can_drop = can_drop;
-    r.gz = gz;
+    if (!in) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (opts && opts->window)
+        ms_hinput_set_window(in, opts->window);
+    r.in = in;
     r.err = err;
     r.errlen = errlen;
     r.o = opts;
@@ -2407,7 +2380,10 @@ int ms_hprof_read_mem(const void *data, size_t len, const ms_hprof_read_opts *op
                       ms_hgraph **out, char *err, size_t errlen)
 {
     *out = NULL;
-    return read_buffer(data, len, 0, -1, NULL, opts, out, err, errlen);
+    ms_hinput *in = ms_hinput_mem(data, len);
+    int rc = read_input(in, opts, out, err, errlen);
+    ms_hinput_free(in);
+    return rc;
 }
 
 int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **out, char *err,
@@ -2430,32 +2406,18 @@ int ms_hprof_read(const char *path, const ms_hprof_read_opts *opts, ms_hgraph **
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     unsigned char magic[2] = {0, 0};
-    if (pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-        /* gzip: read in passes through a small window, no decompressed copy (gzsrc.h) */
-        ms_gzindex *ix = ms_gzindex_new(fd);
-        int rc = ix ? read_buffer(NULL, 0, 0, -1, ix, opts, out, e, sizeof e) : -1;
-        if (!ix)
-            snprintf(e, sizeof e, "out of memory");
-        ms_gzindex_free(ix);
-        close(fd);
-        if (rc)
-            snprintf(err, errlen, "%s: %s", path, e);
-        return rc;
-    }
-    if (st.st_size == 0) {
+    int gz = pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (!gz && st.st_size == 0) {
         snprintf(err, errlen, "%s: empty file", path);
         close(fd);
         return -1;
     }
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-        snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
-    int rc = read_buffer(m, (uint64_t)st.st_size, 1, fd, NULL, opts, out, e, sizeof e);
-    munmap(m, (size_t)st.st_size);
+    /* read in passes through small windows (input.h): gzip with no decompressed copy,
+     * a plain file with pread into the cache rather than through a mapping */
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    ms_hinput *in = gz ? ms_hinput_gzip(fd) : ms_hinput_file(fd, (uint64_t)st.st_size);
+    int rc = read_input(in, opts, out, e, sizeof e);
+    ms_hinput_free(in);
     close(fd);
     if (rc)
         snprintf(err, errlen, "%s: %s", path, e);

@@ -1,5 +1,6 @@
 /* Reads an HPROF heap dump (JAVA PROFILE 1.0.1/1.0.2/1.0.3, 4- or 8-byte ids, plain or
- * gzip) into the compact graph of graph.h, reading the file from disk once.
+ * gzip) into the compact graph of graph.h, reading the file from disk once (then from
+ * the page cache).
  * Never trusts the file: every length is bounds-checked; never prints (the CLI does). */
 #ifndef MS_HPROF_READER_H
 #define MS_HPROF_READER_H
@@ -21,6 +22,8 @@ typedef struct ms_hprof_read_opts {
                       * edge_dst and edge_label stay NULL; nedge, dangling_refs and the
                       * problems are those of a full read): enough for summary and
                       * histogram without retained sizes, in one pass fewer */
+    size_t window; /* bytes each pass reads at once; 0: 1 MiB (the tests use tiny ones so
+                    * that records cross the windows' ends) */
     /* Called now and then with bytes processed and the total (both passes count);
      * NULL for none. */
     void (*progress)(void *arg, uint64_t done, uint64_t total);

@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 C
 "$CLANG" -g -O1 -std=gnu11 -fsanitize=thread -I"$SRC/src" -I"$SRC/include" "$OUT/read_two_threads.c" \
     "$SRC/src/hprof/reader.c" "$SRC/src/hprof/graph.c" "$SRC/src/hprof/bigmem.c" "$SRC/src/hprof/names.c" "$SRC/src/hprof/sizes.c" \
-    "$SRC/src/hprof/gzsrc.c" -lz -o "$OUT/read_two_threads"
+    "$SRC/src/hprof/input.c" -lz -o "$OUT/read_two_threads"
 # gzipped too: the two threads share the access points of one index
 for f in "$SRC"/tests/data/hprof/*.hprof "$SRC"/tests/data/hprof/*android-hprof; do
     gzip -1 -c "$f" > "$OUT/$(basename "$f").gz"

@@ -13,16 +13,26 @@
 
 #include "hprof/reader.h"
 
-static ms_hgraph *load_threads(const char *name, int threads)
+static void sample_path(char *path, size_t len, const char *name)
 {
     const char *src = getenv("MS_SOURCE_DIR");
+    snprintf(path, len, "%s/tests/data/hprof/%s", src ? src : ".", name);
+}
+
+static ms_hgraph *load_opts(const char *name, const ms_hprof_read_opts *o)
+{
     char path[4096], err[512];
-    snprintf(path, sizeof path, "%s/tests/data/hprof/%s", src ? src : ".", name);
+    sample_path(path, sizeof path, name);
     ms_hgraph *g = NULL;
-    ms_hprof_read_opts o = {.threads = threads};
-    if (ms_hprof_read(path, &o, &g, err, sizeof err))
+    if (ms_hprof_read(path, o, &g, err, sizeof err))
         fail_msg("%s", err);
     return g;
+}
+
+static ms_hgraph *load_threads(const char *name, int threads)
+{
+    ms_hprof_read_opts o = {.threads = threads};
+    return load_opts(name, &o);
 }
 
 static ms_hgraph *load(const char *name)
@@ -131,13 +141,8 @@ static void test_mat_instance_sizes(void **state)
     ms_hgraph_free(g);
 }
 
-/* Two threads (each half of the heap-dump segments) build the very same graph. */
-static void test_threads_same_graph(void **state)
+static void assert_same_graph(const ms_hgraph *a, const ms_hgraph *b)
 {
-    (void)state;
-    const char *names[] = {"adt-tools-base__dialer.android-hprof", "hprof-slurp__hprof-64.bin"};
-    for (int d = 0; d < 2; d++) {
-        ms_hgraph *a = load_threads(names[d], 1), *b = load_threads(names[d], 2);
         assert_int_equal(a->nobj, b->nobj);
         assert_int_equal(a->nedge, b->nedge);
         assert_int_equal(a->nclass, b->nclass);
@@ -152,8 +157,69 @@ static void test_threads_same_graph(void **state)
         assert_memory_equal(a->edge_dst, b->edge_dst, a->nedge * sizeof *a->edge_dst);
         assert_memory_equal(a->edge_label, b->edge_label, a->nedge * sizeof *a->edge_label);
         assert_int_equal(a->problem_total, b->problem_total);
+        assert_int_equal(a->nroot, b->nroot);
+        for (uint32_t k = 0; k < a->nroot; k++) {
+            assert_int_equal(a->roots[k].id, b->roots[k].id);
+            assert_int_equal(a->roots[k].obj, b->roots[k].obj);
+        }
+        assert_int_equal(a->nstrings, b->nstrings);
+        assert_int_equal(a->file_size, b->file_size);
+        assert_memory_equal(a->record_count, b->record_count, sizeof a->record_count);
+        assert_memory_equal(a->subrecord_count, b->subrecord_count, sizeof a->subrecord_count);
+        for (uint32_t k = 0; k < a->nclass; k++)
+            assert_string_equal(a->strs + a->classes[k].name, b->strs + b->classes[k].name);
+}
+
+/* Two threads (each half of the heap-dump segments) build the very same graph. */
+static void test_threads_same_graph(void **state)
+{
+    (void)state;
+    const char *names[] = {"adt-tools-base__dialer.android-hprof", "hprof-slurp__hprof-64.bin"};
+    for (int d = 0; d < 2; d++) {
+        ms_hgraph *a = load_threads(names[d], 1), *b = load_threads(names[d], 2);
+        assert_same_graph(a, b);
         ms_hgraph_free(a);
         ms_hgraph_free(b);
+    }
+}
+
+/* A file is read through windows that slide forward (input.h): with windows so small
+ * that every record, header and array crosses an end (1 byte: each need is a read of
+ * its own; 61: odd, below a record's fixed part), on one thread and two, every sample
+ * gives the graph read from memory in one piece. */
+static void test_windows_same_graph(void **state)
+{
+    (void)state;
+    const char *names[] = {"adt-tools-base__dialer.android-hprof", "hprof-slurp__hprof-32.bin",
+                           "hprof-slurp__hprof-64.bin", "mat__sun_jdk5_64bit.hprof",
+                           "mat__sun_jdk6_18_x64.hprof", "mat__sun_jdk6_30_x64_compressedOops.hprof",
+                           "mat__sun_jdk6_32bit.hprof"};
+    const size_t windows[] = {1, 61, 4096};
+    for (size_t d = 0; d < sizeof names / sizeof *names; d++) {
+        char path[4096], err[512];
+        sample_path(path, sizeof path, names[d]);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        rewind(f);
+        char *data = malloc((size_t)len);
+        assert_non_null(data);
+        assert_int_equal(fread(data, 1, (size_t)len, f), (size_t)len);
+        fclose(f);
+        ms_hprof_read_opts one = {.threads = 1};
+        ms_hgraph *m = NULL;
+        if (ms_hprof_read_mem(data, (size_t)len, &one, &m, err, sizeof err))
+            fail_msg("%s: %s", names[d], err);
+        for (size_t w = 0; w < sizeof windows / sizeof *windows; w++)
+            for (int t = 1; t <= 2; t++) {
+                ms_hprof_read_opts o = {.threads = t, .window = windows[w]};
+                ms_hgraph *g = load_opts(names[d], &o);
+                assert_same_graph(m, g);
+                ms_hgraph_free(g);
+            }
+        ms_hgraph_free(m);
+        free(data);
     }
 }
 
@@ -163,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_dialer),
         cmocka_unit_test(test_mat_instance_sizes),
         cmocka_unit_test(test_threads_same_graph),
+        cmocka_unit_test(test_windows_same_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

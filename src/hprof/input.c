@@ -1,7 +1,7 @@
 /* gzip input read in passes over a sliding window, with zran-style access points
  * (gzsrc.h). */
 #define _GNU_SOURCE
-#include "hprof/gzsrc.h"
+#include "hprof/input.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 enum {
     DICT = 32768,              /* deflate's window: what a point must keep */
     IN_CAP = 256 << 10,        /* compressed bytes read at once */
-    WIN_CAP = 1 << 20,         /* decompressed window (grown for a longer record) */
+    WIN_CAP = 1 << 20,         /* window (grown for a longer record) */
     MAX_POINTS = 128,          /* then every other one is dropped and the span doubles */
     FIRST_SPAN = 1 << 20,
 };
@@ -26,17 +26,22 @@ typedef struct gzpoint {
     uint8_t *win;
 } gzpoint;
 
-struct ms_gzindex {
+enum { IN_GZIP, IN_FILE, IN_MEM };
+
+struct ms_hinput {
+    int kind;
     int fd;
-    uint64_t csize;
+    uint64_t csize; /* the file's size (gzip: compressed) */
+    const uint8_t *mem; /* IN_MEM: csize bytes */
+    size_t win_cap;
     gzpoint *pt;
     size_t n, cap;
     uint64_t span;
     size_t bytes;
 };
 
-struct ms_gzsrc_priv {
-    ms_gzindex *ix;
+struct ms_hwin_priv {
+    ms_hinput *ix;
     int build;
     int raw; /* resumed at a point: raw deflate up to the end of this member */
     z_stream zs;
@@ -49,19 +54,66 @@ struct ms_gzsrc_priv {
     uint64_t last_point;
 };
 
-ms_gzindex *ms_gzindex_new(int fd)
+static ms_hinput *new_input(int kind, int fd, uint64_t size)
 {
-    ms_gzindex *ix = calloc(1, sizeof *ix);
+    ms_hinput *ix = calloc(1, sizeof *ix);
     if (!ix)
         return NULL;
+    ix->kind = kind;
     ix->fd = fd;
+    ix->csize = size;
+    ix->win_cap = WIN_CAP;
     ix->span = FIRST_SPAN;
-    off_t end = lseek(fd, 0, SEEK_END);
-    ix->csize = end > 0 ? (uint64_t)end : 0;
     return ix;
 }
 
-void ms_gzindex_free(ms_gzindex *ix)
+ms_hinput *ms_hinput_gzip(int fd)
+{
+    off_t end = lseek(fd, 0, SEEK_END);
+    return new_input(IN_GZIP, fd, end > 0 ? (uint64_t)end : 0);
+}
+
+ms_hinput *ms_hinput_file(int fd, uint64_t size) { return new_input(IN_FILE, fd, size); }
+
+ms_hinput *ms_hinput_mem(const void *data, uint64_t len)
+{
+    ms_hinput *ix = new_input(IN_MEM, -1, len);
+    if (ix)
+        ix->mem = data;
+    return ix;
+}
+
+void ms_hinput_set_window(ms_hinput *in, size_t bytes)
+{
+    if (in->kind != IN_MEM && bytes)
+        in->win_cap = bytes;
+}
+
+int ms_hinput_is_gzip(const ms_hinput *in) { return in->kind == IN_GZIP; }
+
+size_t ms_hinput_peek(ms_hinput *in, uint64_t at, void *buf, size_t n)
+{
+    if (in->kind == IN_GZIP || at >= in->csize)
+        return 0;
+    if (n > in->csize - at)
+        n = (size_t)(in->csize - at);
+    if (in->kind == IN_MEM) {
+        memcpy(buf, in->mem + at, n);
+        return n;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(in->fd, (uint8_t *)buf + got, n - got, (off_t)(at + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+void ms_hinput_free(ms_hinput *ix)
 {
     if (!ix)
         return;
@@ -71,13 +123,13 @@ void ms_gzindex_free(ms_gzindex *ix)
     free(ix);
 }
 
-size_t ms_gzindex_points(const ms_gzindex *ix) { return ix->n; }
-size_t ms_gzindex_bytes(const ms_gzindex *ix) { return ix->bytes + ix->cap * sizeof *ix->pt; }
-uint64_t ms_gzindex_file_size(const ms_gzindex *ix) { return ix->csize; }
+size_t ms_hinput_points(const ms_hinput *ix) { return ix->n; }
+size_t ms_hinput_bytes(const ms_hinput *ix) { return ix->bytes + ix->cap * sizeof *ix->pt; }
+uint64_t ms_hinput_file_size(const ms_hinput *ix) { return ix->csize; }
 
 /* Keeps every other point and doubles the span: the index stays small whatever the
  * size of the data (128 points: 4 MiB at most). */
-static void thin(ms_gzindex *ix)
+static void thin(ms_hinput *ix)
 {
     size_t w = 0;
     for (size_t i = 0; i < ix->n; i++) {
@@ -92,9 +144,9 @@ static void thin(ms_gzindex *ix)
     ix->span *= 2;
 }
 
-static void add_point(struct ms_gzsrc_priv *p, uint64_t out)
+static void add_point(struct ms_hwin_priv *p, uint64_t out)
 {
-    ms_gzindex *ix = p->ix;
+    ms_hinput *ix = p->ix;
     if (ix->n == MAX_POINTS)
         thin(ix);
     if (ix->n && out - ix->pt[ix->n - 1].out < ix->span)
@@ -132,7 +184,7 @@ static int msg(char *err, size_t errlen, const char *fmt, const char *arg)
 }
 
 /* At least k bytes of input at next_in, unless the file ends first (then fewer). */
-static int have_in(struct ms_gzsrc_priv *p, size_t k, char *err, size_t errlen)
+static int have_in(struct ms_hwin_priv *p, size_t k, char *err, size_t errlen)
 {
     z_stream *z = &p->zs;
     while (z->avail_in < k && !p->in_eof) {
@@ -155,9 +207,9 @@ static int have_in(struct ms_gzsrc_priv *p, size_t k, char *err, size_t errlen)
 
 /* After the end of a member's deflate data: its trailer (checked by zlib unless resumed
  * in its middle), then another member or the end. */
-static int member_end(ms_gzsrc *s, char *err, size_t errlen)
+static int member_end(ms_hwin *s, char *err, size_t errlen)
 {
-    struct ms_gzsrc_priv *p = s->p;
+    struct ms_hwin_priv *p = s->p;
     z_stream *z = &p->zs;
     if (p->raw) {
         if (have_in(p, 8, err, errlen))
@@ -180,9 +232,9 @@ static int member_end(ms_gzsrc *s, char *err, size_t errlen)
 }
 
 /* Inflates up to room bytes into dst; *got what came (fewer only at the end). */
-static int inflate_some(ms_gzsrc *s, uint8_t *dst, size_t room, size_t *got, char *err, size_t errlen)
+static int inflate_some(ms_hwin *s, uint8_t *dst, size_t room, size_t *got, char *err, size_t errlen)
 {
-    struct ms_gzsrc_priv *p = s->p;
+    struct ms_hwin_priv *p = s->p;
     z_stream *z = &p->zs;
     z->next_out = dst;
     z->avail_out = (uInt)room;
@@ -211,20 +263,37 @@ static int inflate_some(ms_gzsrc *s, uint8_t *dst, size_t room, size_t *got, cha
     return 0;
 }
 
-int ms_gzsrc_open(ms_gzsrc *s, ms_gzindex *ix, uint64_t at, int build, char *err, size_t errlen)
+int ms_hwin_open(ms_hwin *s, ms_hinput *ix, uint64_t at, int build, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    struct ms_gzsrc_priv *p = calloc(1, sizeof *p);
+    struct ms_hwin_priv *p = calloc(1, sizeof *p);
     if (!p)
         return msg(err, errlen, "%s", "out of memory");
     s->p = p;
     p->ix = ix;
+    if (ix->kind == IN_MEM) {
+        /* the whole dump is the window */
+        s->base = ix->mem;
+        s->fill = ix->csize;
+        s->in_used = ix->csize;
+        s->eof = 1;
+        return 0;
+    }
+    p->buf = malloc(ix->win_cap);
+    p->cap = ix->win_cap;
+    if (ix->kind == IN_FILE) {
+        if (!p->buf) {
+            ms_hwin_close(s);
+            return msg(err, errlen, "%s", "out of memory");
+        }
+        s->ws = s->fill = at; /* nothing read before at */
+        s->base = (const uint8_t *)((uintptr_t)p->buf - (uintptr_t)s->ws);
+        return 0;
+    }
     p->build = build;
     p->in = malloc(IN_CAP);
-    p->buf = malloc(WIN_CAP);
-    p->cap = WIN_CAP;
     if (!p->in || !p->buf) {
-        ms_gzsrc_close(s);
+        ms_hwin_close(s);
         return msg(err, errlen, "%s", "out of memory");
     }
     const gzpoint *pt = NULL;
@@ -233,7 +302,7 @@ int ms_gzsrc_open(ms_gzsrc *s, ms_gzindex *ix, uint64_t at, int build, char *err
             pt = &ix->pt[i];
     int zr = inflateInit2(&p->zs, pt ? -15 : 31);
     if (zr != Z_OK) {
-        ms_gzsrc_close(s);
+        ms_hwin_close(s);
         return msg(err, errlen, "%s", "out of memory");
     }
     p->zinit = 1;
@@ -243,7 +312,7 @@ int ms_gzsrc_open(ms_gzsrc *s, ms_gzindex *ix, uint64_t at, int build, char *err
         if (pt->bits) {
             uint8_t c;
             if (pread(ix->fd, &c, 1, (off_t)p->in_next) != 1) {
-                ms_gzsrc_close(s);
+                ms_hwin_close(s);
                 return msg(err, errlen, "%s", "reading the compressed file: it changed while being read");
             }
             p->in_next++;
@@ -253,19 +322,76 @@ int ms_gzsrc_open(ms_gzsrc *s, ms_gzindex *ix, uint64_t at, int build, char *err
         s->ws = s->fill = pt->out;
     }
     s->base = (const uint8_t *)((uintptr_t)p->buf - (uintptr_t)s->ws);
-    if (at > s->fill && ms_gzsrc_need_slow(s, at, 0, err, errlen) < 0) {
-        ms_gzsrc_close(s);
+    if (at > s->fill && ms_hwin_need_slow(s, at, 0, err, errlen) < 0) {
+        ms_hwin_close(s);
         return -1;
     }
     return 0;
 }
 
-int ms_gzsrc_need_slow(ms_gzsrc *s, uint64_t from, uint64_t n, char *err, size_t errlen)
+/* Room for a record longer than the window (the data in it stays). */
+static int grow_window(struct ms_hwin_priv *p, uint64_t n, char *err, size_t errlen)
 {
-    struct ms_gzsrc_priv *p = s->p;
+    if (n > SIZE_MAX / 2)
+        return msg(err, errlen, "%s", "out of memory");
+    size_t nc = (size_t)n + (size_t)n / 4;
+    uint8_t *q = realloc(p->buf, nc);
+    if (!q)
+        return msg(err, errlen, "%s", "out of memory for the window");
+    p->buf = q;
+    p->cap = nc;
+    return 0;
+}
+
+/* A plain file: the window from `from` on, read with pread (what is skipped is never
+ * read). */
+static int file_fill(ms_hwin *s, uint64_t from, char *err, size_t errlen)
+{
+    struct ms_hwin_priv *p = s->p;
+    if (from > s->fill) {
+        s->ws = s->fill = from;
+    } else if (from > s->ws) {
+        memmove(p->buf, p->buf + (from - s->ws), (size_t)(s->fill - from));
+        s->ws = from;
+    }
+    while (s->fill - s->ws < p->cap && !s->eof) {
+        size_t used = (size_t)(s->fill - s->ws);
+        size_t room = p->cap - used < (1u << 30) ? p->cap - used : (1u << 30);
+        if (s->fill >= p->ix->csize) {
+            s->eof = 1; /* the size fstat gave: a file that grows is read as it was */
+            break;
+        }
+        if (room > p->ix->csize - s->fill)
+            room = (size_t)(p->ix->csize - s->fill);
+        ssize_t got = pread(p->ix->fd, p->buf + used, room, (off_t)s->fill);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return msg(err, errlen, "reading the file: %s", strerror(errno));
+        if (got == 0)
+            return msg(err, errlen, "%s", "reading the file: it ends before the size it had when opened (truncated while being read?)");
+        s->fill += (uint64_t)got;
+    }
+    s->in_used = s->fill;
+    return 0;
+}
+
+int ms_hwin_need_slow(ms_hwin *s, uint64_t from, uint64_t n, char *err, size_t errlen)
+{
+    struct ms_hwin_priv *p = s->p;
     size_t got;
     if (from < s->ws)
-        return msg(err, errlen, "%s", "internal: the decompressed data was asked for backwards");
+        return msg(err, errlen, "%s", "internal: the data was asked for backwards");
+    if (p->ix->kind == IN_MEM)
+        return from <= s->fill && n <= s->fill - from ? 0 : 1;
+    if (p->ix->kind == IN_FILE) {
+        if (n > p->cap && grow_window(p, n, err, errlen))
+            return -1;
+        if (file_fill(s, from, err, errlen))
+            return -1;
+        s->base = (const uint8_t *)((uintptr_t)p->buf - (uintptr_t)s->ws);
+        return from <= s->fill && n <= s->fill - from ? 0 : 1;
+    }
     if (from > s->fill) {
         /* skip: inflate and drop */
         while (s->fill < from && !s->eof) {
@@ -279,16 +405,8 @@ int ms_gzsrc_need_slow(ms_gzsrc *s, uint64_t from, uint64_t n, char *err, size_t
         memmove(p->buf, p->buf + (from - s->ws), (size_t)(s->fill - from));
         s->ws = from;
     }
-    if (n > p->cap) {
-        if (n > SIZE_MAX / 2)
-            return msg(err, errlen, "%s", "out of memory");
-        size_t nc = (size_t)n + (size_t)n / 4;
-        uint8_t *q = realloc(p->buf, nc);
-        if (!q)
-            return msg(err, errlen, "%s", "out of memory for the decompressed window");
-        p->buf = q;
-        p->cap = nc;
-    }
+    if (n > p->cap && grow_window(p, n, err, errlen))
+        return -1;
     while (s->fill - s->ws < p->cap && !s->eof) {
         size_t used = (size_t)(s->fill - s->ws);
         size_t room = p->cap - used < (1u << 30) ? p->cap - used : (1u << 30);
@@ -300,9 +418,9 @@ int ms_gzsrc_need_slow(ms_gzsrc *s, uint64_t from, uint64_t n, char *err, size_t
     return from <= s->fill && n <= s->fill - from ? 0 : 1;
 }
 
-void ms_gzsrc_close(ms_gzsrc *s)
+void ms_hwin_close(ms_hwin *s)
 {
-    struct ms_gzsrc_priv *p = s->p;
+    struct ms_hwin_priv *p = s->p;
     if (!p)
         return;
     if (p->zinit)
