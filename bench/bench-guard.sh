@@ -5,8 +5,9 @@
 #     with sample=BYTES alone, with sample=BYTES plus guard=RATE (5000 unless
 #     GUARD_RATE says otherwise: GWP-ASan's default) under the default cost budget
 #     (guarded: guard_budget=1), and the same with guard_budget=0 (exact: the rate never
-#     stretched). Runs are interleaved (base, sampled, guarded, exact, then again) so
-#     load changes hit all four alike; guarded and exact give the blocks guarded, the
+#     stretched). Runs are interleaved (base, sampled, guarded, exact, then again, each
+#     round starting one tool later, so that no tool always runs right after the same
+#     other one) so load changes hit all four alike; guarded and exact give the blocks guarded, the
 #     turns that found the pool full, the budget's stretches and the rate at the end. Per tool: the
 #     best wall and CPU time (user+sys) of the runs and the medians of CPU, user and
 #     system time and of minor page faults, the ratios of best and median CPU time to the
@@ -14,7 +15,11 @@
 #     guarded / sampled: best against best, median against median, user and system time
 #     apart, and the medians over the rounds of guarded minus sampled (run back to back),
 #     beside sampled mode's own spread: an extra within that spread is no difference this
-#     machine can measure in time. The system time is where the guard's two mprotect
+#     machine can measure in time. And the rounds' ratios guarded / sampled (CPU time,
+#     back to back): their median with a distribution-free 95% confidence interval (order
+#     statistics of the binomial, no assumption about the noise), and what it says of
+#     the 1.02x goal: met when the interval's top is at most 1.02, missed when its bottom
+#     is above, else not decided by this run (more rounds narrow it). The system time is where the guard's two mprotect
 #     calls per block (and the TLB flush at free) show.
 #  pte: bench/bench-pte.c: what one guarded block's page-table changes cost on this
 #     machine, call by call (the mprotect that opens a reused slot, the one that closes it
@@ -45,6 +50,11 @@
 # usage: bench/bench-guard.sh [BUILD_DIR] [REPEATS]
 #   env: SAMPLE=524288 GUARD_RATE=5000 BLOCK_RATE=250 BLOCK_POOL=1024 LOOP_PAIRS=20000000
 #        THREADS=2000 ROWS=40000 ROUNDS=2 PARTS="workloads pte counted block threads"
+#        WORKLOADS="sqlite python" (part 1) GUARD_BUDGET= (part 1's guarded row: the
+#        agent's default budget unless set) PIN= (a CPU number: every run of parts 1
+#        and 2 on that CPU alone, with taskset; on a virtual machine an unpinned run
+#        that moves between CPUs now and then takes half as long again, which makes
+#        spreads of 60-90% between identical runs; pinned, about 8%)
 set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-${BUILD:-$SRC/build}}
@@ -59,6 +69,9 @@ THREADS=${THREADS:-2000}
 ROWS=${ROWS:-40000}
 ROUNDS=${ROUNDS:-2}
 PARTS=${PARTS:-workloads pte counted block threads}
+WORKLOADS=${WORKLOADS:-sqlite python}
+GUARD_BUDGET=${GUARD_BUDGET:-}
+PIN=${PIN:-}
 MEMSIGHT=$BUILD/bin/memsight
 SCALE=$BUILD/tests/programs/sm_scale
 PY=/usr/bin/python3
@@ -96,9 +109,11 @@ run_one() {
     tool=$1; wl=$2
     rate=$GUARD_RATE pool=64
     budget=""
+    [ -n "$GUARD_BUDGET" ] && budget="-O guard_budget=$GUARD_BUDGET"
     # part 2 measures one block's cost: at the exact rate (the budget would stretch it)
     [ -n "${RATE_NOW:-}" ] && rate=$RATE_NOW pool=$BLOCK_POOL budget="-O guard_budget=0"
     TIMED="$WORK/cputime $WORK/c.txt"
+    [ -n "$PIN" ] && TIMED="taskset -c $PIN $TIMED"
     case $tool in
     base) set -- $TIMED ;;
     sampled) set -- $TIMED "$MEMSIGHT" run -q -o "$WORK/snaps" --sample "$SAMPLE" -- ;;
@@ -140,14 +155,28 @@ measure() {
     for tool in "$@"; do unset W_$tool C_$tool X_$tool; : > "$WORK/runs.$tool"; done
     r=0
     : > "$WORK/diffs"
+    : > "$WORK/ratios"
     while [ $r -lt "$REPS" ]; do
+        # this round's order: the tools rotated by the round's number
+        order=""
+        k=0
         for tool in "$@"; do
+            [ $k -ge $((r % $#)) ] && order="$order $tool"
+            k=$((k + 1))
+        done
+        k=0
+        for tool in "$@"; do
+            [ $k -lt $((r % $#)) ] && order="$order $tool"
+            k=$((k + 1))
+        done
+        for tool in $order; do
             run_one $tool $wl
             keep $tool
             eval "L_$tool=\$(cut -d' ' -f2-4 \"\$WORK/r.txt\")"
         done
         echo "$L_guarded $L_sampled" | awk '{ printf "%.6f %.6f %.6f\n", $1 - $4, $2 - $5, $3 - $6 }' \
             >> "$WORK/diffs"
+        echo "$L_guarded $L_sampled" | awk '$4 > 0 { printf "%.6f\n", $1 / $4 }' >> "$WORK/ratios"
         r=$((r + 1))
     done
     PAIRED=$(median "$WORK/diffs" 1)
@@ -158,6 +187,18 @@ measure() {
 median() {
     cut -d' ' -f"$2" "$1" | sort -g | awk '{ v[NR] = $1 } END { printf "%.6f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+# median_ci FILE: "median low high": the median of the numbers in FILE and a
+# distribution-free confidence interval of at least 95% for it, between the k-th smallest
+# and the k-th largest, k the largest with P(Binomial(n, 1/2) < k) <= 0.025 (with fewer
+# than 6 numbers there is none: low and high are the extremes)
+median_ci() {
+    sort -g "$1" | awk '{ v[NR] = $1 } END {
+        n = NR; if (!n) { print "0 0 0"; exit }
+        med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        p = 0.5 ^ n; cum = 0; k = 1
+        for (i = 0; i < n; i++) { cum += p; if (cum > 0.025) break; k = i + 2; p = p * (n - i) / (i + 1) }
+        printf "%.4f %.4f %.4f\n", med, v[k], v[n + 1 - k] }'
+}
 calc() { awk "BEGIN { printf \"%.${2:-3}f\", $1 }"; }
 is() { awk "BEGIN { exit !($1) }"; }
 pct() { calc "100 * ($1)" 1; }
@@ -167,6 +208,7 @@ echo "guard pages on top of sampled mode: sample=$SAMPLE"
 echo "(best of $REPS interleaved runs; on a loaded machine trust cpu_x more than wall_x;"
 echo " spread, cpu_spread: (worst - best) / best CPU time of a tool's runs)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -n "$PIN" ] && echo "every run on CPU $PIN (taskset)"
 SUMMARY=""
 if part workloads; then
     echo
@@ -176,7 +218,7 @@ if part workloads; then
     echo " budget's stretches and the rate at the end, of the last run)"
     printf '%-7s %-8s %7s %7s %7s %7s %7s %7s %6s %6s %7s %8s %9s %7s %8s\n' work tool wall_s cpu_s \
         cpu_med user_med sys_med minflt cpu_x med_x spread guarded pool_full stretch rate_now
-    for wl in sqlite python; do
+    for wl in $WORKLOADS; do
         measure $wl base sampled guarded exact
         for tool in base sampled guarded exact; do
             eval "w=\$W_$tool; c=\$C_$tool; x=\$X_$tool"
@@ -190,10 +232,15 @@ if part workloads; then
                 "$(pct "($x - $c) / $c")" $g
         done
         eval "B_$wl=\$(cut -d' ' -f1 \"\$WORK/g.$wl.$GUARD_RATE\"); S_$wl=\$C_sampled; M_sampled_$wl=\$M_sampled"
+        set -- $(median_ci "$WORK/ratios")
+        verdict="not decided by this run"
+        is "$3 <= 1.02" && verdict="met"
+        is "$2 > 1.02" && verdict="missed"
         within="beyond it"
         is "$C_guarded - $C_sampled <= $X_sampled - $C_sampled" && within="within it"
         SUMMARY="$SUMMARY$wl: guarded / sampled: CPU best $(calc "$C_guarded / $C_sampled" 4)x, median $(calc "$M_guarded / $M_sampled" 4)x; user median $(calc "$U_guarded / $U_sampled" 4)x, sys median $(calc "$Y_guarded / $Y_sampled" 4)x
   per round, guarded minus sampled (median): CPU $(calc "1000 * $PAIRED" 1) ms ($(pct "$PAIRED / $M_sampled")%), user $(calc "1000 * $PAIRED_U" 1) ms, sys $(calc "1000 * $PAIRED_S" 1) ms; minor faults $(calc "$F_guarded - $F_sampled" 0); sampled mode's own CPU spread $(pct "($X_sampled - $C_sampled) / $C_sampled")%: best against best $within
+  per round, guarded / sampled CPU ($REPS rounds): median $1x, 95% interval $2x-$3x: goal <= 1.02x $verdict
   exact (guard_budget=0) / sampled: CPU best $(calc "$C_exact / $C_sampled" 4)x, median $(calc "$M_exact / $M_sampled" 4)x; sys median $(calc "$Y_exact / $Y_sampled" 4)x
 "
     done

@@ -87,10 +87,10 @@ const ms_option_def ms_option_table[] = {
     {"guard_recover", MS_OPT_BOOL, OFF(guard_recover), 8, "0", NULL,
      "report the first error of each guarded slot and let the program run on (the bad "
      "access is let through, a bad free ignored) instead of ending it", 0, 0},
-    {"guard_budget", MS_OPT_U64, OFF(guard_budget), 8, "1", NULL,
+    {"guard_budget", MS_OPT_TENTHS, OFF(guard_budget), 8, "0.5", NULL,
      "cost budget: when the guarded blocks' page-table calls take more than this percent of "
-     "the process's CPU time, guard fewer (the rate doubles, back when under; 0 = exact rate)",
-     0, 100},
+     "the process's CPU time (one decimal at most), guard fewer (the rate doubles, back when "
+     "under; 0 = exact rate)", 0, 1000},
     {"metrics_listen", MS_OPT_LISTEN, OFF(metrics_listen), sizeof(((ms_options *)0)->metrics_listen),
      "", NULL, "serve the process's memory on http://ADDR:PORT/metrics for Prometheus, from a "
      "thread of the agent's (docs/fleet.md); empty = off", 0, 0},
@@ -134,6 +134,33 @@ static void putu(msg *m, uint64_t v)
  * Values
  * ================================================================================== */
 /* 0, -1 (not a number), -2 (too large for 64 bits) */
+/* A percentage with at most one decimal ("0.5", "2", "12.5") in tenths: 0, -1 when it
+ * is not one, -2 when too large. */
+static int opt_parse_tenths(const char *s, size_t n, uint64_t *out)
+{
+    size_t dot = 0;
+    while (dot < n && s[dot] != '.')
+        dot++;
+    uint64_t whole = 0, tenth = 0;
+    if (dot == 0)
+        return -1;
+    for (size_t i = 0; i < dot; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        if (whole < 100000000)
+            whole = whole * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (dot < n) {
+        if (n != dot + 2 || s[dot + 1] < '0' || s[dot + 1] > '9')
+            return -1;
+        tenth = (uint64_t)(s[dot + 1] - '0');
+    }
+    if (whole >= 100000000)
+        return -2;
+    *out = whole * 10 + tenth;
+    return 0;
+}
+
 static int opt_parse_u64(const char *s, size_t n, int allow_suffix, uint64_t *out)
 {
     uint64_t v = 0;
@@ -237,6 +264,22 @@ static int opt_set(ms_options *o, const ms_option_def *d, const char *v, size_t 
         }
         if (d->type == MS_OPT_SIGNAL && (u == 32 || u == 33)) {
             puts_(m, "signal reserved by the C library for its threads");
+            return -1;
+        }
+        break;
+    }
+    case MS_OPT_TENTHS: {
+        int rc = opt_parse_tenths(v, n, &u);
+        if (rc == -1) {
+            puts_(m, "not a percentage (digits, with at most one decimal: 0.5, 2, 12.5)");
+            return -1;
+        }
+        if (rc == -2 || u > d->max || u < d->min) {
+            puts_(m, "out of range (");
+            putu(m, d->min / 10);
+            puts_(m, "..");
+            putu(m, d->max / 10);
+            puts_(m, ")");
             return -1;
         }
         break;
@@ -521,6 +564,10 @@ size_t ms_option_value_text(const ms_options *o, const ms_option_def *d, char *b
             return m.o;
         }
     }
-    putu(&m, v);
+    putu(&m, d->type == MS_OPT_TENTHS ? v / 10 : v);
+    if (d->type == MS_OPT_TENTHS && v % 10) {
+        put(&m, ".", 1);
+        putu(&m, v % 10);
+    }
     return m.o;
 }

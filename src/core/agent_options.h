@@ -53,8 +53,9 @@ typedef struct ms_options {
     uint64_t guard_pool;     /* guard_pool=N: guarded slots (pages) in the pool */
     uint64_t guard_side;     /* guard_side=alternate|right|left: where a block sits in its page */
     uint64_t guard_recover;  /* guard_recover=0|1: report and run on (guard_fault.c) */
-    uint64_t guard_budget;   /* guard_budget=PERCENT: the pool's page-table calls' share of the
-                              * process's CPU time above which the rate stretches (0 = none) */
+    uint64_t guard_budget;   /* guard_budget=PERCENT, in tenths of a percent: the pool's
+                              * page-table calls' share of the process's CPU time above which
+                              * the rate stretches (0 = none) */
     char metrics_listen[64]; /* metrics_listen=ADDR:PORT: serve /metrics (metrics_serve.c) */
     char raw[1024];          /* the option string as given (goes into META) */
 } ms_options;
@@ -63,7 +64,8 @@ typedef enum ms_opt_type {
     MS_OPT_U64, MS_OPT_BOOL, MS_OPT_STR, MS_OPT_ENUM, MS_OPT_SIZE,
     MS_OPT_SIGNAL, /* 0 (the default) or a signal a handler can be installed for */
     MS_OPT_LISTEN, /* empty, or ADDR:PORT (core/listen_addr.h) */
-    MS_OPT_SET     /* names of `choices` joined by '+' (bit i = choice i), all, none */
+    MS_OPT_SET,    /* names of `choices` joined by '+' (bit i = choice i), all, none */
+    MS_OPT_TENTHS  /* a percentage with at most one decimal (0.5), kept in tenths (5) */
 } ms_opt_type;
 
 typedef struct ms_option_def {

@@ -73,6 +73,17 @@ static void test_every_row(void **state)
                 check_item(d->name, num, 0, 0);
             }
             break;
+        case MS_OPT_TENTHS:
+            check_item(d->name, NULL, 64, 'x');
+            check_item(d->name, "99999999999999999999999", 0, 0);
+            check_item(d->name, "0.55", 0, 0);
+            check_item(d->name, ".5", 0, 0);
+            check_item(d->name, "5.", 0, 0);
+            check_item(d->name, "-1", 0, 0);
+            check_item(d->name, "", 0, 0);
+            snprintf(num, sizeof num, "%llu.1", (unsigned long long)d->max / 10);
+            check_item(d->name, num, 0, 0);
+            break;
         case MS_OPT_SIGNAL:
             check_item(d->name, NULL, 64, 'x');
             check_item(d->name, "9", 0, 0);
@@ -122,11 +133,41 @@ static void test_set_message(void **state)
     assert_non_null(strstr(err, "on memsight's command line)"));
 }
 
+/* A percentage with one decimal: kept in tenths, said back as given; the default of
+ * guard_budget is half a percent. */
+static void test_tenths(void **state)
+{
+    (void)state;
+    static ms_options o;
+    char err[MS_OPT_ERR_MAX], text[32];
+    const ms_option_def *d = ms_option_find("guard_budget");
+    assert_non_null(d);
+    assert_int_equal(ms_options_parse(&o, "", err, sizeof err), 0);
+    assert_int_equal(o.guard_budget, 5);
+    ms_option_value_text(&o, d, text, sizeof text);
+    assert_string_equal(text, "0.5");
+    const struct { const char *in; uint64_t tenths; const char *out; } ok[] = {
+        {"guard_budget=0", 0, "0"}, {"guard_budget=2", 20, "2"}, {"guard_budget=12.5", 125, "12.5"},
+        {"guard_budget=100", 1000, "100"}, {"guard_budget=100.0", 1000, "100"}, {"guard_budget=007.5", 75, "7.5"}};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        assert_int_equal(ms_options_parse(&o, ok[i].in, err, sizeof err), 0);
+        assert_int_equal(o.guard_budget, ok[i].tenths);
+        ms_option_value_text(&o, d, text, sizeof text);
+        assert_string_equal(text, ok[i].out);
+    }
+    assert_int_equal(ms_options_parse(&o, "guard_budget=0.55", err, sizeof err), 1);
+    assert_string_equal(err, "guard_budget=0.55: not a percentage (digits, with at most one decimal: "
+                             "0.5, 2, 12.5)");
+    assert_int_equal(ms_options_parse(&o, "guard_budget=100.5", err, sizeof err), 1);
+    assert_string_equal(err, "guard_budget=100.5: out of range (0..100)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_row),
         cmocka_unit_test(test_set_message),
+        cmocka_unit_test(test_tenths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

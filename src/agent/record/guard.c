@@ -204,12 +204,13 @@ static void budget_spent(uint64_t d, uint64_t now)
         uint64_t used = cpu > ms_guard_win_cpu ? cpu - ms_guard_win_cpu : 0;
         uint32_t sh = __atomic_load_n(&ms_guard_shift, __ATOMIC_RELAXED);
         if (start && used) {
-            if (spent * 100 > ms_opt.guard_budget * used) { /* over: guard half as often */
+            /* guard_budget is in tenths of a percent */
+            if (spent * 1000 > ms_opt.guard_budget * used) { /* over: guard half as often */
                 if ((ms_opt.guard << (sh + 1)) <= (1ull << 30)) {
                     __atomic_store_n(&ms_guard_shift, sh + 1, __ATOMIC_RELAXED);
                     MS_HEALTH_INC(guard_budget_stretches);
                 }
-            } else if (sh && spent * 200 < ms_opt.guard_budget * used) {
+            } else if (sh && spent * 2000 < ms_opt.guard_budget * used) {
                 /* under half: at twice the rate it stays under budget */
                 __atomic_store_n(&ms_guard_shift, sh - 1, __ATOMIC_RELAXED);
             }
