@@ -246,8 +246,17 @@ static void series(sb *b, const ms_fleet_opts *o, const char *grown)
 }
 
 /* At most this many stacks are named in the second pass of trend (about 21 bytes each,
- * under ClickHouse's max_query_size of 256 KiB); more, and it reads every stack. */
+ * under ClickHouse's default max_query_size of 256 KiB); more, and it reads every stack.
+ * MEMSIGHT_FLEET_GROWN_MAX (digits) changes it: for a server whose max_query_size is
+ * smaller, and for the tests, which take the every-stack path on a small fleet with 0. */
 #define GROWN_LIST_MAX 8000
+static size_t grown_list_max(void)
+{
+    const char *e = getenv("MEMSIGHT_FLEET_GROWN_MAX");
+    if (!e || !*e || strlen(e) > 9 || strspn(e, "0123456789") != strlen(e))
+        return GROWN_LIST_MAX;
+    return (size_t)strtoul(e, NULL, 10);
+}
 
 /* Result columns after the groups: stack_hash, then the query's numbers (NNUM), then
  * the sid of a snapshot holding the stack (its frames are read from there). */
@@ -1235,7 +1244,7 @@ int ms_fleet_query(ms_ch *ch, const ms_fleet_opts *o, FILE *out, char *err, size
             snprintf(err, errlen, "out of memory");
             goto done;
         }
-        if (n > GROWN_LIST_MAX) /* too long a statement: the second pass reads every stack */
+        if (n > grown_list_max()) /* too long a statement: the second pass reads every stack */
             grown.p[grown.n = 0] = 0;
         none_grew = n == 0;
         free(text);

@@ -151,6 +151,11 @@ check(abs(stacks[0]["max_score"] - lscore["leak_steady"]) < 1e-5 and
 check(stacks[0]["growth"] == 3 * 5 * 16384, "trend growth %r" % stacks[0]["growth"])
 check([leaf(s) for s in stacks] == [st["frames"][0] for st in local["stacks"] if st["suspect"]],
       "fleet order %r, local %r" % ([leaf(s) for s in stacks], list(lscore)))
+# the second statement's other path (more grown stacks than a statement may name: every
+# stack is read) gives the same answer
+every = json.loads(run([MEMSIGHT, "fleet", "trend", "--where", "program=ex_trend", "--clickhouse", ch.url,
+                        "-f", "json"], env=dict(os.environ, MEMSIGHT_FLEET_GROWN_MAX="0")))
+check(every == tr, "trend reading every stack differs: %r\nagainst %r" % (every, tr))
 
 # leaks over the newest leak scan of each process
 lk = fleet("leaks")
