@@ -35,7 +35,9 @@ unsigned ms_libc_missing(void) MS_INTERNAL_LIBC;
  * thread-stack cache, 8 bytes off) without a system call. Then `why` gets both builds'
  * banners ("ld.so (...) ... / libc (...) ..."), and ms_libc_missing() has
  * MS_LIBC_NO_THREADS from then on. Looked at once (the result is kept); reads only the
- * two modules' read-only segments; no malloc. */
+ * two modules' read-only segments; no malloc. The first call walks the modules with
+ * dl_iterate_phdr: the caller counts it as a walk (platform.h ms_dl_begin), or a fork
+ * made meanwhile would copy the loader's lock held into its child. */
 int ms_libc_threads_startable(char *why, size_t cap) MS_INTERNAL_LIBC;
 
 /* Upper end of the main thread's stack, above its every frame and below argv and the

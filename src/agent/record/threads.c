@@ -511,7 +511,13 @@ int ms_agent_thread_create(pthread_t *th, void *(*fn)(void *))
     /* a loader and a C library of two builds: pthread_create would spin for ever in a
      * program that never started a thread itself (libc.h); the agent goes on without */
     char why[256];
-    if (!ms_libc_threads_startable(why, sizeof why)) {
+    /* the first call walks the modules (libc.h): counted as a walk, so that a fork made
+     * meanwhile by another thread waits for it rather than copy the loader's lock held
+     * (a child forked during it hung in its exit snapshot's walk, test limits_main_exit) */
+    ms_dl_begin(1);
+    int startable = ms_libc_threads_startable(why, sizeof why);
+    ms_dl_end();
+    if (!startable) {
         static int said;
         if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL)) {
             const char *parts[] = {"the dynamic loader and the C library come from two "
