@@ -1287,6 +1287,9 @@ static uint32_t class_for_array(rd *r, uint64_t cid)
 }
 
 
+/* Object array elements read at once (128 KiB of 8-byte ids: well inside a window). */
+#define ARRAY_CHUNK 16384u
+
 static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
 {
     ms_hgraph *g = r->g;
@@ -1445,18 +1448,13 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
             uint64_t id = rid(r, b + p);
             uint32_t n = be32(b + p + ids + 4);
             uint64_t cid = rid(r, b + p + ids + 8);
-            uint64_t need = (uint64_t)n * ids;
-            if (left - (2ull * ids + 8) < need)
+            uint64_t nbytes = (uint64_t)n * ids;
+            if (left - (2ull * ids + 8) < nbytes)
                 return fail(r, at, rtag, t, "object array 0x%llx claims %u elements (%llu bytes), only %llu left in the record",
-                            (unsigned long long)id, n, (unsigned long long)need,
+                            (unsigned long long)id, n, (unsigned long long)nbytes,
                             (unsigned long long)(left - (2ull * ids + 8)));
-            if (!p1 && need > 64 - 25) {
-                if (need_slow(r, at, 1 + 2ull * ids + 8 + need))
-                    return -1;
-                b = r->base;
-            }
-            const uint8_t *data = b + p + 2 * ids + 8;
-            p += 2ull * ids + 8 + need;
+            uint64_t data_at = p + 2ull * ids + 8; /* the elements' file offset */
+            p += 2ull * ids + 8 + nbytes;
             if (p1) {
                 if (ids == 8 && !r->compressed && id > r->prev_arr_start && id < r->prev_arr_end)
                     r->compressed = 1;
@@ -1484,26 +1482,30 @@ static int heap_records(rd *r, uint8_t rtag, uint64_t p, uint64_t end)
                     return -1;
                 g->obj_class[i] = k;
                 g->obj_size[i] = ms_hsize_obj_array(&g->model, n);
-                if (r->counts_only) {
-                    for (uint32_t e = 0; e < n; e++) {
-                        uint64_t v = ids == 8 ? be64(data + (uint64_t)e * 8) : be32(data + (uint64_t)e * 4);
-                        if (v)
-                            edge(r, v, 0, at, rtag, t);
-                    }
-                } else if (ids == 8) {
-                    for (uint32_t e = 0; e < n; e++)
-                        r->deg += be64(data + (uint64_t)e * 8) != 0;
-                } else {
-                    for (uint32_t e = 0; e < n; e++)
-                        r->deg += be32(data + (uint64_t)e * 4) != 0;
-                }
-            } else {
-                for (uint32_t e = 0; e < n; e++) {
-                    uint64_t v = ids == 8 ? be64(data + (uint64_t)e * 8) : be32(data + (uint64_t)e * 4);
-                    if (v && edge(r, v, ms_hedge_label(MS_HEDGE_ELEMENT, e), at, rtag, t))
-                        return -1;
-                }
             }
+            /* the elements, ARRAY_CHUNK at a time: an array of any length is read through
+             * the window as it is, without growing it to the array's size */
+            for (uint32_t e0 = 0; e0 < n;) {
+                uint32_t m = n - e0 < ARRAY_CHUNK ? n - e0 : ARRAY_CHUNK;
+                if (need(r, data_at + (uint64_t)e0 * ids, (uint64_t)m * ids, end))
+                    return -1;
+                const uint8_t *data = r->base + data_at + (uint64_t)e0 * ids;
+                for (uint32_t e = 0; e < m; e++) {
+                    uint64_t v = ids == 8 ? be64(data + (uint64_t)e * 8) : be32(data + (uint64_t)e * 4);
+                    if (!v)
+                        continue;
+                    if (r->pass == 3) {
+                        if (edge(r, v, ms_hedge_label(MS_HEDGE_ELEMENT, e0 + e), at, rtag, t))
+                            return -1;
+                    } else if (r->counts_only) {
+                        edge(r, v, 0, at, rtag, t);
+                    } else {
+                        r->deg++;
+                    }
+                }
+                e0 += m;
+            }
+            b = r->base;
             end_obj(r);
             break;
         }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -784,6 +785,68 @@ static void test_pass1_two_threads(void **state)
     }
 }
 
+/* An Object[40000] (more elements than the reader takes at once, and 320 KB: more than
+ * a small window) read from a file through 4 KiB windows, on one thread and two, gives
+ * the graph read from memory: the same references with the same element indices, and
+ * the same count when counting only. */
+static void test_long_array_windows(void **state)
+{
+    (void)state;
+    enum { N = 40000 };
+    buf b;
+    header(&b, "JAVA PROFILE 1.0.2", 8);
+    str(&b, S_OBJECT, "java/lang/Object");
+    str(&b, S_OA, "[Ljava/lang/Object;");
+    load_class(&b, C_OBJECT, S_OBJECT);
+    load_class(&b, C_OA, S_OA);
+    rec_open(&b, 0x1C);
+    class_dump(&b, C_OBJECT, 0, 0, 0, 0, NULL, 0);
+    class_dump(&b, C_OA, C_OBJECT, 0, 0, 0, NULL, 0);
+    for (int k = 0; k < 3; k++) {
+        u1(&b, 0x21); id(&b, 0x5000 + 16 * k); u4(&b, 0); id(&b, C_OBJECT); u4(&b, 0);
+    }
+    u1(&b, 0x22); id(&b, 0x100000); u4(&b, 0); u4(&b, N); id(&b, C_OA);
+    for (int e = 0; e < N; e++)
+        id(&b, e % 4 == 3 ? 0 : 0x5000 + 16 * (e % 3)); /* every fourth null */
+    u1(&b, 0x01); id(&b, 0x100000); id(&b, 0x77);
+    rec_close(&b);
+    rec_open(&b, 0x2C);
+    rec_close(&b);
+
+    char path[4096];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/ms-hprof-long-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, b.p, b.n), (ssize_t)b.n);
+    close(fd);
+    ms_hprof_read_opts one = {.threads = 1};
+    ms_hgraph *m = read_ok(&b, &one);
+    assert_int_equal(m->nedge, N - N / 4 + 1); /* and Object[].class to its superclass */
+    for (int t = 1; t <= 2; t++) {
+        for (int counts = 0; counts <= 1; counts++) {
+            ms_hprof_read_opts o = {.threads = t, .window = 4096, .counts_only = counts};
+            ms_hgraph *g = NULL;
+            char err[512] = "";
+            if (ms_hprof_read(path, &o, &g, err, sizeof err))
+                fail_msg("%s", err);
+            assert_int_equal(g->nobj, m->nobj);
+            assert_int_equal(g->nedge, m->nedge);
+            if (!counts) {
+                assert_memory_equal(g->edge_dst, m->edge_dst, m->nedge * sizeof *m->edge_dst);
+                assert_memory_equal(g->edge_label, m->edge_label, m->nedge * sizeof *m->edge_label);
+            }
+            ms_hgraph_free(g);
+        }
+    }
+    ms_hidx arr = ms_hgraph_find(m, 0x100000);
+    uint64_t last = m->edge_off[arr + 1] - 1; /* element N - 2: the last non-null one */
+    assert_int_equal(m->edge_label[last], ms_hedge_label(MS_HEDGE_ELEMENT, N - 2));
+    ms_hgraph_free(m);
+    unlink(path);
+    free(b.p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -797,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_unknown_record_tag),
         cmocka_unit_test(test_made_up_classes),
         cmocka_unit_test(test_pass1_two_threads),
+        cmocka_unit_test(test_long_array_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
