@@ -4,7 +4,9 @@
  * the same gzipped; summary, histogram, leak finding (inspectors, reference matchers, the second pass
  * over the file for primitive values) and KOOM's large objects run over it too; strip and
  * convert must either refuse it or write a dump that reads to the same objects and
- * references (strip) or the same objects (convert). Test code only. */
+ * references (strip) or the same objects (convert). Read from a file through tiny
+ * windows (61 bytes, one thread; 4 KiB, two), it gives the same graph, or the same
+ * refusal. Test code only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,62 @@
 
 static FILE *devnull;
 static char leak_file[64];
+
+/* h, read from a file, is g: the same objects, classes, sizes and references; on one
+ * thread also the same problems at the same offsets. */
+static void same_graph(const ms_hgraph *h, const ms_hgraph *g, int one_thread)
+{
+    if (h->nobj != g->nobj || h->nedge != g->nedge || h->dangling_refs != g->dangling_refs ||
+        h->file_size != g->file_size ||
+        memcmp(h->obj_class, g->obj_class, g->nobj * sizeof *g->obj_class) ||
+        memcmp(h->obj_size, g->obj_size, g->nobj * sizeof *g->obj_size) ||
+        memcmp(h->edge_dst, g->edge_dst, g->nedge * sizeof *g->edge_dst) ||
+        memcmp(h->edge_off, g->edge_off, ((size_t)g->nobj + 1) * sizeof *g->edge_off))
+        __builtin_trap();
+    if (one_thread && (h->problem_total != g->problem_total || h->nproblem != g->nproblem ||
+                       memcmp(h->problems, g->problems, g->nproblem * sizeof *g->problems)))
+        __builtin_trap();
+}
+
+/* The input written to a file and read through windows of 61 bytes (one thread) and 4 KiB
+ * (two): the same graph as from memory (g), or, when g is NULL (refused), the same
+ * message after the file's name. */
+static void windowed(const ms_hgraph *g, const char *mem_err, const uint8_t *data, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/fuzz_hprof_win.%d", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return;
+    size_t w = fwrite(data, 1, size, f);
+    if (fclose(f) || w != size) {
+        unlink(path);
+        return;
+    }
+    for (int t = 1; t <= 2; t++) {
+        ms_hgraph *h = NULL;
+        char err[512] = "";
+        ms_hprof_read_opts o = {.threads = t, .window = t == 1 ? 61 : 4096};
+        int rc = ms_hprof_read(path, &o, &h, err, sizeof err);
+        if (!g) {
+            /* refused too; on one thread with the same reason (an empty file is refused
+             * before any reading, in words of its own; two threads may meet another
+             * fault of the same input first) */
+            size_t pl = strlen(path);
+            if (!rc)
+                __builtin_trap();
+            if (t == 1 && size && (strncmp(err, path, pl) || err[pl] != ':' || err[pl + 1] != ' ' ||
+                                   strncmp(err + pl + 2, mem_err, 300)))
+                __builtin_trap();
+            continue;
+        }
+        if (rc)
+            __builtin_trap();
+        same_graph(h, g, t == 1);
+        ms_hgraph_free(h);
+    }
+    unlink(path);
+}
 
 /* Leak finding reads the dump's file again: the input is written to one scratch file. */
 static void leaks(const ms_hgraph *g, const uint8_t *data, size_t size)
@@ -112,17 +170,7 @@ static void gzipped(const ms_hgraph *g, const uint8_t *data, size_t size)
         ms_hprof_read_opts o = {.threads = t};
         if (ms_hprof_read(path, &o, &h, err, sizeof err))
             __builtin_trap();
-        if (h->nobj != g->nobj || h->nedge != g->nedge || h->dangling_refs != g->dangling_refs ||
-            h->file_size != g->file_size ||
-            memcmp(h->obj_class, g->obj_class, g->nobj * sizeof *g->obj_class) ||
-            memcmp(h->obj_size, g->obj_size, g->nobj * sizeof *g->obj_size) ||
-            memcmp(h->edge_dst, g->edge_dst, g->nedge * sizeof *g->edge_dst) ||
-            memcmp(h->edge_off, g->edge_off, ((size_t)g->nobj + 1) * sizeof *g->edge_off))
-            __builtin_trap();
-        /* on one thread, as g was read: the same problems at the same offsets */
-        if (t == 1 && (h->problem_total != g->problem_total || h->nproblem != g->nproblem ||
-                       memcmp(h->problems, g->problems, g->nproblem * sizeof *g->problems)))
-            __builtin_trap();
+        same_graph(h, g, t == 1);
         ms_hgraph_free(h);
     }
     unlink(path);
@@ -164,9 +212,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ms_hprof_read_mem(data, size, NULL, &g, err, sizeof err)) {
         if (!err[0] || memchr(err, '\0', sizeof err) == NULL)
             __builtin_trap();
+        windowed(NULL, err, data, size);
         return 0;
     }
     consistent(g);
+    windowed(g, NULL, data, size);
     /* the same input read on two threads gives the same graph */
     ms_hgraph *g2 = NULL;
     ms_hprof_read_opts two = {.threads = 2};
