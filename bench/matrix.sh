@@ -278,7 +278,9 @@ judge() {
     local said
     grep -h '^memsight: MEMSIGHT_OPTIONS: .*ignored$' "$CELL/err" "$CELL"/work/*.log 2>/dev/null |
         sort -u > "$CELL/notice"
-    said=$(grep -ih 'memsight' "$CELL/err" "$CELL"/work/*.log 2>/dev/null |
+    # (the matrix's own paths, which name memsight, taken out first: a program that
+    # logs a path of its work directory says nothing of the agent)
+    said=$(cat "$CELL/err" "$CELL"/work/*.log 2>/dev/null | sed "s|$OUT||g" | grep -i 'memsight' |
         grep -v '^memsight: MEMSIGHT_OPTIONS: .*ignored$' | head -1 | cut -c1-160)
     [ -n "$said" ] && echo "the agent wrote on the program's stderr or log: $said" >> "$CELL/reasons"
     if [ "$mode" != none ]; then
