@@ -1684,10 +1684,6 @@ static int walk(rd *r)
     return 0;
 }
 
-/* Passes 2 and 3 over heap-dump records [from, to) found by pass 1 (whose lengths it
- * has checked). */
-static int walk_heaps_in(rd *r, size_t from, size_t to);
-
 /* Opens a window of this thread's own at offset at (gzip: from the access point before
  * it) for r; 0, or -1 after a message. */
 static int open_window(rd *r, ms_hwin *w, uint64_t at, int build)
@@ -1710,43 +1706,50 @@ static void close_window(rd *r)
     r->base = NULL;
 }
 
-static int walk_heaps(rd *r, size_t from, size_t to)
+/* The heap-dump records at rec[0..nrec) before offset stop, whose lengths pass 1's walk
+ * checked, through a window of this call's own (the caller's, if any, is kept): passes 2
+ * and 3, and in pass 1 the second thread's half (kcls: each record's count of class
+ * dumps before it is noted, when the first thread reads that half after all). */
+static int read_heap_records(rd *r, const uint64_t *rec, size_t nrec, uint32_t *kcls, uint64_t stop)
 {
-    ms_hwin w;
-    if (open_window(r, &w, from < r->nhrec ? r->hrec[from] : 0, 0))
+    ms_hwin w, *was = r->win;
+    const uint8_t *was_base = r->base;
+    if (open_window(r, &w, nrec ? rec[0] : 0, 0))
         return -1;
-    int rc = walk_heaps_in(r, from, to);
+    int rc = 0;
+    for (size_t j = 0; j < nrec && !rc && rec[j] < stop; j++) {
+        uint64_t pos = rec[j];
+        if (kcls)
+            kcls[j] = r->g->nclass;
+        rc = src_need(r, pos, 9);
+        if (rc > 0)
+            rc = fail(r, pos, 0, 0, "the data ends before this record, unlike in the first pass");
+        if (rc)
+            break;
+        uint32_t len = be32(r->base + pos + 5);
+        r->rec_at = pos;
+        r->rec_tag = r->base[pos];
+        r->rec_len = len;
+        r->rec_body = pos + 9;
+        rc = heap_records(r, r->rec_tag, pos + 9, pos + 9 + len);
+        if (!rc)
+            progress(r, pos + 9 + len);
+    }
     close_window(r);
+    r->win = was;
+    r->base = was_base;
     return rc;
 }
 
-static int walk_heaps_in(rd *r, size_t from, size_t to)
+/* Passes 2 and 3 over heap-dump records [from, to) found by pass 1. */
+static int walk_heaps(rd *r, size_t from, size_t to)
 {
-    const uint8_t *b = r->base;
     r->kcls = from < r->nhrec ? r->hrec_kcls[from] : 0;
     r->cur = UINT32_MAX - 1;
     r->prog_next = 0;
     if (from < r->nhrec)
         progress(r, r->hrec[from]);
-    for (size_t j = from; j < to; j++) {
-        uint64_t pos = r->hrec[j];
-        int rc = src_need(r, pos, 9);
-        if (rc < 0)
-            return -1;
-        if (rc)
-            return fail(r, pos, 0, 0, "the data ends before this record, unlike in the first pass");
-        b = r->base;
-        uint32_t len = be32(b + pos + 5);
-        r->rec_at = pos;
-        r->rec_tag = b[pos];
-        r->rec_len = len;
-        r->rec_body = pos + 9;
-        if (heap_records(r, r->rec_tag, pos + 9, pos + 9 + len))
-            return -1;
-        b = r->base;
-        progress(r, pos + 9 + len);
-    }
-    return 0;
+    return read_heap_records(r, from < to ? r->hrec + from : NULL, to - from, NULL, UINT64_MAX);
 }
 
 /* Counts only: the dangling references a thread kept, reported now. */
@@ -1929,34 +1932,6 @@ typedef struct p1half {
     char err[400];
     int rc;
 } p1half;
-
-/* The heap-dump records at rec[0..nrec) (their lengths checked by the walk before),
- * through a window of their own. */
-static int read_heap_records(rd *r, const uint64_t *rec, size_t nrec, uint32_t *kcls, uint64_t stop)
-{
-    ms_hwin w, *was = r->win;
-    const uint8_t *was_base = r->base;
-    if (open_window(r, &w, nrec ? rec[0] : 0, 0))
-        return -1;
-    int rc = 0;
-    for (size_t j = 0; j < nrec && !rc && rec[j] < stop; j++) {
-        uint64_t pos = rec[j];
-        if (kcls)
-            kcls[j] = r->g->nclass; /* class dumps before it */
-        rc = src_need(r, pos, 9);
-        if (rc > 0)
-            rc = fail(r, pos, 0, 0, "the data ends before this record, unlike in the first walk");
-        if (rc)
-            break;
-        uint32_t len = be32(r->base + pos + 5);
-        rc = heap_records(r, r->base[pos], pos + 9, pos + 9 + len);
-        progress(r, pos + 9 + len);
-    }
-    close_window(r);
-    r->win = was;
-    r->base = was_base;
-    return rc;
-}
 
 static void *run_p1half(void *arg)
 {
