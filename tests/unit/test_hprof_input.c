@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tmp_file.h"
 #include <zlib.h>
 
 #include "hprof/input.h"
@@ -63,20 +65,18 @@ static void put_member(FILE *f, const uint8_t *p, size_t n, int level)
     free(out);
 }
 
-/* A temporary gzip file of data: one member, or members of 1 MiB + odd sizes; tail bytes
- * after the last member. Returns an fd open for reading (the file is unlinked). */
-/* A new temporary file in TMPDIR (or /tmp), unlinked, open for reading and writing. */
+/* A new temporary file, unlinked, open for reading and writing. */
 static int tmp_fd(void)
 {
     char path[4096];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/ms-input-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemp(path);
+    int fd = ms_test_tmp_file("ms-input", path, sizeof path);
     assert_true(fd >= 0);
     unlink(path);
     return fd;
 }
 
+/* A temporary gzip file of data: one member, or members of 1 MiB + odd sizes; tail bytes
+ * after the last member. Returns an fd open for reading (the file is unlinked). */
 static int make_gz(int members, const char *tail, size_t cut)
 {
     int fd = tmp_fd();

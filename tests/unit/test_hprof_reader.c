@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "tmp_file.h"
+
 #include "hprof/histogram.h"
 #include "hprof/reader.h"
 
@@ -814,9 +816,7 @@ static void test_long_array_windows(void **state)
     rec_close(&b);
 
     char path[4096];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/ms-hprof-long-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemp(path);
+    int fd = ms_test_tmp_file("ms-hprof-long", path, sizeof path);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, b.p, b.n), (ssize_t)b.n);
     close(fd);
