@@ -19,7 +19,6 @@
 __thread int32_t ms_guard_left __attribute__((tls_model("initial-exec")));
 static __thread uint64_t ms_guard_rng __attribute__((tls_model("initial-exec")));
 
-uintptr_t ms_guard_lo, ms_guard_span;
 ms_guard_slot *ms_guard_slots;
 uint32_t ms_guard_nslots;
 size_t ms_guard_page;

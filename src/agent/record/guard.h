@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/record/entry.h"
 #include "agent/record/record.h"
 
 /* Allocations that pass before the next one decides (the slow path decides when it
@@ -17,9 +18,10 @@
  * it out of reach. Signed, so that the tick is one decrement of thread-local memory and
  * a jump on its sign. */
 extern __thread int32_t ms_guard_left __attribute__((tls_model("initial-exec"))) MS_INTERNAL;
-/* The pool's address range ([lo, lo + span), span 0 until reserved). */
-extern uintptr_t ms_guard_lo MS_INTERNAL;
-extern uintptr_t ms_guard_span MS_INTERNAL;
+/* The pool's address range ([lo, lo + span), span 0 until reserved): in the entry
+ * points' cache line, since free() tests every pointer against it (entry.h). */
+#define ms_guard_lo (ms_entry.s.guard_lo)
+#define ms_guard_span (ms_entry.s.guard_span)
 
 /* 1 when this allocation's turn has come (or the countdown must be set up). */
 static inline int ms_guard_tick(void)
