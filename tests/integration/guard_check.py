@@ -450,23 +450,23 @@ def case_budget():
     # exact rate: a turn every 2 allocations on average (realloc to a new size is a turn
     # of its own, so a little more)
     if (h.get('guard_budget_stretches') != 0 or h.get('guard_rate_now') != 2 or
-            h.get('guard_pte_ns') != 0 or not 0.45 * allocs <= turns <= 0.65 * allocs or said):
-        fail('guard_budget=0: stretches %r, rate now %r, pte_ns %r, %d turns for %d '
+            h.get('guard_spent_ns') != 0 or not 0.45 * allocs <= turns <= 0.65 * allocs or said):
+        fail('guard_budget=0: stretches %r, rate now %r, spent_ns %r, %d turns for %d '
              'allocations, stretch said %d times' % (
                  h.get('guard_budget_stretches'), h.get('guard_rate_now'),
-                 h.get('guard_pte_ns'), turns, allocs, said))
+                 h.get('guard_spent_ns'), turns, allocs, said))
     h1, allocs1, turns1, said1 = got[1]
     rate = h1.get('guard_rate_now', 0)
     if (not h1.get('guard_budget_stretches') or rate <= 2 or rate & (rate - 1) or
-            not h1.get('guard_pte_ns') or turns1 * 4 > allocs1 or said1 != 2):
-        fail('guard_budget=1: stretches %r, rate now %r, pte_ns %r, %d turns for %d '
+            not h1.get('guard_spent_ns') or turns1 * 4 > allocs1 or said1 != 2):
+        fail('guard_budget=1: stretches %r, rate now %r, spent_ns %r, %d turns for %d '
              'allocations (at most a quarter expected), stretch said in %d of stderr and '
-             'report' % (h1.get('guard_budget_stretches'), rate, h1.get('guard_pte_ns'),
+             'report' % (h1.get('guard_budget_stretches'), rate, h1.get('guard_spent_ns'),
                          turns1, allocs1, said1))
     print('ok budget: guard_budget=0: %d turns for %d allocations (rate 2); guard_budget=1: '
-          '%d turns, stretched %d times, rate now %d, %.1f ms in page-table calls' % (
+          '%d turns, stretched %d times, rate now %d, %.1f ms in guarded allocations and frees' % (
               turns, allocs, turns1, h1['guard_budget_stretches'], rate,
-              h1['guard_pte_ns'] / 1e6))
+              h1['guard_spent_ns'] / 1e6))
 
 
 def main():

@@ -176,7 +176,7 @@ typedef struct ms_health {
     uint64_t guard_errors;       /* errors the guard pages caught */
     uint64_t guard_failures;     /* pool or signal stack could not be mapped, mprotect failed */
     uint64_t guard_budget_stretches; /* guard_budget: times the rate was doubled (guard.c) */
-    uint64_t guard_pte_ns;       /* guard_budget: ns measured in the pool's page-table calls */
+    uint64_t guard_spent_ns;     /* guard_budget: ns measured in guarded allocations and frees */
     uint64_t metrics_errors;     /* metrics_listen= could not serve (metrics_serve.c) */
     uint64_t foreign_frees;      /* recorded blocks freed by an allocator's own entry point,
                                   * found when their address was handed out again */

@@ -134,19 +134,21 @@ static void slot_put(uint32_t i)
 
 /* ===========================================================================
  * The cost budget (guard_budget=PERCENT): the guard's cost bounded by design.
- * A guarded block's cost is its page-table calls, most of all the free's mprotect,
- * whose TLB flush takes from 1 to 100 us depending on the machine (a paravirtualised
- * one is the slow end), a cost counted instructions cannot see. Their time is measured
- * on the guarded path only, with CLOCK_MONOTONIC through the vDSO (some 20 ns, no
- * system call: CLOCK_THREAD_CPUTIME_ID would be two more system calls a call, the vDSO
- * does not serve CPU-time clocks; a preemption inside the call counts too, which errs
- * towards guarding less), and set against the process's CPU time over windows of at
- * least MS_GUARD_WINDOW_NS (one CLOCK_PROCESS_CPUTIME_ID system call a window, by the
- * one thread that closes it). Over budget the effective rate doubles (guard <<
- * shift); under half of it, it halves again, never below the configured rate. With
- * guard=1 (every allocation: a checking mode, not a sample) or guard_budget=0 nothing
- * is measured and the rate is exact. Lock-free: a thread that finds the window being
- * closed by another just adds its time; a fork child starts a window of its own.
+ * A guarded block's cost is most of all its page-table calls, the free's mprotect above
+ * all, whose TLB flush takes from 1 to 100 us depending on the machine (a paravirtualised
+ * one is the slow end), a cost counted instructions cannot see; then a fresh slot's first
+ * page fault, the two stack walks, the fill written and checked. The whole guarded
+ * allocation and free are timed (the calls alone were about half of that), on the
+ * guarded path only, with CLOCK_MONOTONIC through the vDSO (some 20 ns, no system call:
+ * CLOCK_THREAD_CPUTIME_ID would be two more system calls a call, the vDSO does not serve
+ * CPU-time clocks; a preemption inside counts too, which errs towards guarding less),
+ * and set against the process's CPU time over windows of at least MS_GUARD_WINDOW_NS
+ * (one CLOCK_PROCESS_CPUTIME_ID system call a window, by the one thread that closes it).
+ * Over budget the effective rate doubles (guard << shift); under half of it, it halves
+ * again, never below the configured rate. With guard=1 (every allocation: a checking
+ * mode, not a sample) or guard_budget=0 nothing is measured and the rate is exact.
+ * Lock-free: a thread that finds the window being closed by another just adds its time;
+ * a fork child starts a window of its own.
  * ========================================================================= */
 #define MS_GUARD_WINDOW_NS 20000000ull /* 20 ms */
 static uint32_t ms_guard_shift;        /* effective rate = guard << shift (atomic) */
@@ -187,7 +189,7 @@ uint64_t ms_guard_rate_now(void)
  * closed when it is old enough (by one thread; the others go on). */
 static void budget_spent(uint64_t d, uint64_t now)
 {
-    MS_HEALTH_ADD(guard_pte_ns, d);
+    MS_HEALTH_ADD(guard_spent_ns, d);
     __atomic_fetch_add(&ms_guard_win_spent, d, __ATOMIC_RELAXED);
     uint64_t start = __atomic_load_n(&ms_guard_win_start, __ATOMIC_ACQUIRE);
     if (start && now - start < MS_GUARD_WINDOW_NS)
@@ -218,6 +220,20 @@ static void budget_spent(uint64_t d, uint64_t now)
         __atomic_store_n(&ms_guard_win_start, now, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&ms_guard_win_closing, 0, __ATOMIC_RELEASE);
+}
+
+/* The start of a guarded allocation's or free's work (0: not timed). */
+static uint64_t budget_start(void)
+{
+    return budget_on() ? mono_ns() : 0;
+}
+
+static void budget_end(uint64_t t0)
+{
+    if (!t0)
+        return;
+    uint64_t t1 = mono_ns();
+    budget_spent(t1 - t0, t1);
 }
 
 /* ===========================================================================
@@ -296,23 +312,18 @@ void *ms_guard_alloc(size_t n, size_t align)
         errno = saved;
         return NULL;
     }
+    uint64_t t0 = budget_start();
     ms_guard_slot *s = &ms_guard_slots[i];
     __atomic_store_n(&s->state, MS_GUARD_SLOT_BUSY, __ATOMIC_RELEASE);
     uintptr_t slot = ms_guard_slot_addr((uint32_t)i);
     int used = s->ptr != 0; /* its page holds a freed block's bytes */
-    int timed = budget_on();
-    uint64_t t0 = timed ? mono_ns() : 0;
     if (!used)
         slot_isolate((uint32_t)i, slot);
-    int pr = sys_mprotect(slot, pg, PROT_READ | PROT_WRITE);
-    if (timed) {
-        uint64_t t1 = mono_ns();
-        budget_spent(t1 - t0, t1);
-    }
-    if (pr != 0) {
+    if (sys_mprotect(slot, pg, PROT_READ | PROT_WRITE) != 0) {
         __atomic_store_n(&ms_guard_slots[i].state, MS_GUARD_SLOT_FREED, __ATOMIC_RELEASE);
         MS_HEALTH_INC(guard_failures);
         slot_put((uint32_t)i);
+        budget_end(t0);
         ms_leave();
         errno = saved;
         return NULL;
@@ -349,6 +360,7 @@ void *ms_guard_alloc(size_t n, size_t align)
     __atomic_store_n(&s->flags, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->state, MS_GUARD_SLOT_LIVE, __ATOMIC_RELEASE);
     MS_HEALTH_INC(guard_allocs);
+    budget_end(t0);
     ms_leave();
     errno = saved;
     return (void *)p; /* zeroed: a fresh page, or cleared above */
@@ -499,6 +511,7 @@ void ms_guard_free(void *ptr)
         bad_free(p);
         return;
     }
+    uint64_t t0 = budget_start();
     ms_guard_slot *s = &ms_guard_slots[i];
     uintptr_t at = 0;
     unsigned bad = (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & MS_GUARD_SLOTF_REPORTED)
@@ -520,16 +533,11 @@ void ms_guard_free(void *ptr)
     /* Inaccessible, not emptied: giving the page back (madvise) cost a system call and a
      * page fault at the slot's next use; the block's bytes stay resident, unreadable,
      * until the slot is reused (at most N pages). */
-    int timed = budget_on();
-    uint64_t t0 = timed ? mono_ns() : 0;
     if (sys_mprotect(slot, ms_guard_page, PROT_NONE) != 0)
         MS_HEALTH_INC(guard_failures);
-    if (timed) {
-        uint64_t t1 = mono_ns();
-        budget_spent(t1 - t0, t1);
-    }
     __atomic_store_n(&s->state, MS_GUARD_SLOT_FREED, __ATOMIC_RELEASE);
     slot_put((uint32_t)i);
+    budget_end(t0);
     ms_leave();
     errno = saved;
 }

@@ -418,7 +418,7 @@ static void write_hlth(snap_ctx *c)
         hv(w, &n, "guard_failures", h.guard_failures);
         hv(w, &n, "guard_budget_stretches", h.guard_budget_stretches);
         hv(w, &n, "guard_rate_now", ms_guard_rate_now());
-        hv(w, &n, "guard_pte_ns", h.guard_pte_ns);
+        hv(w, &n, "guard_spent_ns", h.guard_spent_ns);
     }
     if (h.metrics_errors)
         hv(w, &n, "metrics_errors", h.metrics_errors);
