@@ -30,6 +30,9 @@
 #   fp          --unwind fp
 #   libunwind   --unwind libunwind
 #   guard50     -O guard=50: one allocation in 50 on a guarded page
+#   s512kg      --sample 524288 -O guard=500: guard pages on top of sampled mode (the
+#               sampled variants with guard pages, as production runs them), at a rate
+#               that guards more blocks than production's 5000
 #   follow      --follow-exec, for programs that start other programs
 #   attach      servers: started without the agent, then memsight attach (with
 #               --leak-check signal) -> dump -> leaks -> detach while they serve
@@ -38,7 +41,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${1:-${BUILD:-build}}
 MEMSIGHT=$(realpath "$BUILD/bin/memsight" 2>/dev/null)
 [ -x "$MEMSIGHT" ] || { echo "no $BUILD/bin/memsight (build first)" >&2; exit 2; }
-ALL_MODES="none full s4096 s512k leak-exit fp libunwind guard50 follow attach"
+ALL_MODES="none full s4096 s512k leak-exit fp libunwind guard50 s512kg follow attach"
 # shellcheck source=matrix/programs.sh
 . "$HERE/matrix/programs.sh"
 PROGRAMS=${PROGRAMS:-$PROGS}
@@ -87,6 +90,7 @@ mode_args() {
     fp) echo "--unwind fp" ;;
     libunwind) echo "--unwind libunwind" ;;
     guard50) echo "-O guard=50" ;;
+    s512kg) echo "--sample 524288 -O guard=500" ;;
     follow) echo "--follow-exec" ;;
     esac
 }

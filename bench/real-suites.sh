@@ -15,6 +15,7 @@
 #   s512k      --sample 524288 (the production rate)
 #   leak-exit  --leak-check=exit
 #   guard      guard pages on one allocation in 200 (-O guard=200), every block recorded
+#   s512kg     guard pages on top of sampled mode (--sample 524288 -O guard=500)
 #   attach     the suite run in one process (no workers), `memsight attach` to it once
 #              its first test module has started, and left attached to the end
 set -uf  # -f: IGNORE patterns are passed on, never matched against files here
@@ -83,6 +84,7 @@ for mode in $MODES; do
     s512k) run s512k $MEMSIGHT run -q --follow-exec --sample 524288 -o "$OUT/s512k" -- $PY ;;
     leak-exit) run leak-exit $MEMSIGHT run -q --follow-exec --leak-check=exit -o "$OUT/leak" -- $PY ;;
     guard) run guard $MEMSIGHT run -q --follow-exec -O guard=200 -o "$OUT/guard" -- $PY ;;
+    s512kg) run s512kg $MEMSIGHT run -q --follow-exec --sample 524288 -O guard=500 -o "$OUT/s512kg" -- $PY ;;
     attach) run_attach ;;
     *) echo "unknown mode $mode" >&2 ;;
     esac

@@ -8,7 +8,7 @@
 # TEST: names of files in SQLite's test/ without .test (default below: queries, DML,
 # triggers, WAL, savepoints, SQLite's own out-of-memory and I/O-error simulations, threads).
 # MODES (default: full sampled leak-exit guard): as bench/real-suites.sh (full, sampled,
-# s512k, leak-exit, guard).
+# s512k, leak-exit, guard, s512kg).
 # The source comes from Debian's archive (deb-src) through a private apt state under
 # SRC_DIR (default ~/.cache/memsight-sqlite-suite): the machine's apt configuration is not
 # touched. Needs tcl-dev (scripts/install-deps.sh installs it).

@@ -76,6 +76,7 @@ suite_modes() {
         s512k) run s512k "$MEMSIGHT" run -q --follow-exec --sample 524288 -o "$OUT/s512k.snap" -- ;;
         leak-exit) run leak-exit "$MEMSIGHT" run -q --follow-exec --leak-check=exit -o "$OUT/leak.snap" -- ;;
         guard) run guard "$MEMSIGHT" run -q --follow-exec -O guard=200 -o "$OUT/guard.snap" -- ;;
+        s512kg) run s512kg "$MEMSIGHT" run -q --follow-exec --sample 524288 -O guard=500 -o "$OUT/s512kg.snap" -- ;;
         *) echo "unknown mode $mode" >&2 ;;
         esac
     done
