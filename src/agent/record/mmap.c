@@ -122,7 +122,7 @@ static void regs_remove_at(uint64_t i)
 }
 
 /* Per-stack accounting of regions. Reserved address space is not memory: it stays out of
- * the live total that peaks and byte triggers follow (ms_control_note). A partial change
+ * the live total that peaks and byte triggers follow (ms_totals_note). A partial change
  * moves bytes and no block (blocks 0). */
 static void acct_alloc(ms_stack_rec *st, unsigned kind, uint64_t blocks, uint64_t bytes)
 {
@@ -267,7 +267,7 @@ static int regs_merge_locked(uint64_t i)
     if (st) {
         __atomic_fetch_sub(&st->alloc_blocks, 1, __ATOMIC_RELAXED);
         if (x->kind != MS_KIND_RESERVED)
-            ms_control_note(st, 0, -1);
+            ms_totals_note(st, 0, -1);
     }
     regs_remove_at(i + 1);
     return 1;

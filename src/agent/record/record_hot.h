@@ -47,10 +47,10 @@ static MS_ALWAYS_INLINE void ms_record_prepare_weighed(ms_rec_prep *rp, size_t s
     if (MS_LIKELY(sid != 0)) { /* 0: the stack table was full */
         uint64_t blocks = ms_sampler_count_estimate(size, weight);
         if (MS_LIKELY(blocks == 1)) { /* full mode: the note keeps the stack's counters */
-            ms_control_note_id(sid, (int64_t)weight, 1, 0, 1, 1);
+            ms_totals_note_id(sid, (int64_t)weight, 1, 0, 1, 1);
         } else { /* a sample standing for several blocks */
             ms_stack_count_heap_alloc(ms_stack_known(sid), blocks, weight);
-            ms_control_note_id(sid, (int64_t)weight, (int64_t)blocks, 0, 1, 0);
+            ms_totals_note_id(sid, (int64_t)weight, (int64_t)blocks, 0, 1, 0);
         }
     }
     rp->ticks = ms_ticks();
@@ -119,7 +119,7 @@ static MS_ALWAYS_INLINE void ms_forget_entry_at(const void *p, uint32_t idx, uin
         temp = pd->last_ptr == (uint64_t)(uintptr_t)p;
         pd->last_ptr = 0;
     }
-    ms_control_note_id(sid, -(int64_t)size, -1, temp, 0, 0);
+    ms_totals_note_id(sid, -(int64_t)size, -1, temp, 0, 0);
     ms_live_put_index(idx); /* last: less to keep across the calls of the rarer paths */
 }
 

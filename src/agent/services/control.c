@@ -175,7 +175,7 @@ int ms_control_set_handler(unsigned request, ms_ctl_handler_fn fn, void *arg)
 static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
 {
     (void)arg;
-    ms_control_flush_self();
+    ms_totals_flush_self();
     ms_totals_write(w, ms_ctl_track && !ms_sampler_cfg.enabled);
     ms_control_stats st;
     ms_control_get_stats(&st);
@@ -198,7 +198,7 @@ static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
     ms_sw_cstr(w, "control_triggers");
     ms_sw_u64(w, st.triggers);
     ms_sw_cstr(w, "tracked_live_bytes");
-    ms_sw_u64(w, ms_control_live_total());
+    ms_sw_u64(w, ms_totals_live_total());
     ms_sw_cstr(w, "addr_table_blocks"); /* recorded blocks known by address */
     ms_sw_u64(w, ms_addr_count());
     ms_sw_cstr(w, "addr_table_bytes");
@@ -394,7 +394,7 @@ static void *ctl_main(void *arg)
                 next_interval = now + interval;
         }
         if (ctl.cfg.trigger_bytes) {
-            uint64_t live = ms_control_live_total();
+            uint64_t live = ms_totals_live_total();
             if (!ctl.bytes_fired && live >= ctl.cfg.trigger_bytes) {
                 ctl.bytes_fired = 1;
                 STAT_INC(triggers);

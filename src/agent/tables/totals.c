@@ -33,7 +33,7 @@ static ms_chunks peak_slots;
 static int peak_on;
 
 /* A change of stack sid's live counters (and its temporaries) in its shared slot. */
-static void ms_control_apply(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps)
+static void ms_totals_apply(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps)
 {
     if (!peak_on)
         return;
@@ -86,9 +86,9 @@ static void tot_apply_total(int64_t bytes)
     }
 }
 
-void ms_control_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps)
+void ms_totals_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps)
 {
-    ms_control_apply(sid, bytes, blocks, temps);
+    ms_totals_apply(sid, bytes, blocks, temps);
     if (bytes)
         tot_apply_total(bytes);
 }
@@ -162,7 +162,7 @@ void ms_pend_sums(ms_live_sum *s, uint32_t max_id)
 static void pend_apply(ms_pend_ent *e)
 {
     if (e->sid && (e->bytes || e->blocks || e->temps))
-        ms_control_apply(e->sid, e->bytes, e->blocks, e->temps);
+        ms_totals_apply(e->sid, e->bytes, e->blocks, e->temps);
     e->bytes = e->blocks = 0;
     e->temps = 0;
     if (e->alloc_blocks || e->alloc_bytes) { /* on the table's own thread: its shard */
@@ -208,7 +208,7 @@ void ms_pend_flush(ms_pend *p)
     if (bytes)
         tot_apply_total(bytes);
     /* how far this thread may grow before it could make a new peak or reach the trigger */
-    uint64_t total = ms_control_live_total(), peak = ms_control_peak_total();
+    uint64_t total = ms_totals_live_total(), peak = ms_totals_peak_total();
     uint64_t limit = __atomic_load_n(&tot.trigger_at, __ATOMIC_RELAXED);
     if (tot.dump_at_peak && peak < limit)
         limit = peak;
@@ -223,16 +223,16 @@ void ms_pend_flush(ms_pend *p)
     p->band = room + grain + 1 + MS_PEND_FLUSH_BYTES - 1;
 }
 
-/* ms_control_note_id (totals.h) when its inline part cannot apply the change. */
-void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps, int defer,
-                          int counted)
+/* ms_totals_note_id (totals.h) when its inline part cannot apply the change. */
+void ms_totals_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps, int defer,
+                         int counted)
 {
     ms_pend *p = ms_ctl_track ? ms_pend_self() : NULL;
     if (MS_UNLIKELY(!p)) { /* nothing tracked, or no table: the record at once */
         if (counted)
             ms_stack_count_heap_alloc(ms_stack_known(sid), (uint64_t)blocks, (uint64_t)bytes);
         if (ms_ctl_track)
-            ms_control_apply_now(sid, bytes, blocks, temps);
+            ms_totals_apply_now(sid, bytes, blocks, temps);
         return;
     }
     if (p->flush_due)
@@ -257,7 +257,7 @@ void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t 
     }
 }
 
-void ms_control_flush_self(void)
+void ms_totals_flush_self(void)
 {
     ms_pend *p = ms_self.pend;
     if (p)
@@ -275,13 +275,13 @@ void ms_pend_thread_exit(void)
     __atomic_store_n(&p->in_use, 0, __ATOMIC_RELEASE);
 }
 
-uint64_t ms_control_live_total(void)
+uint64_t ms_totals_live_total(void)
 {
     int64_t t = (int64_t)__atomic_load_n(&tot.live_total, __ATOMIC_RELAXED);
     return t > 0 ? (uint64_t)t : 0;
 }
 
-uint64_t ms_control_peak_total(void)
+uint64_t ms_totals_peak_total(void)
 {
     return __atomic_load_n(&tot.peak_total, __ATOMIC_RELAXED);
 }
@@ -317,7 +317,7 @@ void ms_totals_write(ms_snap_writer *w, int hist)
         uint64_t epoch = __atomic_load_n(&tot.epoch, __ATOMIC_ACQUIRE);
         uint64_t maxid = ms_stack_max_id();
         ms_sw_begin(w, MS_CHUNK_PEAK, 0);
-        ms_sw_u64(w, ms_control_peak_total());
+        ms_sw_u64(w, ms_totals_peak_total());
         uint64_t pt = __atomic_load_n(&tot.peak_ticks, __ATOMIC_RELAXED);
         ms_sw_u64(w, pt ? ms_ticks_to_ns(pt) : 0);
         uint64_t count_at = ms_sw_chunk_pos(w);

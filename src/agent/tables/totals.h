@@ -43,7 +43,7 @@ typedef struct ms_pend {
     int64_t bytes;        /* the sum of the entries' bytes: this thread's unflushed share */
     uint64_t band;        /* room + MS_PEND_FLUSH_BYTES - 1 (ms_pend_due) */
     uint32_t events_left; /* changes until the periodic flush */
-    uint32_t flush_due;   /* a deferred flush (ms_control_note_id) */
+    uint32_t flush_due;   /* a deferred flush (ms_totals_note_id) */
     uint64_t last_ptr;    /* the block this thread allocated last (temporaries) */
     struct ms_pend *next; /* every table ever made, for the counters' readers */
     uint32_t in_use;      /* a thread's; 0: given back at its exit, for the next thread */
@@ -66,7 +66,7 @@ void ms_pend_sums(struct ms_live_sum *s, uint32_t max_id) MS_INTERNAL;
 void ms_pend_thread_exit(void) MS_INTERNAL;
 /* Applies a change to the shared slot of stack sid and to the total at once (a thread
  * without a table: exiting, or out of memory). */
-void ms_control_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps) MS_INTERNAL;
+void ms_totals_apply_now(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps) MS_INTERNAL;
 
 /* The way of stack sid in a thread's table (256 ways). */
 static inline unsigned ms_pend_way(uint32_t sid)
@@ -94,16 +94,16 @@ static inline ms_pend *ms_pend_self(void)
 /* The note's rarer parts (no table yet, a flush due, the way held by another stack or
  * empty): out of line, so that the inline part keeps nothing live across a call and its
  * callers' frames stay small. */
-void ms_control_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps,
-                          int defer, int counted) MS_INTERNAL;
+void ms_totals_note_slow(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps,
+                         int defer, int counted) MS_INTERNAL;
 
 /* defer: an allocation noted before its block is in the live table (ms_record_prepare):
  * a flush it makes due waits for the thread's next change (or snapshot, or exit), so that
  * a byte trigger's snapshot sees the block, and the commit calls nothing.
  * counted: one heap block's allocation (blocks 1), whose stack counters the note keeps;
  * without a table they go to the stack's record at once. */
-static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps,
-                                      int defer, int counted)
+static inline void ms_totals_note_id(uint32_t sid, int64_t bytes, int64_t blocks, uint64_t temps,
+                                     int defer, int counted)
 {
     ms_pend *p = (ms_pend *)ms_self.pend; /* none while nothing is tracked (ms_pend_new) */
     if (MS_LIKELY(p != NULL) && MS_LIKELY(!p->flush_due)) {
@@ -127,15 +127,15 @@ static inline void ms_control_note_id(uint32_t sid, int64_t bytes, int64_t block
             return;
         }
     }
-    ms_control_note_slow(sid, bytes, blocks, temps, defer, counted);
+    ms_totals_note_slow(sid, bytes, blocks, temps, defer, counted);
 }
 
-static inline void ms_control_note(const ms_stack_rec *r, int64_t bytes, int64_t blocks)
+static inline void ms_totals_note(const ms_stack_rec *r, int64_t bytes, int64_t blocks)
 {
-    ms_control_note_id(r->id, bytes, blocks, 0, bytes > 0, 0);
+    ms_totals_note_id(r->id, bytes, blocks, 0, bytes > 0, 0);
 }
 
-/* blocks > 1: a sampled record standing for several blocks. ms_control_note keeps the
+/* blocks > 1: a sampled record standing for several blocks. ms_totals_note keeps the
  * total and the peak. */
 static inline void ms_stack_count_alloc_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
 {
@@ -149,13 +149,13 @@ static inline void ms_stack_count_alloc_n(ms_stack_rec *r, uint64_t blocks, uint
 static inline void ms_stack_account_alloc_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
 {
     ms_stack_count_alloc_n(r, blocks, bytes);
-    ms_control_note(r, (int64_t)bytes, (int64_t)blocks);
+    ms_totals_note(r, (int64_t)bytes, (int64_t)blocks);
 }
 static inline void ms_stack_account_free_n(ms_stack_rec *r, uint64_t blocks, uint64_t bytes)
 {
     __atomic_fetch_add(&r->free_blocks, blocks, __ATOMIC_RELAXED);
     __atomic_fetch_add(&r->free_bytes, bytes, __ATOMIC_RELAXED);
-    ms_control_note(r, -(int64_t)bytes, -(int64_t)blocks);
+    ms_totals_note(r, -(int64_t)bytes, -(int64_t)blocks);
 }
 static inline void ms_stack_account_alloc(ms_stack_rec *r, uint64_t bytes)
 {
@@ -168,7 +168,7 @@ static inline void ms_stack_account_free(ms_stack_rec *r, uint64_t bytes)
 
 /* ---------------------------------------------------------------------------
  * The live total and the peak (totals.c). Enabled by dump_at_peak (the default) or
- * trigger_bytes: every recorded allocation and free goes through ms_control_note_id()
+ * trigger_bytes: every recorded allocation and free goes through ms_totals_note_id()
  * above, which batches per thread and flushes here.
  * ------------------------------------------------------------------------- */
 extern int ms_ctl_track MS_INTERNAL;
@@ -178,10 +178,10 @@ void ms_totals_init(int dump_at_peak, uint64_t trigger_bytes, uint64_t stack_cap
 /* Arms the byte trigger again at `at` (UINT64_MAX: disarmed). */
 void ms_totals_arm(uint64_t at) MS_INTERNAL;
 /* Flushes the calling thread's pending changes (before it writes a snapshot). */
-void ms_control_flush_self(void) MS_INTERNAL;
+void ms_totals_flush_self(void) MS_INTERNAL;
 /* Current and peak totals of tracked live bytes (0 when tracking is off). */
-uint64_t ms_control_live_total(void) MS_INTERNAL;
-uint64_t ms_control_peak_total(void) MS_INTERNAL;
+uint64_t ms_totals_live_total(void) MS_INTERNAL;
+uint64_t ms_totals_peak_total(void) MS_INTERNAL;
 /* Times a new peak was reached (HLTH). */
 uint64_t ms_totals_peak_updates(void) MS_INTERNAL;
 /* Appends the PEAK and TEMP chunks (with dump_at_peak) and, with `hist`, the allocation
