@@ -258,6 +258,27 @@ void ms_sw_kv_i64(ms_snap_writer *w, const char *key, int64_t value)
 
 uint64_t ms_sw_chunk_pos(const ms_snap_writer *w) { return w->chunk_len; }
 
+void ms_sw_named_begin(ms_snap_writer *w, ms_sw_named *c, uint32_t type)
+{
+    ms_sw_begin(w, type, 0);
+    c->count_at = ms_sw_chunk_pos(w);
+    c->count = 0;
+    ms_sw_u32(w, 0);
+}
+
+void ms_sw_named_put(ms_snap_writer *w, ms_sw_named *c, const char *name, uint64_t value)
+{
+    ms_sw_cstr(w, name);
+    ms_sw_u64(w, value);
+    c->count++;
+}
+
+void ms_sw_named_end(ms_snap_writer *w, ms_sw_named *c)
+{
+    ms_sw_patch_u32(w, c->count_at, c->count);
+    ms_sw_end(w);
+}
+
 static void sw_patch(ms_snap_writer *w, uint64_t at, const void *p, size_t n)
 {
     if (w->err || !w->in_chunk || at + n > w->chunk_len)

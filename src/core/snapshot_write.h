@@ -58,6 +58,16 @@ void ms_sw_cstr(ms_snap_writer *w, const char *s);           /* NULL writes "" *
 void ms_sw_kv(ms_snap_writer *w, const char *key, const char *value);
 void ms_sw_kv_u64(ms_snap_writer *w, const char *key, uint64_t value); /* decimal text */
 void ms_sw_kv_i64(ms_snap_writer *w, const char *key, int64_t value);
+/* A chunk of name/value pairs (HLTH: u32 count, then per pair a string and a u64), its
+ * count patched at the end: no writer keeps the count by hand, so that a pair added
+ * without changing a number cannot make the chunk unreadable. */
+typedef struct ms_sw_named {
+    uint64_t count_at;
+    uint32_t count;
+} ms_sw_named;
+void ms_sw_named_begin(ms_snap_writer *w, ms_sw_named *c, uint32_t type);
+void ms_sw_named_put(ms_snap_writer *w, ms_sw_named *c, const char *name, uint64_t value);
+void ms_sw_named_end(ms_snap_writer *w, ms_sw_named *c);
 /* Overwrites a u32 already written in the open chunk at payload offset `at` (for
  * counts known only at the end). The bytes must still be in the buffer or the file. */
 void ms_sw_patch_u32(ms_snap_writer *w, uint64_t at, uint32_t v);

@@ -179,31 +179,21 @@ static void ctl_snapshot_hook(ms_snap_writer *w, void *arg)
     ms_totals_write(w, ms_ctl_track && !ms_sampler_cfg.enabled);
     ms_control_stats st;
     ms_control_get_stats(&st);
-    ms_sw_begin(w, MS_CHUNK_HLTH, 0);
-    ms_sw_u32(w, 11);
-    ms_sw_cstr(w, "sample_interval");
-    ms_sw_u64(w, ms_sampler_cfg.interval);
-    ms_sw_cstr(w, "sample_min_size");
-    ms_sw_u64(w, ms_sampler_cfg.min_size);
-    ms_sw_cstr(w, "sample_threshold");
-    ms_sw_u64(w, ms_sampler_cfg.threshold);
-    ms_sw_cstr(w, "control_signal");
-    ms_sw_u64(w, (uint64_t)ms_control_signal());
-    ms_sw_cstr(w, "control_requests");
-    ms_sw_u64(w, st.requests);
-    ms_sw_cstr(w, "control_snapshots");
-    ms_sw_u64(w, st.snapshots);
-    ms_sw_cstr(w, "control_snapshot_errors");
-    ms_sw_u64(w, st.snapshot_errors);
-    ms_sw_cstr(w, "control_triggers");
-    ms_sw_u64(w, st.triggers);
-    ms_sw_cstr(w, "tracked_live_bytes");
-    ms_sw_u64(w, ms_totals_live_total());
-    ms_sw_cstr(w, "addr_table_blocks"); /* recorded blocks known by address */
-    ms_sw_u64(w, ms_addr_count());
-    ms_sw_cstr(w, "addr_table_bytes");
-    ms_sw_u64(w, ms_addr_bytes_reserved());
-    ms_sw_end(w);
+    ms_sw_named n;
+    ms_sw_named_begin(w, &n, MS_CHUNK_HLTH);
+    ms_sw_named_put(w, &n, "sample_interval", ms_sampler_cfg.interval);
+    ms_sw_named_put(w, &n, "sample_min_size", ms_sampler_cfg.min_size);
+    ms_sw_named_put(w, &n, "sample_threshold", ms_sampler_cfg.threshold);
+    ms_sw_named_put(w, &n, "control_signal", (uint64_t)ms_control_signal());
+    ms_sw_named_put(w, &n, "control_requests", st.requests);
+    ms_sw_named_put(w, &n, "control_snapshots", st.snapshots);
+    ms_sw_named_put(w, &n, "control_snapshot_errors", st.snapshot_errors);
+    ms_sw_named_put(w, &n, "control_triggers", st.triggers);
+    ms_sw_named_put(w, &n, "tracked_live_bytes", ms_totals_live_total());
+    /* recorded blocks known by address */
+    ms_sw_named_put(w, &n, "addr_table_blocks", ms_addr_count());
+    ms_sw_named_put(w, &n, "addr_table_bytes", ms_addr_bytes_reserved());
+    ms_sw_named_end(w, &n);
 }
 
 void ms_control_get_stats(ms_control_stats *s)

@@ -24,11 +24,10 @@ static void fatal_hook(ms_snap_writer *w, void *arg)
     int sig = __atomic_load_n(&ms_fatal_signo, __ATOMIC_ACQUIRE);
     if (!sig)
         return;
-    ms_sw_begin(w, MS_CHUNK_HLTH, 0);
-    ms_sw_u32(w, 1);
-    ms_sw_cstr(w, "fatal_signal");
-    ms_sw_u64(w, (uint64_t)sig);
-    ms_sw_end(w);
+    ms_sw_named n;
+    ms_sw_named_begin(w, &n, MS_CHUNK_HLTH);
+    ms_sw_named_put(w, &n, "fatal_signal", (uint64_t)sig);
+    ms_sw_named_end(w, &n);
 }
 
 static int fault_in_agent(const void *uc)

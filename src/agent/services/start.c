@@ -22,19 +22,14 @@ static void ms_start_health(ms_snap_writer *w, void *arg)
     (void)arg;
     ms_got_stats st;
     ms_got_get_stats(&st);
-    ms_sw_begin(w, MS_CHUNK_HLTH, 0);
-    ms_sw_u32(w, 5);
-    ms_sw_cstr(w, "got_modules");
-    ms_sw_u64(w, st.modules);
-    ms_sw_cstr(w, "got_slots");
-    ms_sw_u64(w, st.slots);
-    ms_sw_cstr(w, "got_rejected_modules");
-    ms_sw_u64(w, st.rejected);
-    ms_sw_cstr(w, "got_dlopens");
-    ms_sw_u64(w, st.dlopens);
-    ms_sw_cstr(w, "got_symbols");
-    ms_sw_u64(w, st.symbols);
-    ms_sw_end(w);
+    ms_sw_named n;
+    ms_sw_named_begin(w, &n, MS_CHUNK_HLTH);
+    ms_sw_named_put(w, &n, "got_modules", st.modules);
+    ms_sw_named_put(w, &n, "got_slots", st.slots);
+    ms_sw_named_put(w, &n, "got_rejected_modules", st.rejected);
+    ms_sw_named_put(w, &n, "got_dlopens", st.dlopens);
+    ms_sw_named_put(w, &n, "got_symbols", st.symbols);
+    ms_sw_named_end(w, &n);
 }
 
 int ms_start_deferred(void)

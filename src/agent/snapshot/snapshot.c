@@ -366,23 +366,14 @@ static void write_thrd(snap_ctx *c)
     ms_sw_end(c->w);
 }
 
-static void hv(ms_snap_writer *w, uint32_t *n, const char *name, uint64_t v)
-{
-    ms_sw_cstr(w, name);
-    ms_sw_u64(w, v);
-    (*n)++;
-}
-
 static void write_hlth(snap_ctx *c)
 {
     ms_snap_writer *w = c->w;
-    ms_sw_begin(w, MS_CHUNK_HLTH, 0);
-    uint64_t at = ms_sw_chunk_pos(w);
-    ms_sw_u32(w, 0);
-    uint32_t n = 0;
+    ms_sw_named n;
+    ms_sw_named_begin(w, &n, MS_CHUNK_HLTH);
     ms_health_t h;
     memcpy(&h, &ms_health, sizeof h);
-#define H(f) hv(w, &n, #f, h.f)
+#define H(f) ms_sw_named_put(w, &n, #f, h.f)
     H(dropped_blocks);
     H(dropped_stacks);
     H(dropped_regions);
@@ -404,56 +395,56 @@ static void write_hlth(snap_ctx *c)
     H(dlclose_calls);
 #undef H
     if (h.leak_sigchld_forks)
-        hv(w, &n, "leak_sigchld_forks", h.leak_sigchld_forks);
+        ms_sw_named_put(w, &n, "leak_sigchld_forks", h.leak_sigchld_forks);
     if (h.leak_scan_failures) {
-        hv(w, &n, "leak_scan_failures", h.leak_scan_failures);
-        hv(w, &n, "leak_scan_child_signal", h.leak_scan_child_signal);
-        hv(w, &n, "leak_scan_child_exit", h.leak_scan_child_exit);
+        ms_sw_named_put(w, &n, "leak_scan_failures", h.leak_scan_failures);
+        ms_sw_named_put(w, &n, "leak_scan_child_signal", h.leak_scan_child_signal);
+        ms_sw_named_put(w, &n, "leak_scan_child_exit", h.leak_scan_child_exit);
     }
     if (ms_opt.guard) { /* guard pages (guard.c) */
-        hv(w, &n, "guard_allocs", h.guard_allocs);
-        hv(w, &n, "guard_pool_full", h.guard_pool_full);
-        hv(w, &n, "guard_too_large", h.guard_too_large);
-        hv(w, &n, "guard_errors", h.guard_errors);
-        hv(w, &n, "guard_failures", h.guard_failures);
-        hv(w, &n, "guard_budget_stretches", h.guard_budget_stretches);
-        hv(w, &n, "guard_rate_now", ms_guard_rate_now());
-        hv(w, &n, "guard_spent_ns", h.guard_spent_ns);
+        ms_sw_named_put(w, &n, "guard_allocs", h.guard_allocs);
+        ms_sw_named_put(w, &n, "guard_pool_full", h.guard_pool_full);
+        ms_sw_named_put(w, &n, "guard_too_large", h.guard_too_large);
+        ms_sw_named_put(w, &n, "guard_errors", h.guard_errors);
+        ms_sw_named_put(w, &n, "guard_failures", h.guard_failures);
+        ms_sw_named_put(w, &n, "guard_budget_stretches", h.guard_budget_stretches);
+        ms_sw_named_put(w, &n, "guard_rate_now", ms_guard_rate_now());
+        ms_sw_named_put(w, &n, "guard_spent_ns", h.guard_spent_ns);
     }
     if (h.metrics_errors)
-        hv(w, &n, "metrics_errors", h.metrics_errors);
+        ms_sw_named_put(w, &n, "metrics_errors", h.metrics_errors);
     if (h.deepbind_modules || h.deepbind_unhooked) {
-        hv(w, &n, "deepbind_modules", h.deepbind_modules);
-        hv(w, &n, "deepbind_unhooked", h.deepbind_unhooked);
+        ms_sw_named_put(w, &n, "deepbind_modules", h.deepbind_modules);
+        ms_sw_named_put(w, &n, "deepbind_unhooked", h.deepbind_unhooked);
     }
     if (!ms_real_malloc_is_libc) { /* another allocator: blocks known by address alone */
-        hv(w, &n, "allocator_not_libc", 1);
-        hv(w, &n, "foreign_frees", h.foreign_frees);
+        ms_sw_named_put(w, &n, "allocator_not_libc", 1);
+        ms_sw_named_put(w, &n, "foreign_frees", h.foreign_frees);
     }
     /* the blocks of BLKS when it was written: the table is walked once */
-    hv(w, &n, "live_table_blocks", c->heap_blocks != UINT64_MAX ? c->heap_blocks : ms_live_count());
-    hv(w, &n, "live_table_capacity", ms_opt.capacity);
-    hv(w, &n, "live_table_bytes", ms_live_bytes_reserved());
-    hv(w, &n, "stack_table_used", ms_stack_max_id());
-    hv(w, &n, "stack_table_capacity", ms_opt.stack_capacity);
-    hv(w, &n, "stack_table_bytes", ms_stacks_bytes_mapped());
-    hv(w, &n, "region_table_used", ms_regions_count());
-    hv(w, &n, "region_table_capacity", ms_opt.region_capacity);
+    ms_sw_named_put(w, &n, "live_table_blocks",
+                    c->heap_blocks != UINT64_MAX ? c->heap_blocks : ms_live_count());
+    ms_sw_named_put(w, &n, "live_table_capacity", ms_opt.capacity);
+    ms_sw_named_put(w, &n, "live_table_bytes", ms_live_bytes_reserved());
+    ms_sw_named_put(w, &n, "stack_table_used", ms_stack_max_id());
+    ms_sw_named_put(w, &n, "stack_table_capacity", ms_opt.stack_capacity);
+    ms_sw_named_put(w, &n, "stack_table_bytes", ms_stacks_bytes_mapped());
+    ms_sw_named_put(w, &n, "region_table_used", ms_regions_count());
+    ms_sw_named_put(w, &n, "region_table_capacity", ms_opt.region_capacity);
     if (ms_libc_missing()) /* what this C library lacks that glibc gives (libc.h) */
-        hv(w, &n, "libc_missing", ms_libc_missing());
+        ms_sw_named_put(w, &n, "libc_missing", ms_libc_missing());
     if (c->have_mi) {
-        hv(w, &n, "mallinfo2_arena", c->mi.arena);
-        hv(w, &n, "mallinfo2_ordblks", c->mi.ordblks);
-        hv(w, &n, "mallinfo2_smblks", c->mi.smblks);
-        hv(w, &n, "mallinfo2_hblks", c->mi.hblks);
-        hv(w, &n, "mallinfo2_hblkhd", c->mi.hblkhd);
-        hv(w, &n, "mallinfo2_fsmblks", c->mi.fsmblks);
-        hv(w, &n, "mallinfo2_uordblks", c->mi.uordblks);
-        hv(w, &n, "mallinfo2_fordblks", c->mi.fordblks);
-        hv(w, &n, "mallinfo2_keepcost", c->mi.keepcost);
+        ms_sw_named_put(w, &n, "mallinfo2_arena", c->mi.arena);
+        ms_sw_named_put(w, &n, "mallinfo2_ordblks", c->mi.ordblks);
+        ms_sw_named_put(w, &n, "mallinfo2_smblks", c->mi.smblks);
+        ms_sw_named_put(w, &n, "mallinfo2_hblks", c->mi.hblks);
+        ms_sw_named_put(w, &n, "mallinfo2_hblkhd", c->mi.hblkhd);
+        ms_sw_named_put(w, &n, "mallinfo2_fsmblks", c->mi.fsmblks);
+        ms_sw_named_put(w, &n, "mallinfo2_uordblks", c->mi.uordblks);
+        ms_sw_named_put(w, &n, "mallinfo2_fordblks", c->mi.fordblks);
+        ms_sw_named_put(w, &n, "mallinfo2_keepcost", c->mi.keepcost);
     }
-    ms_sw_patch_u32(w, at, n);
-    ms_sw_end(w);
+    ms_sw_named_end(w, &n);
 }
 
 /* ===========================================================================
